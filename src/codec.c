@@ -1,0 +1,205 @@
+/*
+ * codec.c -- encode and decode segment headers, frames and checkpoint slots.
+ *
+ * Decoders trust nothing: every length is checked against the bytes
+ * available and against LE_FRAME_MAX before it is used, so a damaged file
+ * can make a decode fail but never read out of bounds.  The byte layouts
+ * are drawn at the top of format.h.
+ */
+#include "crc32c.h"
+#include "format.h"
+
+void le__seg_hdr_encode(unsigned char out[LE_SEG_HDR], const le__seg_hdr *h)
+{
+	memset(out, 0, LE_SEG_HDR);
+	memcpy(out, LE_SEG_MAGIC, 8);
+	le__put16(out + 8, LE_SEG_VERSION);
+	le__put16(out + 10, LE_SEG_HDR);
+	le__put32(out + 12, h->fields);
+	le__put32(out + 16, h->shard);
+	le__put64(out + 24, h->index);
+	le__put64(out + 32, h->base_seq);
+	le__put64(out + 40, h->created_ns);
+	le__put32(out + LE_SEG_HDR_CRC_OFF,
+	          le__crc_mask(le__crc32c_extend(0, out, LE_SEG_HDR_CRC_OFF)));
+}
+
+int le__seg_hdr_decode(const unsigned char in[LE_SEG_HDR], le__seg_hdr *h)
+{
+	uint32_t want = le__crc_mask(le__crc32c_extend(0, in, LE_SEG_HDR_CRC_OFF));
+
+	if (memcmp(in, LE_SEG_MAGIC, 8) != 0)
+		return LE_ECORRUPT;
+	if (le__get32(in + LE_SEG_HDR_CRC_OFF) != want)
+		return LE_ECORRUPT;
+	h->version = le__get16(in + 8);
+	if (h->version != LE_SEG_VERSION)
+		return LE_EVERSION;
+	if (le__get16(in + 10) != LE_SEG_HDR)
+		return LE_ECORRUPT;
+	h->fields = le__get32(in + 12);
+	if (h->fields & ~LE_FIELD_ALL)
+		return LE_ECORRUPT;
+	h->shard = le__get32(in + 16);
+	h->index = le__get64(in + 24);
+	h->base_seq = le__get64(in + 32);
+	h->created_ns = le__get64(in + 40);
+	return 0;
+}
+
+uint32_t le__frame_encode(unsigned char *out, uint32_t fields, uint32_t flags,
+                          int level, uint32_t shard, uint64_t seq,
+                          uint64_t ts, const void *payload, uint32_t len)
+{
+	unsigned char *p = out + 4;
+	unsigned char *crc_at = NULL;
+
+	if (fields & LE_FIELD_CRC) {
+		crc_at = p;
+		p += 4;
+	}
+	*p++ = (unsigned char)flags;
+	if (fields & LE_FIELD_LEVEL)
+		*p++ = (unsigned char)level;
+	if (fields & LE_FIELD_SHARD) {
+		le__put16(p, (uint16_t)shard);
+		p += 2;
+	}
+	if (fields & LE_FIELD_SEQUENCE) {
+		le__put64(p, seq);
+		p += 8;
+	}
+	if (fields & LE_FIELD_TIMESTAMP) {
+		le__put64(p, ts);
+		p += 8;
+	}
+	if (len)
+		memcpy(p, payload, len);
+	p += len;
+	uint32_t total = (uint32_t)(p - out);
+	le__put32(out, total - 4);
+	if (crc_at) {
+		uint32_t c = le__crc32c_extend(0, out, 4);
+		c = le__crc32c_extend(c, crc_at + 4, (size_t)(p - (crc_at + 4)));
+		le__put32(crc_at, le__crc_mask(c));
+	}
+	return total;
+}
+
+int le__frame_decode(const unsigned char *buf, uint64_t avail,
+                     uint32_t fields, uint32_t max_size, le__frame *f,
+                     const char **why)
+{
+	uint32_t fixed = le__frame_fixed(fields);
+	const unsigned char *p;
+
+	if (avail < 4) {
+		*why = "frame header cut short";
+		return (avail == 0) ? LE_FRAME_END : LE_FRAME_SHORT;
+	}
+	f->size = le__get32(buf);
+	if (f->size == 0) {
+		*why = "zero size word";
+		return LE_FRAME_END;
+	}
+	if (max_size > LE_FRAME_MAX)
+		max_size = LE_FRAME_MAX;
+	if (f->size < fixed - 4 || f->size > max_size) {
+		*why = "frame size out of range";
+		return LE_FRAME_BAD;
+	}
+	if ((uint64_t)f->size + 4 > avail) {
+		*why = "frame runs past end of data";
+		return LE_FRAME_SHORT;
+	}
+	p = buf + 4;
+	if (fields & LE_FIELD_CRC) {
+		uint32_t c = le__crc32c_extend(0, buf, 4);
+		c = le__crc32c_extend(c, p + 4, f->size - 4);
+		if (le__crc_mask(c) != le__get32(p)) {
+			*why = "checksum mismatch";
+			return LE_FRAME_BAD;
+		}
+		p += 4;
+	}
+	f->flags = *p++;
+	if (f->flags & ~LE_REC_KNOWN_FLAGS) {
+		*why = "unknown record flags";
+		return LE_FRAME_BAD;
+	}
+	f->level = -1;
+	if (fields & LE_FIELD_LEVEL) {
+		f->level = *p++;
+		if (f->level > LE_FATAL) {
+			*why = "level out of range";
+			return LE_FRAME_BAD;
+		}
+	}
+	f->shard = UINT32_MAX;
+	if (fields & LE_FIELD_SHARD) {
+		f->shard = le__get16(p);
+		p += 2;
+	}
+	f->seq = 0;
+	if (fields & LE_FIELD_SEQUENCE) {
+		f->seq = le__get64(p);
+		p += 8;
+	}
+	f->ts = 0;
+	if (fields & LE_FIELD_TIMESTAMP) {
+		f->ts = le__get64(p);
+		p += 8;
+	}
+	f->payload = p;
+	f->len = f->size + 4 - fixed;
+	return LE_FRAME_OK;
+}
+
+void le__ckpt_encode(unsigned char out[LE_CKPT_SLOT], const le__ckpt *c)
+{
+	memset(out, 0, LE_CKPT_SLOT);
+	memcpy(out, LE_CKPT_MAGIC, 8);
+	le__put64(out + 8, c->gen);
+	le__put64(out + 16, c->seg_index);
+	le__put64(out + 24, c->offset);
+	le__put64(out + 32, c->next_seq);
+	le__put64(out + 40, c->last_ts);
+	le__put64(out + 48, c->last_off);
+	le__put32(out + 56, c->shard);
+	le__put32(out + 60, le__crc_mask(le__crc32c_extend(0, out, 60)));
+}
+
+int le__ckpt_decode(const unsigned char in[LE_CKPT_SLOT], le__ckpt *c)
+{
+	if (memcmp(in, LE_CKPT_MAGIC, 8) != 0)
+		return LE_ECORRUPT;
+	if (le__get32(in + 60) != le__crc_mask(le__crc32c_extend(0, in, 60)))
+		return LE_ECORRUPT;
+	c->gen = le__get64(in + 8);
+	c->seg_index = le__get64(in + 16);
+	c->offset = le__get64(in + 24);
+	c->next_seq = le__get64(in + 32);
+	c->last_ts = le__get64(in + 40);
+	c->last_off = le__get64(in + 48);
+	c->shard = le__get32(in + 56);
+	return c->gen ? 0 : LE_ECORRUPT;
+}
+
+int le__ckpt_pick(const unsigned char *file, uint64_t len, le__ckpt *c)
+{
+	le__ckpt a, b;
+	int ok_a = len >= LE_CKPT_SLOT && le__ckpt_decode(file, &a) == 0;
+	int ok_b = len >= LE_CKPT_SLOT1_OFF + LE_CKPT_SLOT &&
+	           le__ckpt_decode(file + LE_CKPT_SLOT1_OFF, &b) == 0;
+
+	/* A slot is also wrong if it sits where its generation does not. */
+	ok_a = ok_a && (a.gen % 2) == 0;
+	ok_b = ok_b && (b.gen % 2) == 1;
+	if (ok_a && (!ok_b || a.gen > b.gen))
+		*c = a;
+	else if (ok_b)
+		*c = b;
+	else
+		return LE_ECORRUPT;
+	return 0;
+}

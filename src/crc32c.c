@@ -1,0 +1,169 @@
+/*
+ * crc32c.c -- CRC-32C, hardware when the CPU has it, tables otherwise.
+ *
+ * The software path is slicing-by-8: eight 256-entry tables built once,
+ * eight input bytes per step.  The hardware paths use the crc32 instruction
+ * on 8 bytes at a time; the instruction computes exactly the reflected
+ * Castagnoli CRC with no pre/post inversion, so we invert around it as the
+ * table path does.  Selection happens on first use (a benign race: every
+ * thread computes the same answer and stores the same pointer).
+ */
+#include "crc32c.h"
+
+#include <stdatomic.h>
+#include <string.h>
+
+#define POLY 0x82f63b78u
+
+static uint32_t table[8][256];
+static atomic_int table_ready;
+
+static void table_init(void)
+{
+	for (uint32_t n = 0; n < 256; n++) {
+		uint32_t c = n;
+		for (int k = 0; k < 8; k++)
+			c = (c & 1) ? (c >> 1) ^ POLY : c >> 1;
+		table[0][n] = c;
+	}
+	for (uint32_t n = 0; n < 256; n++)
+		for (int k = 1; k < 8; k++)
+			table[k][n] = (table[k - 1][n] >> 8) ^
+			              table[0][table[k - 1][n] & 0xff];
+	atomic_store_explicit(&table_ready, 1, memory_order_release);
+}
+
+uint32_t le__crc32c_sw(uint32_t crc, const void *buf, size_t len)
+{
+	const unsigned char *p = buf;
+
+	if (!atomic_load_explicit(&table_ready, memory_order_acquire))
+		table_init(); /* idempotent: same values from every thread */
+	crc = ~crc;
+	while (len && ((uintptr_t)p & 7)) {
+		crc = (crc >> 8) ^ table[0][(crc ^ *p++) & 0xff];
+		len--;
+	}
+	while (len >= 8) {
+		uint64_t w;
+		memcpy(&w, p, 8);
+		w ^= crc; /* little-endian: low 4 bytes meet the crc */
+		crc = table[7][w & 0xff] ^ table[6][(w >> 8) & 0xff] ^
+		      table[5][(w >> 16) & 0xff] ^ table[4][(w >> 24) & 0xff] ^
+		      table[3][(w >> 32) & 0xff] ^ table[2][(w >> 40) & 0xff] ^
+		      table[1][(w >> 48) & 0xff] ^ table[0][w >> 56];
+		p += 8;
+		len -= 8;
+	}
+	while (len--)
+		crc = (crc >> 8) ^ table[0][(crc ^ *p++) & 0xff];
+	return ~crc;
+}
+
+#if defined(__x86_64__)
+#include <cpuid.h>
+#include <nmmintrin.h>
+
+__attribute__((target("sse4.2")))
+static uint32_t crc_hw(uint32_t crc, const void *buf, size_t len)
+{
+	const unsigned char *p = buf;
+	uint64_t c = ~crc;
+
+	while (len && ((uintptr_t)p & 7)) {
+		c = _mm_crc32_u8((uint32_t)c, *p++);
+		len--;
+	}
+	while (len >= 8) {
+		uint64_t w;
+		memcpy(&w, p, 8);
+		c = _mm_crc32_u64(c, w);
+		p += 8;
+		len -= 8;
+	}
+	while (len--)
+		c = _mm_crc32_u8((uint32_t)c, *p++);
+	return ~(uint32_t)c;
+}
+
+static int hw_present(void)
+{
+	unsigned a, b, c, d;
+	if (!__get_cpuid(1, &a, &b, &c, &d))
+		return 0;
+	return (c & bit_SSE4_2) != 0;
+}
+#define HW_NAME "sse4.2"
+
+#elif defined(__aarch64__)
+#include <arm_acle.h>
+#include <sys/auxv.h>
+#ifndef HWCAP_CRC32
+#define HWCAP_CRC32 (1 << 7)
+#endif
+
+__attribute__((target("+crc")))
+static uint32_t crc_hw(uint32_t crc, const void *buf, size_t len)
+{
+	const unsigned char *p = buf;
+	uint32_t c = ~crc;
+
+	while (len && ((uintptr_t)p & 7)) {
+		c = __crc32cb(c, *p++);
+		len--;
+	}
+	while (len >= 8) {
+		uint64_t w;
+		memcpy(&w, p, 8);
+		c = __crc32cd(c, w);
+		p += 8;
+		len -= 8;
+	}
+	while (len--)
+		c = __crc32cb(c, *p++);
+	return ~c;
+}
+
+static int hw_present(void)
+{
+	return (getauxval(AT_HWCAP) & HWCAP_CRC32) != 0;
+}
+#define HW_NAME "armv8-crc"
+#endif
+
+le__crc32c_fn le__crc32c_hw(void)
+{
+#ifdef HW_NAME
+	if (hw_present())
+		return crc_hw;
+#endif
+	return NULL;
+}
+
+static _Atomic(le__crc32c_fn) impl;
+
+static le__crc32c_fn pick(void)
+{
+	le__crc32c_fn f = le__crc32c_hw();
+	if (!f)
+		f = le__crc32c_sw;
+	atomic_store_explicit(&impl, f, memory_order_relaxed);
+	return f;
+}
+
+uint32_t le__crc32c_extend(uint32_t crc, const void *buf, size_t len)
+{
+	le__crc32c_fn f = atomic_load_explicit(&impl, memory_order_relaxed);
+	if (!f)
+		f = pick();
+	return f(crc, buf, len);
+}
+
+const char *le__crc32c_impl(void)
+{
+#ifdef HW_NAME
+	if (le__crc32c_hw())
+		return HW_NAME;
+#endif
+	return "software";
+}

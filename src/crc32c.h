@@ -1,0 +1,43 @@
+/*
+ * crc32c.h -- CRC-32C (Castagnoli, polynomial 0x1EDC6F41, reflected 0x82F63B78).
+ *
+ * le__crc32c_extend() picks, once, the fastest implementation the CPU has:
+ * the SSE4.2 crc32 instruction on x86-64, the CRC extension on arm64, or a
+ * portable slicing-by-8 table.  All three give identical results; the unit
+ * tests check each against the RFC 3720 (iSCSI) B.4 vectors.
+ */
+#ifndef LE_CRC32C_H
+#define LE_CRC32C_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* crc of buf continuing from crc (start with 0). */
+uint32_t le__crc32c_extend(uint32_t crc, const void *buf, size_t len);
+
+/* The portable implementation, always available (tests compare). */
+uint32_t le__crc32c_sw(uint32_t crc, const void *buf, size_t len);
+
+/* The hardware implementation, or NULL when the CPU lacks it. */
+typedef uint32_t (*le__crc32c_fn)(uint32_t, const void *, size_t);
+le__crc32c_fn le__crc32c_hw(void);
+
+/* Name of the implementation in use: "sse4.2", "armv8-crc" or "software". */
+const char *le__crc32c_impl(void);
+
+/*
+ * Stored CRCs are masked, as LevelDB does, so that the CRC of a byte string
+ * that itself contains embedded CRCs does not degenerate.
+ */
+static inline uint32_t le__crc_mask(uint32_t crc)
+{
+	return ((crc >> 15) | (crc << 17)) + 0xa282ead8u;
+}
+
+static inline uint32_t le__crc_unmask(uint32_t m)
+{
+	uint32_t rot = m - 0xa282ead8u;
+	return (rot >> 17) | (rot << 15);
+}
+
+#endif

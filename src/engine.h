@@ -1,0 +1,143 @@
+/*
+ * engine.h -- the engine and shard structures shared by engine.c (open,
+ * hot path, flush, stats, close) and writer.c (the shard writer threads).
+ *
+ * Ownership.  Fields marked [const] are set in le_open and never change.
+ * [writer] fields belong to the shard's writer thread alone.  [atomic]
+ * fields are shared; each says who writes it.
+ */
+#ifndef LE_ENGINE_H
+#define LE_ENGINE_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+
+#include "format.h"
+#include "internal.h"
+#include "queue.h"
+#include "segment.h"
+
+typedef struct le__segmeta {
+	uint64_t index;
+	uint64_t bytes;
+} le__segmeta;
+
+typedef struct le__shard {
+	le__ring ring;
+
+	/* [atomic] futex word: 1 while the writer sleeps or is about to.
+	 * Written by the writer (1) and by whoever wakes it (0). */
+	_Alignas(64) _Atomic uint32_t sleeping;
+	/* [atomic] producers add dropped records; the writer takes them
+	 * (exchange) to write a marker. */
+	_Atomic uint64_t dropped_pending;
+	_Atomic uint64_t dropped_full; /* [atomic] producers, cumulative */
+
+	/* [atomic] written by the writer, read by le_flush / le_stats_get. */
+	_Alignas(64) _Atomic uint64_t done_pos; /* ring position written
+	                                           (and synced per policy) */
+	_Atomic uint64_t flush_req;  /* position a le_flush waits for (max) */
+	_Atomic uint64_t consumed;   /* records released from the ring */
+	_Atomic uint64_t written;
+	_Atomic uint64_t bytes_written;
+	_Atomic uint64_t markers;
+	_Atomic uint64_t dropped_io;
+	_Atomic uint64_t segments_created;
+	_Atomic uint64_t segments_deleted;
+	_Atomic uint64_t syncs;
+	_Atomic uint64_t checkpoints;
+	_Atomic uint64_t write_errors;
+	_Atomic uint64_t sync_errors;
+	_Atomic uint64_t recovered_truncated;
+	_Atomic int failing;         /* writes are failing now (retrying) */
+
+	/* [const] */
+	_Alignas(64) struct le_engine *e;
+	uint32_t id;
+	char dir[LE_PATH_MAX];       /* DIR/shard-NNN */
+	pthread_t thread;
+	int started;
+
+	/* [writer] the active segment */
+	int fd;                      /* -1: none open */
+	uint64_t seg_index;
+	uint64_t seg_len;            /* logical bytes in the file */
+	uint64_t seg_created_mono;   /* for segment_max_age_ms */
+	uint64_t next_seq;
+	uint64_t last_ts;
+	uint64_t last_frame_off;     /* start of the last frame written */
+	/* [writer] the output buffer: file bytes [buf_off, buf_off+buf_len) */
+	unsigned char *buf;
+	size_t buf_cap;
+	uint64_t buf_off;
+	size_t buf_len;
+	size_t buf_new;              /* bytes at the end of buf not yet written */
+	uint64_t rd;                 /* ring position encoded up to */
+	uint32_t pend_recs;          /* frames encoded, not yet written */
+	uint32_t pend_slots;         /* of those, from ring slots */
+	uint32_t pend_markers;       /* of those, drop markers */
+	uint64_t pend_bytes;         /* payload bytes of the slots (budget) */
+	uint64_t pend_since;         /* mono ns of the oldest pending record */
+	uint64_t pend_last_off;      /* start offset of the last pending frame */
+	uint64_t w_next_seq;         /* next_seq as of the last write */
+	uint64_t w_last_ts;          /* last_ts as of the last write */
+	/* [writer] sync and checkpoint state */
+	int dirty;                   /* written since the last sync */
+	uint64_t last_sync_mono;
+	uint64_t last_ckpt_mono;
+	int ckpt_fd;
+	uint64_t ckpt_gen;
+	uint64_t ckpt_off;           /* seg_len at the last checkpoint */
+	/* [writer] sealed segments, oldest first, for retention */
+	le__segmeta *segs;
+	size_t nsegs, segs_cap;
+	uint64_t segs_bytes;
+} le__shard;
+
+struct le_engine {
+	/* [atomic] the global budget: producers take, writers give. */
+	_Alignas(64) _Atomic uint64_t budget;
+	/* [atomic] high-water marks, CAS-max by producers (rarely written). */
+	_Alignas(64) _Atomic uint64_t hwm_rec;
+	_Atomic uint64_t hwm_bytes;
+	/* [atomic] producers, on uncommon paths only */
+	_Alignas(64) _Atomic uint64_t truncated;
+	_Atomic uint64_t rejected;
+	_Atomic uint64_t blocked;
+	_Atomic uint32_t space_seq;     /* futex: bumped when budget returns */
+	_Atomic uint32_t block_waiters; /* producers waiting on space_seq */
+	_Atomic int closing;            /* le_close has begun */
+	_Atomic int stopping;           /* writers: drain and exit */
+	_Atomic uint64_t errors_total;  /* I/O failures, all shards */
+	_Atomic uint64_t errors_seen;   /* errors_total as of the last flush */
+	_Atomic int last_error;
+
+	/* [const] */
+	_Alignas(64) le_config cfg;
+	char dir[LE_PATH_MAX];
+	uint32_t nshards;
+	uint32_t shard_mask;            /* nshards - 1 when a power of two */
+	uint64_t cap_rec, cap_bytes;
+	uint32_t max_rec;
+	uint64_t wake_rec, wake_bytes;  /* producer wakes a sleeping writer */
+	int lock_fd;
+	le__shard *shards;
+
+	/* le_flush waiters sleep here; writers signal when flush_waiters. */
+	pthread_mutex_t flush_mu;
+	pthread_cond_t flush_cv;
+	_Atomic int flush_waiters;
+};
+
+/* writer.c */
+int le__writer_recover(le__shard *sh); /* in le_open, before threads */
+void *le__writer_main(void *arg);
+void le__writer_free(le__shard *sh);
+
+/* engine.c */
+void le__wake_writer(le__shard *sh);
+void le__futex_wait(_Atomic uint32_t *w, uint32_t val, uint64_t ns);
+void le__futex_wake(_Atomic uint32_t *w, int n);
+
+#endif

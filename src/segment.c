@@ -1,0 +1,328 @@
+/*
+ * segment.c -- naming, listing and scanning segment files; checkpoints.
+ *
+ * The scanner is the one place that turns file bytes into frames.  Its
+ * window grows only to hold one frame whose size word has passed the range
+ * check (<= LE_FRAME_MAX) and fits in the file, so no damaged size word can
+ * make it allocate more than LE_FRAME_MAX + the window.
+ */
+#define _GNU_SOURCE
+#include "segment.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+
+#include "os.h"
+
+#define WINDOW (1u << 20)
+
+int le__shard_dir(char *buf, size_t cap, const char *dir, uint32_t shard)
+{
+	int n = snprintf(buf, cap, "%s/shard-%03" PRIu32, dir, shard);
+	return (n < 0 || (size_t)n >= cap) ? -ENAMETOOLONG : 0;
+}
+
+int le__seg_path(char *buf, size_t cap, const char *shard_dir, uint64_t index)
+{
+	int n = snprintf(buf, cap, "%s/%016" PRIx64 ".seg", shard_dir, index);
+	return (n < 0 || (size_t)n >= cap) ? -ENAMETOOLONG : 0;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return (x > y) - (x < y);
+}
+
+/* Parse exactly 16 lower-case hex digits followed by ".seg". */
+static int parse_seg_name(const char *name, uint64_t *idx)
+{
+	uint64_t v = 0;
+	for (int i = 0; i < 16; i++) {
+		char c = name[i];
+		if (c >= '0' && c <= '9')
+			v = v << 4 | (uint64_t)(c - '0');
+		else if (c >= 'a' && c <= 'f')
+			v = v << 4 | (uint64_t)(c - 'a' + 10);
+		else
+			return 0;
+	}
+	if (strcmp(name + 16, ".seg") != 0)
+		return 0;
+	*idx = v;
+	return 1;
+}
+
+/* Collect numbers parsed from directory entries into a sorted array. */
+static int list_dir(const char *dir, int (*parse)(const char *, uint64_t *),
+                    uint64_t **out, size_t *n)
+{
+	DIR *d = opendir(dir);
+	uint64_t *v = NULL, x;
+	size_t len = 0, cap = 0;
+	struct dirent *de;
+
+	*out = NULL;
+	*n = 0;
+	if (!d)
+		return -errno;
+	while ((de = readdir(d)) != NULL) {
+		if (!parse(de->d_name, &x))
+			continue;
+		if (len == cap) {
+			size_t nc = cap ? cap * 2 : 16;
+			uint64_t *nv = realloc(v, nc * sizeof *nv);
+			if (!nv) {
+				free(v);
+				closedir(d);
+				return LE_ENOMEM;
+			}
+			v = nv;
+			cap = nc;
+		}
+		v[len++] = x;
+	}
+	closedir(d);
+	if (len)
+		qsort(v, len, sizeof *v, cmp_u64);
+	*out = v;
+	*n = len;
+	return 0;
+}
+
+int le__seg_list(const char *shard_dir, uint64_t **out, size_t *n)
+{
+	return list_dir(shard_dir, parse_seg_name, out, n);
+}
+
+static int parse_shard_name(const char *name, uint64_t *shard)
+{
+	uint64_t v = 0;
+	if (strncmp(name, "shard-", 6) != 0 || strlen(name) != 9)
+		return 0;
+	for (int i = 6; i < 9; i++) {
+		if (name[i] < '0' || name[i] > '9')
+			return 0;
+		v = v * 10 + (uint64_t)(name[i] - '0');
+	}
+	if (v >= LE_MAX_SHARDS)
+		return 0;
+	*shard = v;
+	return 1;
+}
+
+int le__shard_list(const char *dir, uint32_t **out, size_t *n)
+{
+	uint64_t *v;
+	int rc = list_dir(dir, parse_shard_name, &v, n);
+	*out = NULL;
+	if (rc < 0)
+		return rc;
+	if (*n == 0) {
+		free(v);
+		return 0;
+	}
+	uint32_t *s = malloc(*n * sizeof *s);
+	if (!s) {
+		free(v);
+		return LE_ENOMEM;
+	}
+	for (size_t i = 0; i < *n; i++)
+		s[i] = (uint32_t)v[i];
+	free(v);
+	*out = s;
+	return 0;
+}
+
+/* ---- scanner ---- */
+
+int le__scan_open(le__scan *s, const char *path, uint32_t expect_shard,
+                  const char **why)
+{
+	unsigned char h[LE_SEG_HDR];
+	struct stat st;
+	int rc;
+
+	memset(s, 0, sizeof *s);
+	*why = "";
+	s->fd = le__open(path, O_RDONLY, 0);
+	if (s->fd < 0)
+		return s->fd;
+	if (fstat(s->fd, &st) < 0) {
+		rc = -errno;
+		goto fail;
+	}
+	s->file_len = (uint64_t)st.st_size;
+	ssize_t got = le__pread_full(s->fd, h, sizeof h, 0);
+	if (got < 0) {
+		rc = (int)got;
+		goto fail;
+	}
+	if (got < LE_SEG_HDR) {
+		*why = "segment header cut short";
+		rc = LE_ECORRUPT;
+		goto fail;
+	}
+	rc = le__seg_hdr_decode(h, &s->hdr);
+	if (rc < 0) {
+		*why = rc == LE_EVERSION ? "unknown format version"
+		                         : "segment header damaged";
+		goto fail;
+	}
+	if (expect_shard != UINT32_MAX && s->hdr.shard != expect_shard) {
+		*why = "segment header names another shard";
+		rc = LE_ECORRUPT;
+		goto fail;
+	}
+	s->cap = WINDOW;
+	s->buf = malloc(s->cap);
+	if (!s->buf) {
+		rc = LE_ENOMEM;
+		goto fail;
+	}
+	s->off = LE_SEG_HDR;
+	s->next_seq = s->hdr.base_seq;
+	return 0;
+fail:
+	le__close(s->fd);
+	s->fd = -1;
+	return rc;
+}
+
+void le__scan_close(le__scan *s)
+{
+	if (s->fd >= 0)
+		le__close(s->fd);
+	free(s->buf);
+	s->buf = NULL;
+	s->fd = -1;
+}
+
+/* Make file bytes [off, off + need) resident in the window (need is
+ * already clipped to the file).  @return 0 or -errno / LE_ENOMEM. */
+static int window(le__scan *s, uint64_t off, size_t need)
+{
+	if (off >= s->win_off && off + need <= s->win_off + s->win_len)
+		return 0;
+	if (need > s->cap) {
+		unsigned char *nb = realloc(s->buf, need);
+		if (!nb)
+			return LE_ENOMEM;
+		s->buf = nb;
+		s->cap = need;
+	}
+	uint64_t left = s->file_len - off;
+	size_t want = left < s->cap ? (size_t)left : s->cap;
+	ssize_t got = le__pread_full(s->fd, s->buf, want, off);
+	if (got < 0)
+		return (int)got;
+	s->win_off = off;
+	s->win_len = (size_t)got;
+	return 0;
+}
+
+/* Decode at off without moving; expects seq >= min_seq when present. */
+static int peek(le__scan *s, uint64_t off, le__frame *f, const char **why)
+{
+	uint32_t fields = s->hdr.fields;
+	uint64_t left = off < s->file_len ? s->file_len - off : 0;
+	size_t first = left < LE_FRAME_FIXED_MAX ? (size_t)left
+	                                         : LE_FRAME_FIXED_MAX;
+	int rc = window(s, off, first);
+	if (rc < 0)
+		return rc;
+	if (first >= 4) {
+		uint64_t total = (uint64_t)le__get32(s->buf + (off - s->win_off)) + 4;
+		if (total <= (uint64_t)LE_FRAME_MAX + 4) {
+			size_t need = total < left ? (size_t)total : (size_t)left;
+			rc = window(s, off, need);
+			if (rc < 0)
+				return rc;
+		}
+	}
+	size_t avail = (size_t)(s->win_off + s->win_len - off);
+	if (avail > left)
+		avail = (size_t)left;
+	rc = le__frame_decode(s->buf + (off - s->win_off), avail, fields,
+	                      LE_FRAME_MAX, f, why);
+	if (rc != LE_FRAME_OK)
+		return rc;
+	if ((fields & LE_FIELD_SHARD) && f->shard != s->hdr.shard) {
+		*why = "frame names another shard";
+		return LE_FRAME_BAD;
+	}
+	return LE_FRAME_OK;
+}
+
+int le__scan_next(le__scan *s, le__frame *f, const char **why)
+{
+	int rc = peek(s, s->off, f, why);
+	if (rc != LE_FRAME_OK)
+		return rc;
+	if (s->hdr.fields & LE_FIELD_SEQUENCE) {
+		if (f->seq != s->next_seq) {
+			*why = "sequence number out of order "
+			       "(frame copied from elsewhere?)";
+			return LE_FRAME_BAD;
+		}
+	} else {
+		f->seq = s->next_seq;
+	}
+	s->off += (uint64_t)f->size + 4;
+	s->next_seq++;
+	s->frames++;
+	return LE_FRAME_OK;
+}
+
+int le__scan_resync(le__scan *s)
+{
+	le__frame f;
+	const char *why;
+
+	for (uint64_t off = s->off + 1; off + 5 <= s->file_len; off++) {
+		int rc = peek(s, off, &f, &why);
+		if (rc < 0)
+			return rc;
+		if (rc != LE_FRAME_OK)
+			continue;
+		if ((s->hdr.fields & LE_FIELD_SEQUENCE) && f.seq < s->next_seq)
+			continue;
+		s->off = off;
+		if (s->hdr.fields & LE_FIELD_SEQUENCE)
+			s->next_seq = f.seq;
+		return 1;
+	}
+	return 0;
+}
+
+/* ---- checkpoint ---- */
+
+int le__ckpt_read(const char *shard_dir, le__ckpt *c)
+{
+	char path[LE_PATH_MAX];
+	unsigned char buf[LE_CKPT_FILE_BYTES];
+	int n = snprintf(path, sizeof path, "%s/CHECKPOINT", shard_dir);
+	if (n < 0 || (size_t)n >= sizeof path)
+		return -ENAMETOOLONG;
+	int fd = le__open(path, O_RDONLY, 0);
+	if (fd < 0)
+		return fd;
+	ssize_t got = le__pread_full(fd, buf, sizeof buf, 0);
+	le__close(fd);
+	if (got < 0)
+		return (int)got;
+	return le__ckpt_pick(buf, (uint64_t)got, c);
+}
+
+int le__ckpt_write(int fd, const le__ckpt *c)
+{
+	unsigned char slot[LE_CKPT_SLOT];
+	le__ckpt_encode(slot, c);
+	return le__pwrite_all(fd, slot, sizeof slot,
+	                      (c->gen % 2) ? LE_CKPT_SLOT1_OFF : 0);
+}

@@ -1,0 +1,69 @@
+/*
+ * segment.h -- segment files: naming, listing, sequential scanning with
+ * validation, and the checkpoint file.  Shared by recovery (engine.c), the
+ * writers (writer.c) and the reader API (reader.c).
+ */
+#ifndef LE_SEGMENT_H
+#define LE_SEGMENT_H
+
+#include <limits.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "format.h"
+
+#define LE_PATH_MAX 4096
+
+/* DIR/shard-NNN */
+int le__shard_dir(char *buf, size_t cap, const char *dir, uint32_t shard);
+/* DIR/shard-NNN/IIIIIIIIIIIIIIII.seg */
+int le__seg_path(char *buf, size_t cap, const char *shard_dir, uint64_t index);
+
+/* Segment indexes in shard_dir, ascending; *out malloc'd (free it), may be
+ * NULL when *n == 0.  @return 0, -errno, LE_ENOMEM. */
+int le__seg_list(const char *shard_dir, uint64_t **out, size_t *n);
+
+/* Shard numbers with a shard-NNN directory in dir, ascending. */
+int le__shard_list(const char *dir, uint32_t **out, size_t *n);
+
+/*
+ * Sequential scanner over one segment.  It reads through a window (pread),
+ * never holding more than max(1 MiB, one frame) of the file, and validates
+ * each frame: size range, CRC, flags, level, shard and sequence continuity.
+ */
+typedef struct le__scan {
+	int fd;
+	uint64_t file_len;
+	le__seg_hdr hdr;
+	unsigned char *buf;   /* window of the file */
+	size_t cap;           /* bytes allocated at buf */
+	uint64_t win_off;     /* file offset of buf[0] */
+	size_t win_len;       /* valid bytes at buf */
+	uint64_t off;         /* offset of the next frame */
+	uint64_t next_seq;    /* sequence the next frame must carry */
+	uint64_t frames;      /* frames returned */
+} le__scan;
+
+/* Open path and check its header; expect_shard UINT32_MAX = any.
+ * @return 0; LE_ECORRUPT (short/damaged header: *why says); LE_EVERSION;
+ * -errno.  On failure nothing needs closing. */
+int le__scan_open(le__scan *s, const char *path, uint32_t expect_shard,
+                  const char **why);
+
+/* Decode the frame at s->off.  On LE_FRAME_OK *f is valid until the next
+ * call and s->off / s->next_seq have advanced; otherwise *why says what is
+ * wrong at s->off and nothing moved.  A negative return is an I/O error. */
+int le__scan_next(le__scan *s, le__frame *f, const char **why);
+
+/* From s->off + 1, look for the next offset at which a valid frame with a
+ * sequence at or past s->next_seq starts.  @return 1 found (s->off there,
+ * s->next_seq its sequence), 0 none before the end of file, -errno. */
+int le__scan_resync(le__scan *s);
+
+void le__scan_close(le__scan *s);
+
+/* Checkpoint file of a shard directory ("CHECKPOINT"). */
+int le__ckpt_read(const char *shard_dir, le__ckpt *c);
+int le__ckpt_write(int fd, const le__ckpt *c); /* slot by c->gen parity */
+
+#endif

@@ -1,0 +1,858 @@
+/*
+ * writer.c -- one thread per shard: take published slots from the shard's
+ * ring, encode them as frames into an output buffer, write the buffer to
+ * the active segment, then give the ring space and the budget back.
+ *
+ * State machine of one loop turn:
+ *
+ *   collect   encode ready slots from rd until batch_size frames, or
+ *             max_pending_bytes, or the segment would overflow
+ *   write?    when the batch is full, a le_flush waits, the oldest pending
+ *             frame is flush_ms old, the segment must rotate, or we stop
+ *   periodic  fdatasync (LE_SYNC_INTERVAL), checkpoint, age rotation
+ *   sleep     nothing to do: spin briefly, then futex-sleep on `sleeping`
+ *             for at most flush_ms (producers wake us when the queue fills)
+ *
+ * Ring space is released only after the pwrite that carries its records
+ * has returned, so a record leaves the queue only once it is in the file.
+ *
+ * The output buffer mirrors file bytes [buf_off, buf_off + buf_len); its
+ * last buf_new bytes are not yet written.  With direct_io the buffer starts
+ * on a 4 KiB boundary and every write is whole blocks (zero padded, which
+ * readers see as end of data); the partial last block stays in the buffer
+ * and is written again, completed, next time.
+ */
+#define _GNU_SOURCE
+#include "engine.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "crc32c.h"
+#include "os.h"
+
+#define ALIGN 4096u
+#define MS 1000000ull
+
+static uint64_t seg_end(const le__shard *sh)
+{
+	return sh->buf_off + sh->buf_len;
+}
+
+static uint64_t written_end(const le__shard *sh)
+{
+	return seg_end(sh) - sh->buf_new;
+}
+
+static void note_error(le__shard *sh, int rc)
+{
+	atomic_store(&sh->e->last_error, rc);
+	atomic_fetch_add(&sh->e->errors_total, 1);
+}
+
+/* ---- segments ---- */
+
+static int segs_push(le__shard *sh, uint64_t index, uint64_t bytes)
+{
+	if (sh->nsegs == sh->segs_cap) {
+		size_t nc = sh->segs_cap ? sh->segs_cap * 2 : 16;
+		le__segmeta *n = realloc(sh->segs, nc * sizeof *n);
+		if (!n)
+			return LE_ENOMEM;
+		sh->segs = n;
+		sh->segs_cap = nc;
+	}
+	sh->segs[sh->nsegs].index = index;
+	sh->segs[sh->nsegs].bytes = bytes;
+	sh->nsegs++;
+	sh->segs_bytes += bytes;
+	return 0;
+}
+
+/* Delete the oldest sealed segments while the shard is over its budget.
+ * The active segment is not in the list and is never deleted. */
+static void retention(le__shard *sh)
+{
+	uint64_t keep = sh->e->cfg.retention_bytes;
+	char path[LE_PATH_MAX];
+	size_t drop = 0;
+
+	if (!keep)
+		return;
+	while (drop < sh->nsegs && sh->segs_bytes + seg_end(sh) > keep) {
+		le__seg_path(path, sizeof path, sh->dir, sh->segs[drop].index);
+		int rc = le__unlink(path);
+		if (rc < 0 && rc != -ENOENT) {
+			note_error(sh, rc);
+			break;
+		}
+		sh->segs_bytes -= sh->segs[drop].bytes;
+		atomic_fetch_add(&sh->segments_deleted, 1);
+		drop++;
+	}
+	if (drop) {
+		memmove(sh->segs, sh->segs + drop,
+		        (sh->nsegs - drop) * sizeof *sh->segs);
+		sh->nsegs -= drop;
+	}
+}
+
+static int open_flags(const le__shard *sh)
+{
+	return O_WRONLY | (sh->e->cfg.direct_io ? O_DIRECT : 0);
+}
+
+/* Start segment `index`: create the file, put its header in the buffer
+ * (written with the first batch), make the new name durable. */
+static int seg_create(le__shard *sh, uint64_t index)
+{
+	char path[LE_PATH_MAX];
+	le__seg_hdr h = {
+		.version = LE_SEG_VERSION,
+		.fields = sh->e->cfg.fields,
+		.shard = sh->id,
+		.index = index,
+		.base_seq = sh->next_seq,
+		.created_ns = le__now_ns(),
+	};
+	int rc = le__seg_path(path, sizeof path, sh->dir, index);
+	if (rc < 0)
+		return rc;
+	int fd = le__open(path, open_flags(sh) | O_CREAT | O_TRUNC, 0644);
+	if (fd < 0) {
+		if (fd == -EINVAL && sh->e->cfg.direct_io)
+			le__seterr("direct_io: %s does not support O_DIRECT",
+			           sh->dir);
+		return fd;
+	}
+	/* The directory entry must survive a crash before any record that
+	 * depends on it is reported written. */
+	rc = le__fsync_path(sh->dir);
+	if (rc < 0) {
+		le__close(fd);
+		return rc;
+	}
+	sh->fd = fd;
+	sh->seg_index = index;
+	sh->seg_created_mono = le__mono_ns();
+	sh->buf_off = 0;
+	le__seg_hdr_encode(sh->buf, &h);
+	sh->buf_len = LE_SEG_HDR;
+	sh->buf_new = LE_SEG_HDR;
+	sh->ckpt_off = 0;
+	atomic_fetch_add(&sh->segments_created, 1);
+	return 0;
+}
+
+/* Seal the active segment (its buffer must be written). */
+static int seg_seal(le__shard *sh)
+{
+	int rc = 0;
+
+	if (sh->fd < 0)
+		return 0;
+	if (sh->e->cfg.direct_io)
+		rc = le__ftruncate(sh->fd, seg_end(sh)); /* drop zero padding */
+	if (rc == 0 && sh->dirty && sh->e->cfg.durability != LE_SYNC_NONE) {
+		rc = le__fdatasync(sh->fd);
+		atomic_fetch_add(&sh->syncs, 1);
+		if (rc < 0)
+			atomic_fetch_add(&sh->sync_errors, 1);
+	}
+	if (rc < 0)
+		note_error(sh, rc);
+	sh->dirty = 0;
+	le__close(sh->fd);
+	sh->fd = -1;
+	segs_push(sh, sh->seg_index, seg_end(sh));
+	return rc;
+}
+
+static int seg_rotate(le__shard *sh)
+{
+	seg_seal(sh);
+	int rc = seg_create(sh, sh->seg_index + 1);
+	if (rc < 0) {
+		note_error(sh, rc);
+		return rc;
+	}
+	retention(sh);
+	return 0;
+}
+
+/* ---- recovery ---- */
+
+/* Check the checkpoint against the segment: the frame it names must decode
+ * at last_off and end exactly at offset.  @return 1 when it can be used. */
+static int ckpt_usable(le__scan *s, const le__ckpt *c)
+{
+	le__frame f;
+	const char *why;
+
+	if (c->offset <= LE_SEG_HDR || c->offset > s->file_len ||
+	    c->last_off < LE_SEG_HDR || c->last_off >= c->offset ||
+	    c->next_seq == 0)
+		return 0;
+	s->off = c->last_off;
+	s->next_seq = c->next_seq - 1;
+	if (le__scan_next(s, &f, &why) == LE_FRAME_OK && s->off == c->offset)
+		return 1;
+	s->off = LE_SEG_HDR;
+	s->next_seq = s->hdr.base_seq;
+	return 0;
+}
+
+/* Scan the last segment to its valid end.  Sets sh->next_seq, last_ts,
+ * last_frame_off; *valid_end; *damaged when a valid frame follows the
+ * first bad one (then the file must be kept whole and sealed, never
+ * truncated: that would cut records that were written). */
+static int scan_tail(le__shard *sh, le__scan *s, const le__ckpt *c,
+                     int have_ckpt, uint64_t *valid_end, int *damaged)
+{
+	le__frame f;
+	const char *why;
+	int rc;
+
+	if (have_ckpt && c->seg_index == s->hdr.index)
+		ckpt_usable(s, c);
+	while ((rc = le__scan_next(s, &f, &why)) == LE_FRAME_OK) {
+		sh->last_frame_off = s->off - f.size - 4;
+		if (f.ts > sh->last_ts)
+			sh->last_ts = f.ts;
+	}
+	if (rc < 0)
+		return rc;
+	*valid_end = s->off;
+	sh->next_seq = s->next_seq;
+	*damaged = 0;
+	if (s->off >= s->file_len)
+		return 0;
+	rc = le__scan_resync(s);
+	if (rc <= 0)
+		return rc; /* nothing valid follows: a torn tail */
+	/* Damage inside the file: continue numbering after its highest
+	 * sequence so no number is used twice. */
+	*damaged = 1;
+	do {
+		while ((rc = le__scan_next(s, &f, &why)) == LE_FRAME_OK)
+			if (f.ts > sh->last_ts)
+				sh->last_ts = f.ts;
+		if (rc < 0)
+			return rc;
+	} while ((rc = le__scan_resync(s)) == 1);
+	if (s->next_seq > sh->next_seq)
+		sh->next_seq = s->next_seq;
+	return rc < 0 ? rc : 0;
+}
+
+/* Set next_seq past every frame of segment `index` (best effort). */
+static void seq_after(le__shard *sh, uint64_t index)
+{
+	char path[LE_PATH_MAX];
+	le__scan s;
+	le__frame f;
+	const char *why;
+
+	le__seg_path(path, sizeof path, sh->dir, index);
+	if (le__scan_open(&s, path, sh->id, &why) < 0)
+		return;
+	do
+		while (le__scan_next(&s, &f, &why) == LE_FRAME_OK)
+			;
+	while (le__scan_resync(&s) == 1);
+	if (s.next_seq > sh->next_seq)
+		sh->next_seq = s.next_seq;
+	le__scan_close(&s);
+}
+
+/* Open the last segment for appending at valid_end. */
+static int seg_reopen(le__shard *sh, uint64_t index, uint64_t valid_end)
+{
+	char path[LE_PATH_MAX];
+	int rc = le__seg_path(path, sizeof path, sh->dir, index);
+	if (rc < 0)
+		return rc;
+	int fd = le__open(path, open_flags(sh), 0);
+	if (fd < 0)
+		return fd;
+	sh->fd = fd;
+	sh->seg_index = index;
+	sh->seg_created_mono = le__mono_ns();
+	if (sh->e->cfg.direct_io) {
+		/* The partial last block goes back in the buffer, to be
+		 * rewritten whole with the next batch. */
+		sh->buf_off = valid_end & ~(uint64_t)(ALIGN - 1);
+		sh->buf_len = (size_t)(valid_end - sh->buf_off);
+		int rfd = le__open(path, O_RDONLY, 0);
+		if (rfd < 0)
+			return rfd;
+		ssize_t got = le__pread_full(rfd, sh->buf, sh->buf_len,
+		                             sh->buf_off);
+		le__close(rfd);
+		if (got != (ssize_t)sh->buf_len)
+			return got < 0 ? (int)got : LE_ECORRUPT;
+	} else {
+		sh->buf_off = valid_end;
+		sh->buf_len = 0;
+	}
+	sh->buf_new = 0;
+	sh->ckpt_off = valid_end;
+	return 0;
+}
+
+/* A last segment whose header never made it to disk: empty or zeros. */
+static int is_unborn(const char *path)
+{
+	unsigned char h[LE_SEG_HDR];
+	int fd = le__open(path, O_RDONLY, 0);
+	if (fd < 0)
+		return 0;
+	ssize_t got = le__pread_full(fd, h, sizeof h, 0);
+	struct stat st;
+	int r = fstat(fd, &st) == 0 && got >= 0;
+	le__close(fd);
+	if (!r)
+		return 0;
+	for (ssize_t i = 0; i < got; i++)
+		if (h[i])
+			return 0;
+	/* all zeros, and nothing but zeros could follow a missing header */
+	return st.st_size <= (off_t)ALIGN;
+}
+
+static int recover_last(le__shard *sh, uint64_t index, const le__ckpt *c,
+                        int have_ckpt)
+{
+	char path[LE_PATH_MAX];
+	le__scan s;
+	const char *why;
+	uint64_t valid_end;
+	int damaged, rc;
+
+	le__seg_path(path, sizeof path, sh->dir, index);
+	rc = le__scan_open(&s, path, sh->id, &why);
+	if (rc == LE_ECORRUPT && is_unborn(path)) {
+		/* Crash between create and first write: nothing was in it. */
+		rc = le__unlink(path);
+		if (rc < 0)
+			return rc;
+		sh->seg_index = index - 1;
+		return 1; /* caller creates a fresh segment at `index` */
+	}
+	if (rc == LE_ECORRUPT) {
+		/* A header damaged after the fact: keep the file for the
+		 * reader to report; number on after the previous segment. */
+		if (sh->nsegs)
+			seq_after(sh, sh->segs[sh->nsegs - 1].index);
+		segs_push(sh, index, 0);
+		sh->seg_index = index;
+		return 1;
+	}
+	if (rc < 0) {
+		le__seterr("%s: %s", path, why[0] ? why : le_strerror(rc));
+		return rc;
+	}
+	rc = scan_tail(sh, &s, c, have_ckpt, &valid_end, &damaged);
+	uint64_t file_len = s.file_len;
+	uint32_t fields = s.hdr.fields;
+	le__scan_close(&s);
+	if (rc < 0)
+		return rc;
+	if (!damaged && valid_end < file_len) {
+		/* Torn tail: cut it before anything is appended. */
+		int fd = le__open(path, O_WRONLY, 0);
+		if (fd < 0)
+			return fd;
+		rc = le__ftruncate(fd, valid_end);
+		if (rc == 0)
+			rc = le__fdatasync(fd);
+		le__close(fd);
+		if (rc < 0)
+			return rc;
+		atomic_fetch_add(&sh->recovered_truncated, file_len - valid_end);
+	}
+	if (damaged || fields != sh->e->cfg.fields) {
+		/* Keep the file as it is; new records go to a new segment. */
+		segs_push(sh, index, damaged ? file_len : valid_end);
+		sh->seg_index = index;
+		return 1;
+	}
+	return seg_reopen(sh, index, valid_end);
+}
+
+int le__writer_recover(le__shard *sh)
+{
+	le_engine *e = sh->e;
+	uint64_t *idx = NULL;
+	size_t n = 0;
+	le__ckpt c;
+	char path[LE_PATH_MAX + 16];
+	int rc, have_ckpt;
+
+	sh->buf_cap = e->cfg.max_pending_bytes +
+	              le__frame_fixed(LE_FIELD_ALL) + e->max_rec + 64 +
+	              3 * ALIGN;
+	if (posix_memalign((void **)&sh->buf, ALIGN, sh->buf_cap) != 0) {
+		sh->buf = NULL;
+		return LE_ENOMEM;
+	}
+	have_ckpt = le__ckpt_read(sh->dir, &c) == 0 && c.shard == sh->id;
+	sh->ckpt_gen = have_ckpt ? c.gen : 0;
+	snprintf(path, sizeof path, "%s/CHECKPOINT", sh->dir);
+	sh->ckpt_fd = le__open(path, O_RDWR | O_CREAT, 0644);
+	if (sh->ckpt_fd < 0)
+		return sh->ckpt_fd;
+	rc = le__seg_list(sh->dir, &idx, &n);
+	if (rc < 0)
+		goto out;
+	for (size_t i = 0; i + 1 < n; i++) {
+		struct stat st;
+		le__seg_path(path, sizeof path, sh->dir, idx[i]);
+		rc = segs_push(sh, idx[i],
+		               stat(path, &st) == 0 ? (uint64_t)st.st_size : 0);
+		if (rc < 0)
+			goto out;
+	}
+	sh->next_seq = 1;
+	if (n == 0) {
+		if (have_ckpt && c.next_seq > sh->next_seq)
+			sh->next_seq = c.next_seq; /* all segments deleted */
+		rc = seg_create(sh, have_ckpt ? c.seg_index + 1 : 1);
+		goto out;
+	}
+	rc = recover_last(sh, idx[n - 1], &c, have_ckpt);
+	if (rc == 1) {
+		if (have_ckpt && c.next_seq > sh->next_seq)
+			sh->next_seq = c.next_seq;
+		rc = seg_create(sh, sh->seg_index + 1);
+	}
+out:
+	free(idx);
+	if (rc < 0 && !le_errmsg()[0])
+		le__seterr("shard %u (%s): recovery failed: %s", sh->id,
+		           sh->dir, le_strerror(rc));
+	return rc < 0 ? rc : 0;
+}
+
+void le__writer_free(le__shard *sh)
+{
+	if (sh->fd >= 0)
+		le__close(sh->fd);
+	if (sh->ckpt_fd >= 0)
+		le__close(sh->ckpt_fd);
+	sh->fd = sh->ckpt_fd = -1;
+	free(sh->buf);
+	free(sh->segs);
+	sh->buf = NULL;
+	sh->segs = NULL;
+}
+
+/* ---- the loop ---- */
+
+/* The slot at rd, or NULL when it is not published yet.  Skips padding and
+ * the short unusable end of a lap. */
+static le__slot *peek_slot(le__shard *sh, uint32_t *bytes)
+{
+	le__ring *r = &sh->ring;
+	uint64_t mask = r->lap - 1;
+
+	for (;;) {
+		uint64_t off = sh->rd & mask;
+		if (off + LE_SLOT_HDR > r->size) {
+			sh->rd += r->lap - off;
+			continue;
+		}
+		le__slot *s = (le__slot *)(r->data + off);
+		/* acquire: pairs with the producer's publishing store */
+		uint32_t st = atomic_load_explicit(&s->state,
+		                                   memory_order_acquire);
+		if (!st)
+			return NULL;
+		if (st & LE_SLOT_PAD) {
+			sh->rd += st & LE_SLOT_SIZE_MASK;
+			continue;
+		}
+		*bytes = st & LE_SLOT_SIZE_MASK;
+		return s;
+	}
+}
+
+/* Append one frame to the buffer. */
+static void encode(le__shard *sh, uint32_t flags, int level, uint64_t ts,
+                   const void *payload, uint32_t len)
+{
+	uint32_t fields = sh->e->cfg.fields;
+
+	if (ts < sh->last_ts)
+		ts = sh->last_ts; /* keep a shard's timestamps monotonic */
+	sh->last_ts = ts;
+	sh->pend_last_off = seg_end(sh);
+	uint32_t n = le__frame_encode(sh->buf + sh->buf_len, fields, flags,
+	                              level, sh->id, sh->next_seq, ts,
+	                              payload, len);
+	sh->buf_len += n;
+	sh->buf_new += n;
+	sh->next_seq++;
+	if (sh->pend_recs++ == 0)
+		sh->pend_since = le__mono_ns();
+}
+
+static int room_for(le__shard *sh, uint32_t len)
+{
+	return sh->buf_len + le__frame_fixed(sh->e->cfg.fields) + len +
+	               ALIGN <= sh->buf_cap;
+}
+
+/* Would a frame of len payload bytes overflow the active segment? */
+static int must_rotate(le__shard *sh, uint32_t len)
+{
+	uint64_t end = seg_end(sh) + le__frame_fixed(sh->e->cfg.fields) + len;
+	return end > sh->e->cfg.segment_bytes && seg_end(sh) > LE_SEG_HDR;
+}
+
+/* Marker for records dropped since the last one. */
+static void encode_marker(le__shard *sh)
+{
+	char msg[64];
+	uint64_t n = atomic_load_explicit(&sh->dropped_pending,
+	                                  memory_order_relaxed);
+	if (!n)
+		return;
+	int len = snprintf(msg, sizeof msg, "%" PRIu64 " records dropped", n);
+	if (!room_for(sh, (uint32_t)len) || must_rotate(sh, (uint32_t)len))
+		return;
+	n = atomic_exchange_explicit(&sh->dropped_pending, 0,
+	                             memory_order_relaxed);
+	len = snprintf(msg, sizeof msg, "%" PRIu64 " records dropped", n);
+	encode(sh, LE_REC_MARKER, LE_WARN, le__now_ns(), msg, (uint32_t)len);
+	sh->pend_markers++;
+}
+
+enum { C_MORE, C_FULL, C_ROTATE };
+
+/* Encode ready slots until the batch is full.  @return why it stopped. */
+static int collect(le__shard *sh)
+{
+	le_engine *e = sh->e;
+	uint32_t bytes;
+	le__slot *s;
+
+	encode_marker(sh);
+	while (sh->pend_recs < e->cfg.batch_size &&
+	       sh->buf_new < e->cfg.max_pending_bytes) {
+		s = peek_slot(sh, &bytes);
+		if (!s)
+			return C_MORE;
+		if (must_rotate(sh, s->len))
+			return C_ROTATE;
+		if (!room_for(sh, s->len))
+			return C_FULL;
+		encode(sh, s->flags, s->level, s->ts, s + 1, s->len);
+		sh->pend_slots++;
+		sh->pend_bytes += s->len;
+		sh->rd += bytes;
+	}
+	return C_FULL;
+}
+
+static void signal_flushers(le_engine *e)
+{
+	if (atomic_load(&e->flush_waiters)) {
+		pthread_mutex_lock(&e->flush_mu);
+		pthread_cond_broadcast(&e->flush_cv);
+		pthread_mutex_unlock(&e->flush_mu);
+	}
+}
+
+static int do_sync(le__shard *sh)
+{
+	if (!sh->dirty || sh->fd < 0)
+		return 0;
+	int rc = le__fdatasync(sh->fd);
+	atomic_fetch_add(&sh->syncs, 1);
+	sh->last_sync_mono = le__mono_ns();
+	if (rc < 0) {
+		/* Never retried: after a failed fdatasync the kernel may have
+		 * dropped the dirty pages, so a second success would lie. */
+		atomic_fetch_add(&sh->sync_errors, 1);
+		note_error(sh, rc);
+		return rc;
+	}
+	sh->dirty = 0;
+	return 0;
+}
+
+static void checkpoint(le__shard *sh)
+{
+	le__ckpt c;
+	uint64_t end = written_end(sh);
+
+	if (sh->ckpt_fd < 0 || end == sh->ckpt_off || end <= LE_SEG_HDR ||
+	    sh->last_frame_off < LE_SEG_HDR)
+		return;
+	c.gen = sh->ckpt_gen + 1;
+	c.seg_index = sh->seg_index;
+	c.offset = end;
+	c.next_seq = sh->w_next_seq;
+	c.last_ts = sh->w_last_ts;
+	c.last_off = sh->last_frame_off;
+	c.shard = sh->id;
+	int rc = le__ckpt_write(sh->ckpt_fd, &c);
+	if (rc == 0 && sh->e->cfg.durability != LE_SYNC_NONE)
+		rc = le__fdatasync(sh->ckpt_fd);
+	if (rc < 0) {
+		note_error(sh, rc);
+		return;
+	}
+	sh->ckpt_gen = c.gen;
+	sh->ckpt_off = end;
+	atomic_fetch_add(&sh->checkpoints, 1);
+}
+
+/* Give written slots back to producers and publish progress. */
+static void release(le__shard *sh)
+{
+	le_engine *e = sh->e;
+	uint64_t tail = atomic_load_explicit(&sh->ring.tail,
+	                                     memory_order_relaxed);
+
+	if (sh->rd != tail)
+		le__ring_release(&sh->ring, tail, sh->rd);
+	if (sh->pend_slots) {
+		le__budget_give(&e->budget, sh->pend_slots, sh->pend_bytes);
+		atomic_fetch_add_explicit(&sh->consumed, sh->pend_slots,
+		                          memory_order_relaxed);
+		if (atomic_load(&e->block_waiters)) {
+			atomic_fetch_add(&e->space_seq, 1);
+			le__futex_wake(&e->space_seq, INT_MAX);
+		}
+	}
+	sh->pend_recs = sh->pend_slots = sh->pend_markers = 0;
+	sh->pend_bytes = 0;
+	atomic_store_explicit(&sh->done_pos, sh->rd, memory_order_release);
+	signal_flushers(e);
+}
+
+/* Write the buffer's new bytes.  @return 0 or the write's error (the
+ * batch stays pending, to be retried). */
+static int write_batch(le__shard *sh)
+{
+	le_engine *e = sh->e;
+	int rc = 0;
+
+	if (sh->buf_new) {
+		uint64_t end = seg_end(sh);
+		if (e->cfg.direct_io) {
+			size_t w = (sh->buf_len + ALIGN - 1) & ~(size_t)(ALIGN - 1);
+			memset(sh->buf + sh->buf_len, 0, w - sh->buf_len);
+			rc = le__pwrite_all(sh->fd, sh->buf, w, sh->buf_off);
+		} else {
+			rc = le__pwrite_all(sh->fd,
+			                    sh->buf + sh->buf_len - sh->buf_new,
+			                    sh->buf_new, end - sh->buf_new);
+		}
+		if (rc < 0) {
+			atomic_fetch_add(&sh->write_errors, 1);
+			note_error(sh, rc);
+			atomic_store(&sh->failing, 1);
+			return rc;
+		}
+		atomic_store(&sh->failing, 0);
+		atomic_fetch_add_explicit(&sh->bytes_written, sh->buf_new,
+		                          memory_order_relaxed);
+		atomic_fetch_add_explicit(&sh->written,
+		                          sh->pend_recs - sh->pend_markers,
+		                          memory_order_relaxed);
+		atomic_fetch_add_explicit(&sh->markers, sh->pend_markers,
+		                          memory_order_relaxed);
+		sh->dirty = 1;
+		sh->last_frame_off = sh->pend_recs ? sh->pend_last_off
+		                                   : sh->last_frame_off;
+		sh->w_next_seq = sh->next_seq;
+		sh->w_last_ts = sh->last_ts;
+		/* Keep the partial last block for O_DIRECT; else nothing. */
+		size_t keep = e->cfg.direct_io ? (size_t)(end % ALIGN) : 0;
+		if (keep && sh->buf_len > keep)
+			memmove(sh->buf, sh->buf + sh->buf_len - keep, keep);
+		sh->buf_off = end - keep;
+		sh->buf_len = keep;
+		sh->buf_new = 0;
+	}
+	int flush_wanted = atomic_load(&sh->flush_req) > atomic_load(&sh->done_pos);
+	if (e->cfg.durability == LE_SYNC_BATCH ||
+	    (flush_wanted && e->cfg.durability == LE_SYNC_INTERVAL))
+		do_sync(sh);
+	release(sh);
+	return 0;
+}
+
+/* Does the batch go out now? */
+static int due(le__shard *sh, int why, uint64_t now)
+{
+	le_engine *e = sh->e;
+
+	if (why != C_MORE)
+		return 1;
+	if (atomic_load(&e->stopping))
+		return 1;
+	if (atomic_load(&sh->flush_req) > atomic_load(&sh->done_pos) &&
+	    sh->rd >= atomic_load(&sh->flush_req))
+		return 1;
+	return sh->pend_recs && now - sh->pend_since >= e->cfg.flush_ms * MS;
+}
+
+static void periodic(le__shard *sh, uint64_t now)
+{
+	const le_config *c = &sh->e->cfg;
+
+	if (c->durability == LE_SYNC_INTERVAL && sh->dirty &&
+	    now - sh->last_sync_mono >= c->sync_ms * MS)
+		do_sync(sh);
+	if (c->checkpoint_ms && now - sh->last_ckpt_mono >= c->checkpoint_ms * MS) {
+		sh->last_ckpt_mono = now;
+		if (c->durability != LE_SYNC_NONE)
+			do_sync(sh);
+		checkpoint(sh);
+	}
+	if (c->segment_max_age_ms && !sh->pend_recs && !sh->buf_new &&
+	    seg_end(sh) > LE_SEG_HDR &&
+	    now - sh->seg_created_mono >= c->segment_max_age_ms * MS)
+		seg_rotate(sh);
+}
+
+/* Anything for the writer to do right now? */
+static int has_work(le__shard *sh)
+{
+	uint32_t bytes;
+	le_engine *e = sh->e;
+
+	return peek_slot(sh, &bytes) != NULL || atomic_load(&e->stopping) ||
+	       atomic_load(&sh->dropped_pending) ||
+	       atomic_load(&sh->flush_req) > atomic_load(&sh->done_pos);
+}
+
+static void nap(le__shard *sh, uint64_t now)
+{
+	le_engine *e = sh->e;
+	uint64_t wait = e->cfg.flush_ms * MS;
+
+	if (sh->pend_recs) {
+		uint64_t age = now - sh->pend_since;
+		wait = age >= wait ? 0 : wait - age;
+	}
+	if (atomic_load(&sh->flush_req) > atomic_load(&sh->done_pos)) {
+		/* A producer has reserved but not yet published: it is
+		 * between two instructions, not worth a sleep. */
+		sched_yield();
+		return;
+	}
+	for (int i = 0; i < 64; i++) {
+		if (has_work(sh))
+			return;
+		sched_yield();
+	}
+	if (wait == 0)
+		return;
+	atomic_store(&sh->sleeping, 1);
+	/* seq_cst: pairs with the producer's fence (engine.c reserve). */
+	atomic_thread_fence(memory_order_seq_cst);
+	if (!has_work(sh))
+		le__futex_wait(&sh->sleeping, 1, wait);
+	atomic_store(&sh->sleeping, 0);
+}
+
+/* Close: everything queued is written (retrying a failing disk for a
+ * while), synced, checkpointed. */
+static void drain(le__shard *sh)
+{
+	uint64_t give_up = le__mono_ns() + 2000 * MS;
+	int why;
+
+	for (;;) {
+		why = collect(sh);
+		if (why == C_ROTATE) {
+			if (write_batch(sh) == 0)
+				seg_rotate(sh);
+			continue;
+		}
+		if (sh->pend_recs || sh->buf_new) {
+			if (write_batch(sh) < 0) {
+				if (le__mono_ns() > give_up)
+					break;
+				usleep(10000);
+			}
+			continue;
+		}
+		if (sh->rd == atomic_load(&sh->ring.head))
+			break;
+		if (le__mono_ns() > give_up)
+			break; /* a producer never published: misuse */
+		sched_yield();
+	}
+	if (sh->pend_recs || sh->buf_new || sh->rd != atomic_load(&sh->ring.head)) {
+		/* The disk would not take them: count them lost. */
+		uint64_t lost = sh->pend_slots;
+		uint32_t bytes;
+		while (peek_slot(sh, &bytes)) {
+			lost++;
+			sh->rd += bytes;
+		}
+		atomic_fetch_add(&sh->dropped_io, lost);
+		sh->buf_len -= sh->buf_new;
+		sh->buf_new = 0;
+		sh->pend_recs = sh->pend_slots = sh->pend_markers = 0;
+		sh->pend_bytes = 0;
+		release(sh);
+	}
+	if (sh->e->cfg.direct_io && sh->fd >= 0)
+		le__ftruncate(sh->fd, seg_end(sh));
+	do_sync(sh);
+	checkpoint(sh);
+	if (sh->ckpt_fd >= 0 && sh->e->cfg.durability == LE_SYNC_NONE)
+		le__fdatasync(sh->ckpt_fd);
+	release(sh);
+}
+
+void *le__writer_main(void *arg)
+{
+	le__shard *sh = arg;
+	le_engine *e = sh->e;
+	uint64_t backoff = 0;
+
+	sh->last_sync_mono = sh->last_ckpt_mono = le__mono_ns();
+	while (!atomic_load(&e->stopping)) {
+		int why = collect(sh);
+		uint64_t now = le__mono_ns();
+		if ((sh->pend_recs || sh->buf_new || why == C_ROTATE) &&
+		    due(sh, why, now)) {
+			if (write_batch(sh) < 0) {
+				backoff = backoff ? backoff * 2 : 10 * MS;
+				if (backoff > 1000 * MS)
+					backoff = 1000 * MS;
+				usleep((useconds_t)(backoff / 1000));
+				continue;
+			}
+			backoff = 0;
+			if (why == C_ROTATE)
+				seg_rotate(sh);
+			periodic(sh, now);
+			continue;
+		}
+		if (!sh->pend_recs && sh->rd != atomic_load_explicit(
+		                                      &sh->ring.tail,
+		                                      memory_order_relaxed))
+			release(sh); /* only padding was consumed */
+		periodic(sh, now);
+		if (why == C_MORE)
+			nap(sh, now);
+	}
+	drain(sh);
+	return NULL;
+}

@@ -1,0 +1,174 @@
+/*
+ * harness.h -- the test harness: one binary per feature, each test run in a
+ * forked child with a timeout (as libuv's runner does), so a crash or a hang
+ * fails one test and not the suite.  Each binary ends with the line
+ * "N passed, N failed"; tests/run.sh adds the binaries' lines up.
+ *
+ *   TEST(truncated_tail_is_ignored) { ... CHECK(x == 1); ... }
+ *   int main(int argc, char **argv) {
+ *       RUN(truncated_tail_is_ignored);
+ *       return t_done();
+ *   }
+ *
+ * A test fails by a CHECK* (prints file:line and the values) or by dying.
+ * argv[1], when given, runs only tests whose name contains it.
+ */
+#ifndef LE_TEST_HARNESS_H
+#define LE_TEST_HARNESS_H
+
+#define _GNU_SOURCE
+#include <dirent.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define TEST(name) static void name(void)
+
+#define CHECK(c)                                                              \
+	do {                                                                  \
+		if (!(c)) {                                                   \
+			fprintf(stderr, "  %s:%d: CHECK(%s) failed\n",        \
+			        __FILE__, __LINE__, #c);                      \
+			_exit(1);                                             \
+		}                                                             \
+	} while (0)
+
+#define CHECK_EQ(a, b)                                                        \
+	do {                                                                  \
+		long long a_ = (long long)(a), b_ = (long long)(b);           \
+		if (a_ != b_) {                                               \
+			fprintf(stderr,                                       \
+			        "  %s:%d: CHECK_EQ(%s, %s): %lld != %lld\n",  \
+			        __FILE__, __LINE__, #a, #b, a_, b_);          \
+			_exit(1);                                             \
+		}                                                             \
+	} while (0)
+
+#define CHECK_RC(expr)                                                        \
+	do {                                                                  \
+		int rc_ = (expr);                                             \
+		if (rc_ < 0) {                                                \
+			fprintf(stderr, "  %s:%d: %s returned %d (%s)\n",     \
+			        __FILE__, __LINE__, #expr, rc_,               \
+			        le_strerror(rc_));                            \
+			_exit(1);                                             \
+		}                                                             \
+	} while (0)
+
+static int t_passed, t_failed;
+static const char *t_filter;
+static int t_timeout_s = 120;
+
+static inline void t_run(const char *name, void (*fn)(void))
+{
+	if (t_filter && !strstr(name, t_filter))
+		return;
+	fflush(NULL);
+	struct timespec t0, t1;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	pid_t pid = fork();
+	if (pid == 0) {
+		alarm((unsigned)t_timeout_s);
+		fn();
+		fflush(NULL);
+		_exit(0);
+	}
+	int st = 0;
+	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+		;
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	double ms = (double)(t1.tv_sec - t0.tv_sec) * 1e3 +
+	            (double)(t1.tv_nsec - t0.tv_nsec) / 1e6;
+	if (WIFEXITED(st) && WEXITSTATUS(st) == 0) {
+		t_passed++;
+		printf("ok   %s (%.0f ms)\n", name, ms);
+	} else {
+		t_failed++;
+		if (WIFSIGNALED(st))
+			printf("FAIL %s: killed by signal %d%s\n", name,
+			       WTERMSIG(st),
+			       WTERMSIG(st) == SIGALRM ? " (timeout)" : "");
+		else
+			printf("FAIL %s: exit %d\n", name, WEXITSTATUS(st));
+	}
+	fflush(stdout);
+}
+
+#define RUN(fn) t_run(#fn, fn)
+#define T_INIT(argc, argv)                                                    \
+	do {                                                                  \
+		if ((argc) > 1)                                               \
+			t_filter = (argv)[1];                                 \
+		const char *to_ = getenv("LE_TEST_TIMEOUT");                  \
+		if (to_)                                                      \
+			t_timeout_s = atoi(to_);                              \
+	} while (0)
+
+static inline int t_done(void)
+{
+	printf("%d passed, %d failed\n", t_passed, t_failed);
+	return t_failed ? 1 : 0;
+}
+
+/* ---- helpers for tests ---- */
+
+/* A fresh empty directory under $TMPDIR (or /tmp); path in static storage
+ * of the caller's choosing: buf must hold 256 bytes. */
+static inline char *t_tmpdir(char *buf)
+{
+	const char *base = getenv("TMPDIR");
+	snprintf(buf, 256, "%s/le-test-XXXXXX", base ? base : "/tmp");
+	if (!mkdtemp(buf)) {
+		perror("mkdtemp");
+		_exit(2);
+	}
+	return buf;
+}
+
+static inline void t_rmrf(const char *path)
+{
+	char cmd[600];
+	snprintf(cmd, sizeof cmd, "rm -rf '%s'", path);
+	if (system(cmd) != 0)
+		fprintf(stderr, "  warning: could not remove %s\n", path);
+}
+
+/* Read a whole file into malloc'd memory; *len set.  NULL on error. */
+static inline unsigned char *t_slurp(const char *path, size_t *len)
+{
+	FILE *f = fopen(path, "rb");
+	if (!f)
+		return NULL;
+	fseek(f, 0, SEEK_END);
+	long n = ftell(f);
+	fseek(f, 0, SEEK_SET);
+	unsigned char *b = malloc((size_t)n + 1);
+	if (b && fread(b, 1, (size_t)n, f) != (size_t)n) {
+		free(b);
+		b = NULL;
+	}
+	fclose(f);
+	*len = (size_t)n;
+	return b;
+}
+
+static inline int t_spit(const char *path, const void *buf, size_t len)
+{
+	FILE *f = fopen(path, "wb");
+	if (!f)
+		return -1;
+	size_t w = fwrite(buf, 1, len, f);
+	fclose(f);
+	return w == len ? 0 : -1;
+}
+
+#endif
