@@ -138,16 +138,16 @@ static int open_dir(le_engine *e)
 {
 	struct stat st;
 	char path[LE_PATH_MAX + 16];
+	int rc;
 
 	if (e->cfg.create_dir && mkdir(e->dir, 0777) < 0 && errno != EEXIST) {
-		int rc = -errno;
+		rc = -errno;
 		le__seterr("dir: cannot create %s: %s", e->dir, strerror(errno));
 		return rc;
 	}
-	if (stat(e->dir, &st) < 0 || !S_ISDIR(st.st_mode)) {
-		int rc = errno ? -errno : -ENOTDIR;
-		if (!S_ISDIR(st.st_mode))
-			rc = -ENOTDIR;
+	rc = stat(e->dir, &st) < 0 ? -errno
+	         : !S_ISDIR(st.st_mode) ? -ENOTDIR : 0;
+	if (rc < 0) {
 		le__seterr("dir: %s: %s", e->dir, strerror(-rc));
 		return rc;
 	}
@@ -212,7 +212,7 @@ static void engine_free(le_engine *e)
 static void stop_writers(le_engine *e)
 {
 	atomic_store(&e->stopping, 1);
-	for (uint32_t i = 0; i < e->nshards; i++) {
+	for (uint32_t i = 0; e->shards && i < e->nshards; i++) {
 		le__shard *sh = &e->shards[i];
 		if (!sh->started)
 			continue;

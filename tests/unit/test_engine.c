@@ -1,0 +1,807 @@
+/*
+ * test_engine.c -- the write side end to end: open, write from many
+ * threads, flush, close, read back through the public reader, reopen.
+ * Each test is named after what would break.
+ */
+#include "harness.h"
+
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdatomic.h>
+
+#include "logengine.h"
+
+static char dirbuf[256];
+
+static le_engine *open_cfg(le_config *c)
+{
+	le_engine *e = NULL;
+	int rc = le_open(&e, c);
+	if (rc < 0) {
+		fprintf(stderr, "  le_open: %s (%s)\n", le_strerror(rc),
+		        le_errmsg());
+		_exit(1);
+	}
+	return e;
+}
+
+static le_config base_cfg(void)
+{
+	le_config c;
+	le_config_init(&c);
+	c.dir = t_tmpdir(dirbuf);
+	c.durability = LE_SYNC_NONE;
+	return c;
+}
+
+/* Read every record of dir (TOLERATE_TAIL); calls fn for each. */
+typedef void (*rec_fn)(const le_record *r, void *arg);
+
+static long read_all(const char *dir, int mode, rec_fn fn, void *arg)
+{
+	le_reader *r;
+	le_reader_opts o;
+	le_record rec;
+	long n = 0;
+	int rc;
+
+	le_reader_opts_init(&o);
+	o.mode = mode;
+	CHECK_RC(le_reader_open(&r, dir, &o));
+	while ((rc = le_reader_next(r, &rec)) == 1) {
+		if (fn)
+			fn(&rec, arg);
+		n++;
+	}
+	le_reader_close(r);
+	if (rc < 0)
+		return rc;
+	return n;
+}
+
+/* Payload "T<thread>:<n>" padded to a fixed size. */
+static size_t make_payload(char *buf, size_t size, int t, long n)
+{
+	int k = snprintf(buf, size, "T%d:%ld:", t, n);
+	for (size_t i = (size_t)k; i < size; i++)
+		buf[i] = (char)('a' + (i % 26));
+	return size;
+}
+
+/* ---- */
+
+TEST(open_creates_shard_dirs_and_close_is_clean)
+{
+	le_config c = base_cfg();
+	c.shards = 3;
+	le_engine *e = open_cfg(&c);
+	CHECK_EQ(le_close(e), 0);
+	for (int i = 0; i < 3; i++) {
+		char p[400];
+		struct stat st;
+		snprintf(p, sizeof p, "%s/shard-%03d", c.dir, i);
+		CHECK(stat(p, &st) == 0 && S_ISDIR(st.st_mode));
+	}
+	CHECK_EQ(read_all(c.dir, LE_RECOVER_ABSOLUTE, NULL, NULL), 0);
+	CHECK_EQ(le_close(NULL), 0);
+	t_rmrf(c.dir);
+}
+
+struct expect {
+	long n;
+	long next[64];   /* next expected counter per producer */
+	uint64_t last_seq[256];
+	int bad;
+};
+
+static void check_order(const le_record *r, void *arg)
+{
+	struct expect *x = arg;
+	int t;
+	long n;
+	if (r->flags & LE_REC_MARKER)
+		return;
+	if (sscanf(r->payload, "T%d:%ld:", &t, &n) != 2 || t < 0 || t >= 64) {
+		x->bad++;
+		return;
+	}
+	if (n != x->next[t])
+		x->bad++;
+	x->next[t] = n + 1;
+	if (r->seq <= x->last_seq[r->shard])
+		x->bad++;
+	x->last_seq[r->shard] = r->seq;
+	x->n++;
+}
+
+struct prod {
+	le_engine *e;
+	int id;
+	long count;
+	size_t size;
+	long ok, full;
+};
+
+static void *producer(void *arg)
+{
+	struct prod *p = arg;
+	char buf[4096];
+	for (long i = 0; i < p->count;) {
+		size_t len = make_payload(buf, p->size, p->id, p->ok);
+		int rc = le_write(p->e, (uint64_t)p->id, LE_INFO, buf, len);
+		if (rc == 0)
+			p->ok++;
+		else if (rc == LE_EFULL)
+			p->full++;
+		else {
+			fprintf(stderr, "le_write: %s\n", le_strerror(rc));
+			_exit(1);
+		}
+		i++;
+	}
+	return NULL;
+}
+
+static void run_producers(le_engine *e, struct prod *p, int n, long count,
+                          size_t size)
+{
+	pthread_t th[64];
+	for (int i = 0; i < n; i++) {
+		p[i] = (struct prod){.e = e, .id = i, .count = count, .size = size};
+		pthread_create(&th[i], NULL, producer, &p[i]);
+	}
+	for (int i = 0; i < n; i++)
+		pthread_join(th[i], NULL);
+}
+
+TEST(block_mode_loses_nothing_and_keeps_per_shard_order)
+{
+	le_config c = base_cfg();
+	c.shards = 4;
+	c.overflow = LE_OVERFLOW_BLOCK;
+	c.queue_capacity = 512; /* small: producers really block */
+	c.segment_bytes = 1 << 20;
+	le_engine *e = open_cfg(&c);
+	struct prod p[4];
+	run_producers(e, p, 4, 50000, 100);
+	CHECK_RC(le_flush(e, 10000));
+	le_stats st;
+	le_stats_get(e, &st);
+	CHECK_EQ(st.accepted, 200000);
+	CHECK_EQ(st.written, 200000);
+	CHECK_EQ(st.dropped, 0);
+	CHECK(st.queue_hwm_records <= 512);
+	CHECK_EQ(le_close(e), 0);
+	struct expect x = {0};
+	CHECK_EQ(read_all(c.dir, LE_RECOVER_ABSOLUTE, check_order, &x), 200000);
+	CHECK_EQ(x.bad, 0);
+	for (int i = 0; i < 4; i++)
+		CHECK_EQ(x.next[i], 50000);
+	t_rmrf(c.dir);
+}
+
+struct markers {
+	uint64_t dropped;
+	long records;
+};
+
+static void sum_markers(const le_record *r, void *arg)
+{
+	struct markers *m = arg;
+	unsigned long long n;
+	if (r->flags & LE_REC_MARKER) {
+		CHECK(sscanf(r->payload, "%llu records dropped", &n) == 1);
+		m->dropped += n;
+	} else {
+		m->records++;
+	}
+}
+
+TEST(drops_are_counted_exactly_and_reported_by_markers)
+{
+	le_config c = base_cfg();
+	c.shards = 2;
+	c.queue_capacity = 64;
+	c.queue_capacity_bytes = 64 * 1024;
+	c.max_record_bytes = 1024;
+	le_engine *e = open_cfg(&c);
+	struct prod p[4];
+	run_producers(e, p, 4, 100000, 200);
+	CHECK_RC(le_flush(e, 10000));
+	le_stats st;
+	le_stats_get(e, &st);
+	long ok = 0, full = 0;
+	for (int i = 0; i < 4; i++) {
+		ok += p[i].ok;
+		full += p[i].full;
+	}
+	CHECK_EQ(st.accepted, 400000);
+	CHECK_EQ(st.accepted, st.written + st.dropped);
+	CHECK_EQ(st.written, ok);
+	CHECK_EQ(st.dropped_full, full);
+	CHECK(st.queue_hwm_records <= 64);
+	CHECK(st.queue_hwm_bytes <= 64 * 1024);
+	CHECK_EQ(le_close(e), 0);
+	struct markers m = {0};
+	read_all(c.dir, LE_RECOVER_ABSOLUTE, sum_markers, &m);
+	CHECK_EQ(m.records, ok);
+	CHECK_EQ(m.dropped, (uint64_t)full);
+	t_rmrf(c.dir);
+}
+
+struct sampler {
+	le_engine *e;
+	atomic_int stop;
+	uint64_t max_rec, max_bytes;
+};
+
+static void *sample(void *arg)
+{
+	struct sampler *s = arg;
+	le_stats st;
+	while (!atomic_load(&s->stop)) {
+		le_stats_get(s->e, &st);
+		if (st.queue_records > s->max_rec)
+			s->max_rec = st.queue_records;
+		if (st.queue_bytes > s->max_bytes)
+			s->max_bytes = st.queue_bytes;
+	}
+	return NULL;
+}
+
+TEST(concurrent_producers_never_exceed_queue_bounds)
+{
+	le_config c = base_cfg();
+	c.shards = 3;
+	c.queue_capacity = 100;
+	c.queue_capacity_bytes = 20000; /* bytes bind before records */
+	c.max_record_bytes = 4096;
+	le_engine *e = open_cfg(&c);
+	struct sampler s = {.e = e};
+	pthread_t th;
+	pthread_create(&th, NULL, sample, &s);
+	struct prod p[4];
+	run_producers(e, p, 4, 50000, 700);
+	atomic_store(&s.stop, 1);
+	pthread_join(th, NULL);
+	le_stats st;
+	CHECK_RC(le_flush(e, 10000));
+	le_stats_get(e, &st);
+	CHECK(st.queue_hwm_records <= 100);
+	CHECK(st.queue_hwm_bytes <= 20000);
+	CHECK(st.queue_hwm_bytes > 20000 - 700 - 1); /* it did fill */
+	CHECK(s.max_rec <= 100 && s.max_bytes <= 20000);
+	CHECK_EQ(st.accepted, st.written + st.dropped);
+	le_close(e);
+	t_rmrf(c.dir);
+}
+
+static void grab_payload(const le_record *r, void *arg)
+{
+	memcpy(arg, &r->len, sizeof r->len);
+	CHECK(r->flags & LE_REC_TRUNCATED);
+}
+
+TEST(oversize_record_is_truncated_and_flagged_or_rejected)
+{
+	le_config c = base_cfg();
+	c.max_record_bytes = 100;
+	c.queue_capacity_bytes = 4096;
+	le_engine *e = open_cfg(&c);
+	char big[300];
+	memset(big, 'x', sizeof big);
+	CHECK_EQ(le_write(e, 0, LE_INFO, big, sizeof big), 0);
+	le_stats st;
+	le_stats_get(e, &st);
+	CHECK_EQ(st.truncated, 1);
+	le_close(e);
+	size_t len = 0;
+	CHECK_EQ(read_all(c.dir, 0, grab_payload, &len), 1);
+	CHECK_EQ(len, 100);
+
+	c.oversize = LE_OVERSIZE_REJECT;
+	e = open_cfg(&c);
+	CHECK_EQ(le_write(e, 0, LE_INFO, big, sizeof big), LE_ETOOBIG);
+	CHECK_EQ(le_write(e, 0, LE_INFO, big, 100), 0);
+	le_stats_get(e, &st);
+	CHECK_EQ(st.rejected, 1);
+	le_close(e);
+	t_rmrf(c.dir);
+}
+
+struct seqs {
+	uint64_t first, last;
+	long n;
+};
+
+static void note_seq(const le_record *r, void *arg)
+{
+	struct seqs *s = arg;
+	if (!s->n)
+		s->first = r->seq;
+	if (s->n && r->seq != s->last + 1)
+		s->n = -1000000;
+	s->last = r->seq;
+	s->n++;
+}
+
+static void write_n(le_engine *e, int n, int tag)
+{
+	char buf[64];
+	for (int i = 0; i < n; i++) {
+		int len = snprintf(buf, sizeof buf, "rec %d.%d", tag, i);
+		CHECK_EQ(le_write(e, 0, LE_INFO, buf, (size_t)len), 0);
+	}
+}
+
+TEST(reopen_continues_sequence_numbers)
+{
+	le_config c = base_cfg();
+	for (int round = 0; round < 3; round++) {
+		le_engine *e = open_cfg(&c);
+		write_n(e, 1000, round);
+		CHECK_EQ(le_close(e), 0);
+	}
+	struct seqs s = {0};
+	CHECK_EQ(read_all(c.dir, LE_RECOVER_ABSOLUTE, note_seq, &s), 3000);
+	CHECK_EQ(s.first, 1);
+	CHECK_EQ(s.last, 3000);
+	CHECK_EQ(s.n, 3000);
+	t_rmrf(c.dir);
+}
+
+static void seg_file(const char *dir, char *out, size_t cap)
+{
+	char sd[400];
+	snprintf(sd, sizeof sd, "%s/shard-000", dir);
+	DIR *d = opendir(sd);
+	struct dirent *de;
+	char best[256] = "";
+	while ((de = readdir(d)))
+		if (strstr(de->d_name, ".seg") && strcmp(de->d_name, best) > 0)
+			snprintf(best, sizeof best, "%s", de->d_name);
+	closedir(d);
+	snprintf(out, cap, "%s/%s", sd, best);
+}
+
+static void last_payload(const le_record *r, void *arg)
+{
+	snprintf(arg, 64, "%.*s", (int)r->len, (const char *)r->payload);
+}
+
+TEST(segment_truncated_at_every_byte_of_last_record_reopens_cleanly)
+{
+	le_config c = base_cfg();
+	le_engine *e = open_cfg(&c);
+	write_n(e, 10, 0);
+	le_close(e);
+	char seg[1024];
+	seg_file(c.dir, seg, sizeof seg);
+	size_t len = 0;
+	unsigned char *img = t_slurp(seg, &len);
+	CHECK(img != NULL);
+	/* The last frame: "rec 0.9" = 7 bytes + 28 fixed. */
+	size_t frame = 7 + 28;
+	for (size_t cut = len - frame; cut < len; cut++) {
+		t_spit(seg, img, cut);
+		e = open_cfg(&c);
+		le_stats st;
+		le_stats_get(e, &st);
+		CHECK_EQ(st.recovered_truncated_bytes, cut - (len - frame));
+		CHECK_EQ(le_write(e, 0, LE_INFO, "after", 5), 0);
+		CHECK_EQ(le_close(e), 0);
+		struct seqs s = {0};
+		CHECK_EQ(read_all(c.dir, LE_RECOVER_ABSOLUTE, note_seq, &s), 10);
+		CHECK_EQ(s.last, 10); /* rec 0.9 gone, "after" took seq 10 */
+		char last[64];
+		read_all(c.dir, 0, last_payload, last);
+		CHECK(strcmp(last, "after") == 0);
+	}
+	free(img);
+	t_rmrf(c.dir);
+}
+
+static void tail_case(int garbage)
+{
+	le_config c = base_cfg();
+	le_engine *e = open_cfg(&c);
+	write_n(e, 100, 0);
+	le_close(e);
+	char seg[1024];
+	seg_file(c.dir, seg, sizeof seg);
+	FILE *f = fopen(seg, "ab");
+	for (int i = 0; i < 5000; i++)
+		fputc(garbage ? (i * 131 + 7) & 0xff : 0, f);
+	fclose(f);
+	/* The reader sees a torn tail; verify-style ABSOLUTE refuses it. */
+	CHECK_EQ(read_all(c.dir, LE_RECOVER_TOLERATE_TAIL, NULL, NULL), 100);
+	CHECK(read_all(c.dir, LE_RECOVER_ABSOLUTE, NULL, NULL) < 0);
+	e = open_cfg(&c);
+	le_stats st;
+	le_stats_get(e, &st);
+	CHECK_EQ(st.recovered_truncated_bytes, 5000);
+	write_n(e, 5, 1);
+	le_close(e);
+	struct seqs s = {0};
+	CHECK_EQ(read_all(c.dir, LE_RECOVER_ABSOLUTE, note_seq, &s), 105);
+	CHECK_EQ(s.last, 105);
+	t_rmrf(c.dir);
+}
+
+TEST(zero_filled_tail_is_cut_at_open)
+{
+	tail_case(0);
+}
+
+TEST(garbage_tail_is_cut_at_open)
+{
+	tail_case(1);
+}
+
+static void damage_case(uint32_t checkpoint_ms)
+{
+	le_config c = base_cfg();
+	c.checkpoint_ms = checkpoint_ms;
+	le_engine *e = open_cfg(&c);
+	write_n(e, 100, 0);
+	le_close(e);
+	char seg[1024];
+	seg_file(c.dir, seg, sizeof seg);
+	size_t len = 0;
+	unsigned char *img = t_slurp(seg, &len);
+	img[len / 2] ^= 0x10; /* a flipped bit in the middle */
+	t_spit(seg, img, len);
+	e = open_cfg(&c);
+	le_stats st;
+	le_stats_get(e, &st);
+	CHECK_EQ(st.recovered_truncated_bytes, 0);
+	write_n(e, 1, 1);
+	le_close(e);
+	size_t len2 = 0;
+	unsigned char *img2 = t_slurp(seg, &len2);
+	CHECK(len2 >= len); /* nothing of the damaged file was cut */
+	CHECK(memcmp(img, img2, len) == 0);
+	/* SKIP mode gets 99 old records and the new one, numbered after. */
+	struct seqs s = {0};
+	CHECK_EQ(read_all(c.dir, LE_RECOVER_SKIP, note_seq, &s), 100);
+	CHECK_EQ(s.last, 101);
+	free(img);
+	free(img2);
+	t_rmrf(c.dir);
+}
+
+/* Without a checkpoint, recovery scans the whole last segment, finds the
+ * damage, and must keep the file whole rather than cut at the damage. */
+TEST(damage_inside_last_segment_is_kept_not_truncated)
+{
+	damage_case(0);
+}
+
+/* With one, recovery starts at the checkpoint; the damage before it is
+ * for readers to report, and appending after it is right. */
+TEST(damage_before_checkpoint_does_not_stop_appends)
+{
+	damage_case(1000);
+}
+
+static long count_segs(const char *dir, int shard)
+{
+	char sd[400];
+	snprintf(sd, sizeof sd, "%s/shard-%03d", dir, shard);
+	DIR *d = opendir(sd);
+	struct dirent *de;
+	long n = 0;
+	while ((de = readdir(d)))
+		n += strstr(de->d_name, ".seg") != NULL;
+	closedir(d);
+	return n;
+}
+
+TEST(rotation_by_size_keeps_every_record)
+{
+	le_config c = base_cfg();
+	c.segment_bytes = 8192;
+	c.overflow = LE_OVERFLOW_BLOCK;
+	le_engine *e = open_cfg(&c);
+	write_n(e, 20000, 0);
+	le_stats st;
+	le_flush(e, 5000);
+	le_stats_get(e, &st);
+	le_close(e);
+	long n = count_segs(c.dir, 0);
+	CHECK(n > 10);
+	CHECK_EQ((long)st.segments_created, n);
+	struct seqs s = {0};
+	CHECK_EQ(read_all(c.dir, LE_RECOVER_ABSOLUTE, note_seq, &s), 20000);
+	CHECK_EQ(s.n, 20000);
+	t_rmrf(c.dir);
+}
+
+TEST(retention_deletes_oldest_segments_only)
+{
+	le_config c = base_cfg();
+	c.segment_bytes = 8192;
+	c.retention_bytes = 40000;
+	c.overflow = LE_OVERFLOW_BLOCK;
+	le_engine *e = open_cfg(&c);
+	write_n(e, 20000, 0);
+	le_flush(e, 5000);
+	le_stats st;
+	le_stats_get(e, &st);
+	le_close(e);
+	CHECK(st.segments_deleted > 0);
+	long n = count_segs(c.dir, 0);
+	CHECK(n * 8192 <= 40000 + 8192);
+	/* What is left is the newest records, contiguous, ending at 20000. */
+	struct seqs s = {0};
+	long got = read_all(c.dir, LE_RECOVER_TOLERATE_TAIL, note_seq, &s);
+	CHECK(got > 0 && got < 20000);
+	CHECK_EQ(s.last, 20000);
+	CHECK_EQ(s.n, got);
+	t_rmrf(c.dir);
+}
+
+TEST(age_rotation_starts_new_segment)
+{
+	le_config c = base_cfg();
+	c.segment_max_age_ms = 50;
+	c.flush_ms = 5;
+	le_engine *e = open_cfg(&c);
+	write_n(e, 10, 0);
+	le_flush(e, 1000);
+	usleep(200000);
+	write_n(e, 10, 1);
+	le_close(e);
+	CHECK(count_segs(c.dir, 0) >= 2);
+	CHECK_EQ(read_all(c.dir, LE_RECOVER_ABSOLUTE, NULL, NULL), 20);
+	t_rmrf(c.dir);
+}
+
+static void expect_bad(le_config *c, const char *field)
+{
+	le_engine *e = (le_engine *)1;
+	CHECK_EQ(le_open(&e, c), LE_EINVAL);
+	CHECK(e == NULL);
+	if (!strstr(le_errmsg(), field)) {
+		fprintf(stderr, "  errmsg '%s' lacks '%s'\n", le_errmsg(), field);
+		_exit(1);
+	}
+}
+
+TEST(bad_config_values_are_refused_naming_the_field)
+{
+	le_config c = base_cfg(), b;
+	b = c; b.dir = NULL; expect_bad(&b, "dir");
+	b = c; b.shards = 0; expect_bad(&b, "shards");
+	b = c; b.shards = 1000; expect_bad(&b, "shards");
+	b = c; b.queue_capacity = 0; expect_bad(&b, "queue_capacity");
+	b = c; b.queue_capacity_bytes = 10; expect_bad(&b, "queue_capacity_bytes");
+	b = c; b.max_record_bytes = 0; expect_bad(&b, "max_record_bytes");
+	b = c; b.overflow = 7; expect_bad(&b, "overflow");
+	b = c; b.oversize = 7; expect_bad(&b, "oversize");
+	b = c; b.fields = 0x100; expect_bad(&b, "fields");
+	b = c; b.segment_bytes = 100; expect_bad(&b, "segment_bytes");
+	b = c; b.batch_size = 0; expect_bad(&b, "batch_size");
+	b = c; b.flush_ms = 0; expect_bad(&b, "flush_ms");
+	b = c; b.max_pending_bytes = 1; expect_bad(&b, "max_pending_bytes");
+	b = c; b.durability = 9; expect_bad(&b, "durability");
+	b = c; b.direct_io = 2; expect_bad(&b, "direct_io");
+	t_rmrf(c.dir);
+}
+
+TEST(missing_or_unusable_directory_fails_at_open)
+{
+	le_config c = base_cfg();
+	char missing[400];
+	snprintf(missing, sizeof missing, "%s/nope", c.dir);
+	le_config b = c;
+	b.dir = missing;
+	le_engine *e;
+	CHECK_EQ(le_open(&e, &b), -ENOENT);
+	CHECK(strstr(le_errmsg(), "nope") != NULL);
+	b.create_dir = 1;
+	CHECK_RC(le_open(&e, &b));
+	le_close(e);
+	char file[400];
+	snprintf(file, sizeof file, "%s/afile", c.dir);
+	t_spit(file, "x", 1);
+	b.dir = file;
+	b.create_dir = 0;
+	CHECK(le_open(&e, &b) < 0);
+	t_rmrf(c.dir);
+}
+
+TEST(second_engine_on_same_dir_is_refused)
+{
+	le_config c = base_cfg();
+	le_engine *e = open_cfg(&c), *e2;
+	CHECK_EQ(le_open(&e2, &c), LE_EBUSY);
+	le_close(e);
+	e = open_cfg(&c);
+	le_close(e);
+	t_rmrf(c.dir);
+}
+
+TEST(bad_arguments_to_le_write_return_errors)
+{
+	le_config c = base_cfg();
+	le_engine *e = open_cfg(&c);
+	CHECK_EQ(le_write(e, 0, LE_INFO, NULL, 5), LE_EINVAL);
+	CHECK_EQ(le_write(e, 0, 99, "x", 1), LE_EINVAL);
+	CHECK_EQ(le_write(e, 0, -1, "x", 1), LE_EINVAL);
+	CHECK_EQ(le_write(NULL, 0, LE_INFO, "x", 1), LE_EINVAL);
+	CHECK_EQ(le_write(e, 0, LE_INFO, NULL, 0), 0); /* empty record */
+	CHECK_EQ(le_logf(NULL, LE_INFO, "x"), LE_EINVAL);
+	CHECK_EQ(le_flush(NULL, 0), LE_EINVAL);
+	CHECK_EQ(le_close(e), 0);
+	CHECK_EQ(read_all(c.dir, LE_RECOVER_ABSOLUTE, NULL, NULL), 1);
+	CHECK(strcmp(le_strerror(LE_EFULL), "unknown error") != 0);
+	CHECK(strcmp(le_strerror(-ENOENT), "No such file or directory") == 0);
+	t_rmrf(c.dir);
+}
+
+static void check_fmt(const le_record *r, void *arg)
+{
+	long *i = arg;
+	char want[128];
+	if (*i == 0)
+		snprintf(want, sizeof want, "Logging int: %d, int: %d, double: %f",
+		         1, 2, 3.5);
+	if (*i == 0)
+		CHECK(r->len == strlen(want) && !memcmp(r->payload, want, r->len));
+	if (*i == 1) {
+		CHECK_EQ(r->len, 1000);
+		CHECK(r->flags & LE_REC_TRUNCATED);
+	}
+	CHECK_EQ(r->level, *i == 0 ? LE_WARN : LE_ERROR);
+	(*i)++;
+}
+
+TEST(logf_formats_and_truncates_long_messages)
+{
+	le_config c = base_cfg();
+	c.max_record_bytes = 1000;
+	le_engine *e = open_cfg(&c);
+	CHECK_EQ(le_logf(e, LE_WARN, "Logging int: %d, int: %d, double: %f", 1,
+	                 2, 3.5), 0);
+	CHECK_EQ(le_logf(e, LE_ERROR, "%05000d", 7), 0);
+	le_close(e);
+	long i = 0;
+	CHECK_EQ(read_all(c.dir, 0, check_fmt, &i), 2);
+	t_rmrf(c.dir);
+}
+
+TEST(direct_io_roundtrip_and_reopen)
+{
+	le_config c = base_cfg();
+	c.direct_io = 1;
+	c.segment_bytes = 100000;
+	for (int round = 0; round < 2; round++) {
+		le_engine *e = NULL;
+		int rc = le_open(&e, &c);
+		if (rc < 0) {
+			/* tmpfs has no O_DIRECT: that must be a clear error */
+			CHECK(strstr(le_errmsg(), "direct_io") != NULL);
+			t_rmrf(c.dir);
+			return;
+		}
+		write_n(e, 3001, round);
+		CHECK_EQ(le_close(e), 0);
+	}
+	struct seqs s = {0};
+	CHECK_EQ(read_all(c.dir, LE_RECOVER_ABSOLUTE, note_seq, &s), 6002);
+	CHECK_EQ(s.last, 6002);
+	t_rmrf(c.dir);
+}
+
+TEST(torn_or_lying_checkpoint_is_not_trusted)
+{
+	le_config c = base_cfg();
+	le_engine *e = open_cfg(&c);
+	write_n(e, 100, 0);
+	le_close(e);
+	char ck[400];
+	snprintf(ck, sizeof ck, "%s/shard-000/CHECKPOINT", c.dir);
+	size_t len = 0;
+	unsigned char *img = t_slurp(ck, &len);
+	CHECK(img && len >= 64);
+	/* Lie: claim more records than the log has (slot 0 and 1 both). */
+	unsigned char junk[1024];
+	memset(junk, 0xA5, sizeof junk);
+	t_spit(ck, junk, sizeof junk);
+	e = open_cfg(&c);
+	write_n(e, 1, 1);
+	le_close(e);
+	struct seqs s = {0};
+	CHECK_EQ(read_all(c.dir, LE_RECOVER_ABSOLUTE, note_seq, &s), 101);
+	CHECK_EQ(s.last, 101);
+	free(img);
+	t_rmrf(c.dir);
+}
+
+TEST(durability_batch_syncs_before_flush_returns)
+{
+	le_config c = base_cfg();
+	c.durability = LE_SYNC_BATCH;
+	le_engine *e = open_cfg(&c);
+	write_n(e, 10, 0);
+	CHECK_RC(le_flush(e, 5000));
+	le_stats st;
+	le_stats_get(e, &st);
+	CHECK(st.syncs >= 1);
+	CHECK_EQ(st.written, 10);
+	le_close(e);
+	t_rmrf(c.dir);
+}
+
+TEST(flush_returns_promptly_with_nothing_queued)
+{
+	le_config c = base_cfg();
+	c.flush_ms = 60000;
+	le_engine *e = open_cfg(&c);
+	CHECK_EQ(le_flush(e, 2000), 0);
+	write_n(e, 3, 0);
+	CHECK_EQ(le_flush(e, 2000), 0); /* does not wait for flush_ms */
+	le_stats st;
+	le_stats_get(e, &st);
+	CHECK_EQ(st.written, 3);
+	le_close(e);
+	t_rmrf(c.dir);
+}
+
+static void check_fields(const le_record *r, void *arg)
+{
+	(void)arg;
+	CHECK_EQ(r->ts_ns, 0);
+	CHECK_EQ(r->level, -1);
+	CHECK(r->len == 7 && memcmp(r->payload, "rec 0.", 6) == 0);
+}
+
+TEST(fields_switched_off_still_roundtrip)
+{
+	le_config c = base_cfg();
+	c.fields = LE_FIELD_CRC | LE_FIELD_SEQUENCE;
+	le_engine *e = open_cfg(&c);
+	write_n(e, 10, 0);
+	le_close(e);
+	CHECK_EQ(read_all(c.dir, LE_RECOVER_ABSOLUTE, check_fields, NULL), 10);
+	/* Reopened with every field on: a new segment, numbering goes on. */
+	c.fields = LE_FIELD_ALL;
+	e = open_cfg(&c);
+	write_n(e, 10, 1);
+	le_close(e);
+	struct seqs s = {0};
+	CHECK_EQ(read_all(c.dir, LE_RECOVER_ABSOLUTE, note_seq, &s), 20);
+	CHECK_EQ(s.last, 20);
+	t_rmrf(c.dir);
+}
+
+int main(int argc, char **argv)
+{
+	T_INIT(argc, argv);
+	RUN(open_creates_shard_dirs_and_close_is_clean);
+	RUN(block_mode_loses_nothing_and_keeps_per_shard_order);
+	RUN(drops_are_counted_exactly_and_reported_by_markers);
+	RUN(concurrent_producers_never_exceed_queue_bounds);
+	RUN(oversize_record_is_truncated_and_flagged_or_rejected);
+	RUN(reopen_continues_sequence_numbers);
+	RUN(segment_truncated_at_every_byte_of_last_record_reopens_cleanly);
+	RUN(zero_filled_tail_is_cut_at_open);
+	RUN(garbage_tail_is_cut_at_open);
+	RUN(damage_inside_last_segment_is_kept_not_truncated);
+	RUN(damage_before_checkpoint_does_not_stop_appends);
+	RUN(rotation_by_size_keeps_every_record);
+	RUN(retention_deletes_oldest_segments_only);
+	RUN(age_rotation_starts_new_segment);
+	RUN(bad_config_values_are_refused_naming_the_field);
+	RUN(missing_or_unusable_directory_fails_at_open);
+	RUN(second_engine_on_same_dir_is_refused);
+	RUN(bad_arguments_to_le_write_return_errors);
+	RUN(logf_formats_and_truncates_long_messages);
+	RUN(direct_io_roundtrip_and_reopen);
+	RUN(torn_or_lying_checkpoint_is_not_trusted);
+	RUN(durability_batch_syncs_before_flush_returns);
+	RUN(flush_returns_promptly_with_nothing_queued);
+	RUN(fields_switched_off_still_roundtrip);
+	return t_done();
+}
