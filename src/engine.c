@@ -42,7 +42,7 @@ void le_config_init(le_config *c)
 	c->oversize = LE_OVERSIZE_TRUNCATE;
 	c->fields = LE_FIELD_ALL;
 	c->segment_bytes = 64u << 20;
-	c->batch_size = 256;
+	c->batch_size = 1024;
 	c->flush_ms = 50;
 	c->max_pending_bytes = 1u << 20;
 	c->durability = LE_SYNC_INTERVAL;
