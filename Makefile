@@ -57,15 +57,18 @@ ubsan:
 tsan:
 	$(MAKE) BUILD=build-tsan OPT=-O1 SAN="-fsanitize=thread" check
 
-demo: all $(BUILD)/demo
+deps:
+	sh scripts/deps.sh core
+
+demo: deps all $(BUILD)/demo
 	$(BUILD)/demo $(BUILD)/demo-logs
 	$(BUILD)/logengine verify $(BUILD)/demo-logs
 	$(BUILD)/logengine stats $(BUILD)/demo-logs
 
 bench: all $(BUILD)/bench_le
-	$(BUILD)/bench_le
+	@mkdir -p perf/results/bench
+	$(BUILD)/bench_le -j perf/results/bench/logengine.json
 
 clean:
 	rm -rf build build-asan build-ubsan build-tsan
 
--include $(wildcard $(BUILD)/obj/*.d)

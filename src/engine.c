@@ -317,7 +317,7 @@ static void note_hwm(le_engine *e, uint64_t b)
 /* Budget for len payload bytes and `need` ring bytes for one slot, or
  * NULL (record dropped, or the engine is closing). */
 static le__slot *reserve(le_engine *e, le__shard *sh, uint32_t len,
-                         uint32_t need, int *rc)
+                         uint32_t need, int *rc, int *wake)
 {
 	uint64_t b, used;
 	le__slot *s;
@@ -367,17 +367,28 @@ static le__slot *reserve(le_engine *e, le__shard *sh, uint32_t len,
 	    (b >> LE_BUDGET_REC_BITS) >
 	            atomic_load_explicit(&e->hwm_bytes, memory_order_relaxed))
 		note_hwm(e, b);
-	/* Uncommon: the queue is filling.  Make sure the writer is awake.
-	 * The fence orders our reservation before the load of `sleeping`,
-	 * pairing with the writer's fence between setting it and looking at
-	 * the ring (no lost wake-up).  Below the threshold a sleeping writer
-	 * wakes by itself within flush_ms. */
-	if ((b & LE_BUDGET_REC_MASK) >= e->wake_rec || used >= e->wake_bytes) {
-		atomic_thread_fence(memory_order_seq_cst);
-		if (atomic_load_explicit(&sh->sleeping, memory_order_relaxed))
-			le__wake_writer(sh);
-	}
+	/* Uncommon: the queue is filling; the caller makes sure the writer
+	 * is awake once the slot is published.  Below the threshold a
+	 * sleeping writer wakes by itself within flush_ms. */
+	*wake = (b & LE_BUDGET_REC_MASK) >= e->wake_rec || used >= e->wake_bytes;
 	return s;
+}
+
+/*
+ * After publishing, when the queue is filling: wake the writer if it
+ * sleeps.  The read-modify-write on `sleeping` orders our publication
+ * before the writer's exchange that announces its sleep (one modification
+ * order for the word): either we read 1 and wake it, or its exchange
+ * comes after ours and its look at the ring sees our slot.  No lost
+ * wake-up, and no fence on the common path.
+ */
+static void publish_and_wake(le__shard *sh, le__slot *s, uint32_t bytes,
+                             int wake)
+{
+	le__slot_publish(s, bytes);
+	if (wake && atomic_fetch_add_explicit(&sh->sleeping, 0,
+	                                      memory_order_acq_rel))
+		le__wake_writer(sh);
 }
 
 static le__shard *route(le_engine *e, uint64_t key)
@@ -416,7 +427,7 @@ int le_write(le_engine *e, uint64_t route_key, int level, const void *payload,
              size_t len)
 {
 	uint8_t flags = 0;
-	int rc;
+	int rc, wake;
 
 	if (!e || level < LE_TRACE || level > LE_FATAL || (!payload && len))
 		return LE_EINVAL;
@@ -427,13 +438,13 @@ int le_write(le_engine *e, uint64_t route_key, int level, const void *payload,
 		return rc;
 	le__shard *sh = route(e, route_key);
 	le__slot *s = reserve(e, sh, (uint32_t)len,
-	                      le__slot_bytes((uint32_t)len), &rc);
+	                      le__slot_bytes((uint32_t)len), &rc, &wake);
 	if (!s)
 		return rc;
 	fill(s, level, flags, (uint32_t)len);
 	if (len)
 		memcpy(s + 1, payload, len);
-	le__slot_publish(s, le__slot_bytes((uint32_t)len));
+	publish_and_wake(sh, s, le__slot_bytes((uint32_t)len), wake);
 	return 0;
 }
 
@@ -454,7 +465,7 @@ int le_vlogf(le_engine *e, int level, const char *fmt, va_list ap)
 	char small[512];
 	va_list ap2;
 	uint8_t flags = 0;
-	int rc;
+	int rc, wake;
 
 	if (!e || !fmt || level < LE_TRACE || level > LE_FATAL)
 		return LE_EINVAL;
@@ -476,7 +487,7 @@ int le_vlogf(le_engine *e, int level, const char *fmt, va_list ap)
 	/* One ring byte more than the payload: vsnprintf's terminating NUL
 	 * must land inside this slot, never in the next one. */
 	uint32_t need = le__slot_bytes((uint32_t)len + 1);
-	le__slot *s = reserve(e, sh, (uint32_t)len, need, &rc);
+	le__slot *s = reserve(e, sh, (uint32_t)len, need, &rc, &wake);
 	if (!s) {
 		va_end(ap2);
 		return rc;
@@ -487,7 +498,7 @@ int le_vlogf(le_engine *e, int level, const char *fmt, va_list ap)
 		vsnprintf((char *)(s + 1), len + 1, fmt, ap2);
 	va_end(ap2);
 	fill(s, level, flags, (uint32_t)len);
-	le__slot_publish(s, need);
+	publish_and_wake(sh, s, need, wake);
 	return 0;
 }
 

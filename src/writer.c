@@ -760,9 +760,8 @@ static void nap(le__shard *sh, uint64_t now)
 	}
 	if (wait == 0)
 		return;
-	atomic_store(&sh->sleeping, 1);
-	/* seq_cst: pairs with the producer's fence (engine.c reserve). */
-	atomic_thread_fence(memory_order_seq_cst);
+	/* RMW: pairs with the producer's RMW in publish_and_wake. */
+	atomic_exchange_explicit(&sh->sleeping, 1, memory_order_acq_rel);
 	if (!has_work(sh))
 		le__futex_wait(&sh->sleeping, 1, wait);
 	atomic_store(&sh->sleeping, 0);

@@ -1,0 +1,24 @@
+#!/bin/sh
+# Install what the project needs on a fresh Debian machine (run as root, or
+# it only reports).  Idempotent: packages already present are skipped.
+#   scripts/deps.sh [core|bench|all]
+set -eu
+what=${1:-core}
+pkgs="build-essential"
+case "$what" in
+core) ;;
+bench|all) pkgs="$pkgs libspdlog-dev libgoogle-glog-dev clang" ;;
+esac
+missing=""
+for p in $pkgs; do
+	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" ||
+		missing="$missing $p"
+done
+[ -z "$missing" ] && exit 0
+if [ "$(id -u)" -ne 0 ]; then
+	echo "deps: missing packages:$missing (run as root to install)" >&2
+	exit 1
+fi
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+apt-get install -y -qq $missing
