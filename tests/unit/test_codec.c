@@ -1,0 +1,227 @@
+/*
+ * test_codec.c -- CRC32C against RFC 3720, every implementation agreeing,
+ * and the byte-exact test vectors of docs/FORMAT.md.
+ */
+#include "harness.h"
+
+#include "crc32c.h"
+#include "format.h"
+
+static void unhex(const char *s, unsigned char *out, size_t *n)
+{
+	*n = 0;
+	while (*s) {
+		if (*s == ' ' || *s == '\n') {
+			s++;
+			continue;
+		}
+		unsigned v;
+		sscanf(s, "%2x", &v);
+		out[(*n)++] = (unsigned char)v;
+		s += 2;
+	}
+}
+
+static void check_all_impls(const void *buf, size_t len, uint32_t want)
+{
+	CHECK_EQ(le__crc32c_sw(0, buf, len), want);
+	CHECK_EQ(le__crc32c_extend(0, buf, len), want);
+	if (le__crc32c_hw())
+		CHECK_EQ(le__crc32c_hw()(0, buf, len), want);
+}
+
+TEST(crc32c_matches_rfc3720_vectors_in_every_implementation)
+{
+	unsigned char b[48];
+	memset(b, 0, 32);
+	check_all_impls(b, 32, 0x8a9136aa);
+	memset(b, 0xff, 32);
+	check_all_impls(b, 32, 0x62a8ab43);
+	for (int i = 0; i < 32; i++)
+		b[i] = (unsigned char)i;
+	check_all_impls(b, 32, 0x46dd794e);
+	for (int i = 0; i < 32; i++)
+		b[i] = (unsigned char)(31 - i);
+	check_all_impls(b, 32, 0x113fdb5c);
+	static const unsigned char iscsi[48] = {
+		0x01, 0xc0, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+		0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x14, 0x00, 0x00, 0x00,
+		0x00, 0x00, 0x04, 0x00, 0x00, 0x00, 0x00, 0x14, 0x00, 0x00,
+		0x00, 0x18, 0x28, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+		0x02, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00};
+	check_all_impls(iscsi, 48, 0xd9963a56);
+	check_all_impls("123456789", 9, 0xe3069283);
+	check_all_impls("", 0, 0);
+}
+
+TEST(crc32c_hw_and_sw_agree_at_every_length_and_alignment)
+{
+	unsigned char b[300];
+	for (int i = 0; i < 300; i++)
+		b[i] = (unsigned char)(i * 7 + 3);
+	for (size_t off = 0; off < 9; off++)
+		for (size_t len = 0; len + off <= 290; len++) {
+			uint32_t sw = le__crc32c_sw(0, b + off, len);
+			CHECK_EQ(le__crc32c_extend(0, b + off, len), sw);
+			/* extend in two pieces == one piece */
+			uint32_t a = le__crc32c_extend(0, b + off, len / 3);
+			CHECK_EQ(le__crc32c_extend(a, b + off + len / 3,
+			                           len - len / 3), sw);
+		}
+	printf("  (crc32c implementation: %s)\n", le__crc32c_impl());
+}
+
+TEST(crc_mask_roundtrips)
+{
+	for (uint32_t x = 1; x < 0xfffffff0u; x += 0x01234567u)
+		CHECK_EQ(le__crc_unmask(le__crc_mask(x)), x);
+}
+
+/* The vectors printed in docs/FORMAT.md. */
+static const char *HDR_VEC =
+	"4c4f4745 4e475347 01004000 1f000000\n"
+	"02000000 00000000 07000000 00000000\n"
+	"64000000 00000000 00beee24 2be67c18\n"
+	"00000000 00000000 00000000 3874ac50";
+static const char *FRAME_ALL_VEC =
+	"1d000000 6d5cf1c9 00020200 64000000\n"
+	"00000000 158b4a2c 2be67c18 68656c6c 6f";
+static const char *FRAME_CRC_VEC = "0a000000 c0f7fe1b 0168656c 6c6f";
+static const char *FRAME_NONE_VEC = "06000000 0068656c 6c6f";
+static const char *CKPT_VEC =
+	"4c4f4745 4e47434b 03000000 00000000\n"
+	"07000000 00000000 00100000 00000000\n"
+	"c8000000 00000000 158b4a2c 2be67c18\n"
+	"a00f0000 00000000 02000000 108950c4";
+
+TEST(segment_header_matches_format_md_vector)
+{
+	unsigned char want[64], got[64];
+	size_t n;
+	unhex(HDR_VEC, want, &n);
+	CHECK_EQ(n, 64);
+	le__seg_hdr h = {.version = 1, .fields = LE_FIELD_ALL, .shard = 2,
+	                 .index = 7, .base_seq = 100,
+	                 .created_ns = 1764538227000000000ull};
+	le__seg_hdr_encode(got, &h);
+	CHECK(memcmp(got, want, 64) == 0);
+	le__seg_hdr d;
+	CHECK_EQ(le__seg_hdr_decode(want, &d), 0);
+	CHECK(d.index == 7 && d.base_seq == 100 && d.shard == 2);
+	want[30] ^= 1;
+	CHECK_EQ(le__seg_hdr_decode(want, &d), LE_ECORRUPT);
+	want[30] ^= 1;
+	want[8] = 9; /* version 9 with a valid crc */
+	le__put32(want + 60, le__crc_mask(le__crc32c_extend(0, want, 60)));
+	CHECK_EQ(le__seg_hdr_decode(want, &d), LE_EVERSION);
+}
+
+static void frame_vec(const char *vec, uint32_t fields, uint32_t flags,
+                      int level, uint32_t shard, uint64_t seq, uint64_t ts)
+{
+	unsigned char want[64], got[64];
+	size_t n;
+	unhex(vec, want, &n);
+	uint32_t len = le__frame_encode(got, fields, flags, level, shard, seq,
+	                                ts, "hello", 5);
+	CHECK_EQ(len, n);
+	CHECK(memcmp(got, want, n) == 0);
+	le__frame f;
+	const char *why;
+	CHECK_EQ(le__frame_decode(want, n, fields, LE_FRAME_MAX, &f, &why),
+	         LE_FRAME_OK);
+	CHECK(f.len == 5 && memcmp(f.payload, "hello", 5) == 0);
+	CHECK_EQ(f.flags, flags);
+	if (fields & LE_FIELD_SEQUENCE)
+		CHECK_EQ(f.seq, seq);
+	if (fields & LE_FIELD_TIMESTAMP)
+		CHECK_EQ(f.ts, ts);
+	/* Cut short anywhere: never OK, never out of bounds (ASan). */
+	for (size_t cut = 0; cut < n; cut++) {
+		unsigned char *c = malloc(cut ? cut : 1);
+		memcpy(c, want, cut);
+		CHECK(le__frame_decode(c, cut, fields, LE_FRAME_MAX, &f, &why) !=
+		      LE_FRAME_OK);
+		free(c);
+	}
+}
+
+TEST(frames_match_format_md_vectors)
+{
+	frame_vec(FRAME_ALL_VEC, LE_FIELD_ALL, 0, LE_INFO, 2, 100,
+	          1764538227123456789ull);
+	frame_vec(FRAME_CRC_VEC, LE_FIELD_CRC, LE_REC_TRUNCATED, 0, 0, 0, 0);
+	frame_vec(FRAME_NONE_VEC, 0, 0, 0, 0, 0, 0);
+}
+
+TEST(flipped_bit_anywhere_in_a_crc_frame_is_detected)
+{
+	unsigned char f0[64];
+	size_t n;
+	unhex(FRAME_ALL_VEC, f0, &n);
+	for (size_t i = 0; i < n; i++)
+		for (int bit = 0; bit < 8; bit++) {
+			unsigned char f[64];
+			memcpy(f, f0, n);
+			f[i] ^= (unsigned char)(1 << bit);
+			le__frame fr;
+			const char *why;
+			CHECK(le__frame_decode(f, n, LE_FIELD_ALL, LE_FRAME_MAX,
+			                       &fr, &why) != LE_FRAME_OK);
+		}
+}
+
+TEST(absurd_size_word_is_rejected_before_use)
+{
+	unsigned char f[16] = {0xf0, 0xff, 0xff, 0xff};
+	le__frame fr;
+	const char *why;
+	CHECK_EQ(le__frame_decode(f, sizeof f, LE_FIELD_ALL, LE_FRAME_MAX, &fr,
+	                          &why), LE_FRAME_BAD);
+	unsigned char z[16] = {0};
+	CHECK_EQ(le__frame_decode(z, sizeof z, LE_FIELD_ALL, LE_FRAME_MAX, &fr,
+	                          &why), LE_FRAME_END);
+}
+
+TEST(checkpoint_matches_vector_and_newest_valid_slot_wins)
+{
+	unsigned char want[64], got[64];
+	size_t n;
+	unhex(CKPT_VEC, want, &n);
+	le__ckpt c = {.gen = 3, .seg_index = 7, .offset = 4096, .next_seq = 200,
+	              .last_ts = 1764538227123456789ull, .last_off = 4000,
+	              .shard = 2};
+	le__ckpt_encode(got, &c);
+	CHECK(memcmp(got, want, 64) == 0);
+	unsigned char file[LE_CKPT_FILE_BYTES] = {0};
+	le__ckpt a = c, d;
+	a.gen = 4;
+	le__ckpt_encode(file, &a);                     /* slot 0: gen 4 */
+	le__ckpt_encode(file + LE_CKPT_SLOT1_OFF, &c); /* slot 1: gen 3 */
+	CHECK_EQ(le__ckpt_pick(file, sizeof file, &d), 0);
+	CHECK_EQ(d.gen, 4);
+	file[20] ^= 0x40; /* tear slot 0: fall back to gen 3 */
+	CHECK_EQ(le__ckpt_pick(file, sizeof file, &d), 0);
+	CHECK_EQ(d.gen, 3);
+	file[LE_CKPT_SLOT1_OFF + 9] ^= 1; /* both torn */
+	CHECK_EQ(le__ckpt_pick(file, sizeof file, &d), LE_ECORRUPT);
+	CHECK_EQ(le__ckpt_pick(file, 10, &d), LE_ECORRUPT);
+	/* a valid slot in the wrong place is not trusted */
+	memset(file, 0, sizeof file);
+	le__ckpt_encode(file, &c); /* gen 3 (odd) in slot 0 */
+	CHECK_EQ(le__ckpt_pick(file, sizeof file, &d), LE_ECORRUPT);
+}
+
+int main(int argc, char **argv)
+{
+	T_INIT(argc, argv);
+	RUN(crc32c_matches_rfc3720_vectors_in_every_implementation);
+	RUN(crc32c_hw_and_sw_agree_at_every_length_and_alignment);
+	RUN(crc_mask_roundtrips);
+	RUN(segment_header_matches_format_md_vector);
+	RUN(frames_match_format_md_vectors);
+	RUN(flipped_bit_anywhere_in_a_crc_frame_is_detected);
+	RUN(absurd_size_word_is_rejected_before_use);
+	RUN(checkpoint_matches_vector_and_newest_valid_slot_wins);
+	return t_done();
+}
