@@ -175,6 +175,7 @@ static int shard_init(le_engine *e, uint32_t i)
 	sh->id = i;
 	sh->fd = -1;
 	sh->ckpt_fd = -1;
+	le__clock_init(&sh->clock);
 	rc = le__shard_dir(sh->dir, sizeof sh->dir, e->dir, i);
 	if (rc < 0)
 		return rc;
@@ -259,6 +260,7 @@ int le_open(le_engine **out, const le_config *cfg)
 	if (e->wake_bytes > e->cap_bytes / 2)
 		e->wake_bytes = e->cap_bytes / 2;
 
+	e->use_tsc = le__tsc_usable();
 	rc = open_dir(e);
 	if (rc < 0)
 		goto fail;
@@ -415,10 +417,11 @@ static int clip(le_engine *e, size_t *len, uint8_t *flags)
 	return 0;
 }
 
-static void fill(le__slot *s, int level, uint8_t flags, uint32_t len)
+static void fill(le_engine *e, le__slot *s, int level, uint8_t flags,
+                 uint32_t len)
 {
 	s->len = len;
-	s->ts = le__now_ns();
+	s->ts = le__stamp(e->use_tsc);
 	s->level = (uint8_t)level;
 	s->flags = flags;
 }
@@ -441,7 +444,7 @@ int le_write(le_engine *e, uint64_t route_key, int level, const void *payload,
 	                      le__slot_bytes((uint32_t)len), &rc, &wake);
 	if (!s)
 		return rc;
-	fill(s, level, flags, (uint32_t)len);
+	fill(e, s, level, flags, (uint32_t)len);
 	if (len)
 		memcpy(s + 1, payload, len);
 	publish_and_wake(sh, s, le__slot_bytes((uint32_t)len), wake);
@@ -497,7 +500,7 @@ int le_vlogf(le_engine *e, int level, const char *fmt, va_list ap)
 	else
 		vsnprintf((char *)(s + 1), len + 1, fmt, ap2);
 	va_end(ap2);
-	fill(s, level, flags, (uint32_t)len);
+	fill(e, s, level, flags, (uint32_t)len);
 	publish_and_wake(sh, s, need, wake);
 	return 0;
 }

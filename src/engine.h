@@ -16,6 +16,7 @@
 #include "format.h"
 #include "internal.h"
 #include "queue.h"
+#include "os.h"
 #include "segment.h"
 
 typedef struct le__segmeta {
@@ -80,6 +81,8 @@ typedef struct le__shard {
 	uint64_t pend_bytes;         /* payload bytes of the slots (budget) */
 	uint64_t pend_since;         /* mono ns of the oldest pending record */
 	uint64_t pend_last_off;      /* start offset of the last pending frame */
+	le__clock clock;             /* slot stamps -> ns */
+	uint64_t last_recal_mono;
 	uint64_t w_next_seq;         /* next_seq as of the last write */
 	uint64_t w_last_ts;          /* last_ts as of the last write */
 	/* [writer] sync and checkpoint state */
@@ -121,6 +124,7 @@ struct le_engine {
 	uint64_t cap_rec, cap_bytes;
 	uint32_t max_rec;
 	uint64_t wake_rec, wake_bytes;  /* producer wakes a sleeping writer */
+	int use_tsc;                    /* slots carry TSC ticks (os.h) */
 	int lock_fd;
 	le__shard *shards;
 

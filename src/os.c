@@ -9,6 +9,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdlib.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -147,4 +148,87 @@ uint64_t le__mono_ns(void)
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* ---- TSC timestamps (see os.h) ---- */
+
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+
+static int tsc_ok;
+static double tsc_ratio; /* ns per tick, from the first calibration */
+static pthread_once_t tsc_once = PTHREAD_ONCE_INIT;
+
+/* A (tsc, ns) pair read as close together as the machine allows. */
+static void pair(uint64_t *tsc, uint64_t *ns)
+{
+#if defined(__x86_64__)
+	uint64_t best = UINT64_MAX;
+	for (int i = 0; i < 5; i++) {
+		uint64_t a = __rdtsc(), n = le__now_ns(), b = __rdtsc();
+		if (b - a < best) {
+			best = b - a;
+			*tsc = a + (b - a) / 2;
+			*ns = n;
+		}
+	}
+#else
+	*tsc = 0;
+	*ns = le__now_ns();
+#endif
+}
+
+static void tsc_probe(void)
+{
+#if defined(__x86_64__)
+	char cs[64] = "";
+	FILE *f = fopen("/sys/devices/system/clocksource/clocksource0/"
+	                "current_clocksource", "re");
+	if (f) {
+		if (!fgets(cs, sizeof cs, f))
+			cs[0] = '\0';
+		fclose(f);
+	}
+	if (strncmp(cs, "tsc", 3) != 0 || getenv("LE_NO_TSC"))
+		return;
+	uint64_t t0 = 0, n0 = 0, t1 = 0, n1 = 0;
+	pair(&t0, &n0);
+	do
+		pair(&t1, &n1);
+	while (n1 - n0 < 5000000u);
+	if (t1 <= t0)
+		return;
+	tsc_ratio = (double)(n1 - n0) / (double)(t1 - t0);
+	tsc_ok = tsc_ratio > 0.01 && tsc_ratio < 100.0;
+#endif
+}
+
+int le__tsc_usable(void)
+{
+	pthread_once(&tsc_once, tsc_probe);
+	return tsc_ok;
+}
+
+void le__clock_init(le__clock *c)
+{
+	memset(c, 0, sizeof *c);
+	if (!le__tsc_usable())
+		return;
+	pair(&c->base_tsc, &c->base_ns);
+	c->ns_per_tick = tsc_ratio;
+}
+
+void le__clock_recal(le__clock *c)
+{
+	uint64_t t = 0, n = 0;
+	if (c->ns_per_tick == 0)
+		return;
+	pair(&t, &n);
+	/* Over a second or more the pair's jitter (tens of ns) is noise. */
+	if (n > c->base_ns + 500000000u && t > c->base_tsc)
+		c->ns_per_tick = (double)(n - c->base_ns) /
+		                 (double)(t - c->base_tsc);
+	c->base_tsc = t;
+	c->base_ns = n;
 }

@@ -554,7 +554,8 @@ static int collect(le__shard *sh)
 			return C_ROTATE;
 		if (!room_for(sh, s->len))
 			return C_FULL;
-		encode(sh, s->flags, s->level, s->ts, s + 1, s->len);
+		encode(sh, s->flags, s->level, le__clock_ns(&sh->clock, s->ts),
+		       s + 1, s->len);
 		sh->pend_slots++;
 		sh->pend_bytes += s->len;
 		sh->rd += bytes;
@@ -712,6 +713,10 @@ static void periodic(le__shard *sh, uint64_t now)
 {
 	const le_config *c = &sh->e->cfg;
 
+	if (now - sh->last_recal_mono >= 1000 * MS) {
+		sh->last_recal_mono = now;
+		le__clock_recal(&sh->clock);
+	}
 	if (c->durability == LE_SYNC_INTERVAL && sh->dirty &&
 	    now - sh->last_sync_mono >= c->sync_ms * MS)
 		do_sync(sh);
@@ -826,6 +831,7 @@ void *le__writer_main(void *arg)
 	uint64_t backoff = 0;
 
 	sh->last_sync_mono = sh->last_ckpt_mono = le__mono_ns();
+	sh->last_recal_mono = sh->last_sync_mono;
 	while (!atomic_load(&e->stopping)) {
 		int why = collect(sh);
 		uint64_t now = le__mono_ns();

@@ -776,6 +776,46 @@ TEST(fields_switched_off_still_roundtrip)
 	t_rmrf(c.dir);
 }
 
+static uint64_t wall_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+struct stamps {
+	uint64_t lo[8], hi[8];
+	int i, bad;
+};
+
+static void check_stamp(const le_record *r, void *arg)
+{
+	struct stamps *s = arg;
+	/* 2 ms of slack for the TSC calibration's extrapolation. */
+	if (r->ts_ns + 2000000 < s->lo[s->i] || r->ts_ns > s->hi[s->i] + 2000000)
+		s->bad++;
+	s->i++;
+}
+
+/* Timestamps may come from the TSC (os.h); they must still be wall-clock
+ * nanoseconds, taken when le_write was called, across recalibrations. */
+TEST(timestamps_are_wall_clock_at_the_call)
+{
+	le_config c = base_cfg();
+	le_engine *e = open_cfg(&c);
+	struct stamps s = {0};
+	for (int i = 0; i < 8; i++) {
+		s.lo[i] = wall_ns();
+		CHECK_EQ(le_write(e, 0, LE_INFO, "t", 1), 0);
+		s.hi[i] = wall_ns();
+		usleep(300000); /* spans the writer's 1 s recalibration */
+	}
+	le_close(e);
+	CHECK_EQ(read_all(c.dir, 0, check_stamp, &s), 8);
+	CHECK_EQ(s.bad, 0);
+	t_rmrf(c.dir);
+}
+
 int main(int argc, char **argv)
 {
 	T_INIT(argc, argv);
@@ -803,5 +843,6 @@ int main(int argc, char **argv)
 	RUN(durability_batch_syncs_before_flush_returns);
 	RUN(flush_returns_promptly_with_nothing_queued);
 	RUN(fields_switched_off_still_roundtrip);
+	RUN(timestamps_are_wall_clock_at_the_call);
 	return t_done();
 }
