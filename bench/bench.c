@@ -10,7 +10,9 @@
  * gives the median with min-max.
  *
  *   bench [-n records] [-s payload] [-t threads] [-r repeats] [-k shards]
- *         [-b batch] [-f fields-hex] [-d none|interval|batch] [-D] [-j out.json]
+ *         [-b batch] [-f fields-hex] [-d none|interval|batch] [-D]
+ *         [-q queue-records] [-Q queue-bytes] [-R (raw baseline too)]
+ *         [-o dir] [-j out.json]
  */
 #define _GNU_SOURCE
 #include <getopt.h>
@@ -172,6 +174,41 @@ static int run_once(const char *dir, struct result *r)
 	return 0;
 }
 
+/* The machine's own limit: one thread copies each payload into a 1 MiB
+ * buffer and write()s it to a file when full; timed to the last write. */
+static double raw_baseline(const char *dir)
+{
+	char path[600], cmd[700];
+	snprintf(cmd, sizeof cmd, "rm -rf '%s' && mkdir -p '%s'", dir, dir);
+	if (system(cmd) != 0)
+		return 0;
+	snprintf(path, sizeof path, "%s/raw.out", dir);
+	FILE *f = fopen(path, "w");
+	if (!f)
+		return 0;
+	int fd = fileno(f);
+	size_t cap = 1u << 20, n = 0;
+	char *b = malloc(cap + 65536), rec[65536];
+	memset(rec, 'x', psize);
+	double t0 = mono();
+	for (long i = 0; i < n_rec; i++) {
+		memcpy(rec, &i, sizeof i);
+		memcpy(b + n, rec, psize);
+		n += psize;
+		if (n + psize > cap) {
+			if (write(fd, b, n) != (ssize_t)n)
+				return 0;
+			n = 0;
+		}
+	}
+	if (n && write(fd, b, n) != (ssize_t)n)
+		return 0;
+	double t1 = mono();
+	fclose(f);
+	free(b);
+	return (double)n_rec / (t1 - t0);
+}
+
 #define FIELD(name) \
 	static double get_##name(const struct result *r) { return r->name; }
 FIELD(msgs)
@@ -202,7 +239,8 @@ int main(int argc, char **argv)
 	le_config_init(&cfg);
 	cfg.durability = LE_SYNC_NONE;
 	cfg.overflow = LE_OVERFLOW_BLOCK;
-	while ((c = getopt(argc, argv, "n:s:t:r:k:b:f:d:Dj:o:")) != -1) {
+	int with_raw = 0;
+	while ((c = getopt(argc, argv, "n:s:t:r:k:b:f:d:DRj:o:Q:q:")) != -1) {
 		switch (c) {
 		case 'n': n_rec = atol(optarg); break;
 		case 's': psize = (size_t)atol(optarg); break;
@@ -217,6 +255,9 @@ int main(int argc, char **argv)
 			                                             : LE_SYNC_NONE;
 			break;
 		case 'D': cfg.direct_io = 1; break;
+		case 'R': with_raw = 1; break;
+		case 'Q': cfg.queue_capacity_bytes = strtoull(optarg, NULL, 0); break;
+		case 'q': cfg.queue_capacity = (uint32_t)atol(optarg); break;
 		case 'j': json = optarg; break;
 		case 'o': dir = optarg; break;
 		default:
@@ -238,7 +279,13 @@ int main(int argc, char **argv)
 	       : cfg.durability == LE_SYNC_BATCH ? "sync batch"
 	                                         : "sync interval",
 	       cfg.direct_io ? ", O_DIRECT" : "");
+	double raw[64];
 	for (int i = 0; i < repeats; i++) {
+		if (with_raw) {
+			raw[i] = raw_baseline(dir);
+			printf("  raw write() baseline %d: %.2f M msg/s\n", i + 1,
+			       raw[i] / 1e6);
+		}
 		if (run_once(dir, &rs[i]) < 0)
 			return 1;
 		printf("  run %d: %.2f M msg/s  %.0f MB/s  submit p50 %.0f ns  "
@@ -260,6 +307,13 @@ int main(int argc, char **argv)
 	       "(%.0f-%.0f), p99 %.0f ns, p99.9 %.0f ns, max %.0f us\n",
 	       repeats, m[0] / 1e6, m[1] / 1e6, m[2] / 1e6, p50[0], p50[1],
 	       p50[2], p99[0], p999[0], mx[0] / 1e3);
+	if (with_raw) {
+		qsort(raw, (size_t)repeats, sizeof *raw, cmp_d);
+		printf("raw write() baseline median %.2f M msg/s (%.2f-%.2f): "
+		       "logengine at %.0f%% of it\n", raw[repeats / 2] / 1e6,
+		       raw[0] / 1e6, raw[repeats - 1] / 1e6,
+		       100.0 * m[0] / raw[repeats / 2]);
+	}
 	if (json) {
 		FILE *f = fopen(json, "w");
 		if (!f) {

@@ -64,16 +64,15 @@ uint32_t le__crc32c_sw(uint32_t crc, const void *buf, size_t len)
 #include <cpuid.h>
 #include <nmmintrin.h>
 
+/* Unaligned 8-byte loads cost nothing extra on x86-64, so there is no
+ * byte-wise prologue: frames start at any offset, and a prologue of up to 7
+ * dependent crc32b steps was a third of the cost of a 150-byte frame. */
 __attribute__((target("sse4.2")))
 static uint32_t crc_hw(uint32_t crc, const void *buf, size_t len)
 {
 	const unsigned char *p = buf;
 	uint64_t c = ~crc;
 
-	while (len && ((uintptr_t)p & 7)) {
-		c = _mm_crc32_u8((uint32_t)c, *p++);
-		len--;
-	}
 	while (len >= 8) {
 		uint64_t w;
 		memcpy(&w, p, 8);
@@ -81,9 +80,22 @@ static uint32_t crc_hw(uint32_t crc, const void *buf, size_t len)
 		p += 8;
 		len -= 8;
 	}
-	while (len--)
-		c = _mm_crc32_u8((uint32_t)c, *p++);
-	return ~(uint32_t)c;
+	uint32_t c32 = (uint32_t)c;
+	if (len & 4) {
+		uint32_t w;
+		memcpy(&w, p, 4);
+		c32 = _mm_crc32_u32(c32, w);
+		p += 4;
+	}
+	if (len & 2) {
+		uint16_t w;
+		memcpy(&w, p, 2);
+		c32 = _mm_crc32_u16(c32, w);
+		p += 2;
+	}
+	if (len & 1)
+		c32 = _mm_crc32_u8(c32, *p);
+	return ~c32;
 }
 
 static int hw_present(void)

@@ -20,6 +20,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <sched.h>
 #include <linux/futex.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -345,10 +346,18 @@ static le__slot *reserve(le_engine *e, le__shard *sh, uint32_t len,
 			*rc = LE_EFULL;
 			return NULL;
 		}
-		/* BLOCK: wait until a writer gives budget back. */
-		if (!waited++)
+		/* BLOCK: wait until a writer gives budget back.  A writer
+		 * frees a batch every few microseconds when busy, so yield a
+		 * while before paying for a futex sleep and wake-up. */
+		if (!waited++) {
 			atomic_fetch_add_explicit(&e->blocked, 1,
 			                          memory_order_relaxed);
+			le__wake_writer(sh);
+		}
+		if (waited < 64) {
+			sched_yield();
+			continue;
+		}
 		uint32_t seq = atomic_load(&e->space_seq);
 		atomic_fetch_add(&e->block_waiters, 1);
 		le__wake_writer(sh);
