@@ -37,7 +37,7 @@ $(BUILD)/liblogengine.so: $(LIB_OBJ)
 $(BUILD)/logengine: tools/logengine.c $(BUILD)/liblogengine.a
 	$(CC) $(BASEFLAGS) $(CFLAGS) -o $@ $< $(BUILD)/liblogengine.a $(LDLIBS)
 
-$(BUILD)/tests/%: tests/%.c tests/harness.h $(BUILD)/liblogengine.a
+$(BUILD)/tests/%: tests/%.c tests/harness.h $(wildcard tests/unit/*.h) $(BUILD)/liblogengine.a
 	@mkdir -p $(dir $@)
 	$(CC) $(BASEFLAGS) $(CFLAGS) -Itests -o $@ $< $(BUILD)/liblogengine.a $(LDLIBS)
 
@@ -48,7 +48,8 @@ $(BUILD)/bench_le: bench/bench.c $(BUILD)/liblogengine.a
 	$(CC) $(BASEFLAGS) $(CFLAGS) -o $@ $< $(BUILD)/liblogengine.a $(LDLIBS)
 
 check: all $(TEST_BIN)
-	@BUILD=$(BUILD) sh tests/run.sh $(TEST_BIN)
+	@mkdir -p $(BUILD)/tmp
+	@BUILD=$(BUILD) LE_CLI=$(BUILD)/logengine sh tests/run.sh $(TEST_BIN)
 
 asan:
 	$(MAKE) BUILD=build-asan OPT=-O1 SAN="-fsanitize=address -fno-omit-frame-pointer" check

@@ -261,7 +261,8 @@ enum le_recovery {
 #define LE_REC_MARKER 0x02u    /* engine marker: "N records dropped" */
 
 typedef struct le_record {
-	uint64_t seq;        /* per-shard sequence (0 if the field was off) */
+	uint64_t seq;        /* per-shard sequence; when the field was off,
+	                        counted from the segment's base sequence */
 	uint64_t ts_ns;      /* ns since epoch, UTC (0 if off) */
 	int level;           /* LE_* (-1 if the field was off) */
 	uint32_t shard;      /* shard the record was read from */

@@ -113,15 +113,9 @@ int le__frame_decode(const unsigned char *buf, uint64_t avail,
 		return LE_FRAME_SHORT;
 	}
 	p = buf + 4;
-	if (fields & LE_FIELD_CRC) {
-		uint32_t c = le__crc32c_extend(0, buf, 4);
-		c = le__crc32c_extend(c, p + 4, f->size - 4);
-		if (le__crc_mask(c) != le__get32(p)) {
-			*why = "checksum mismatch";
-			return LE_FRAME_BAD;
-		}
+	const unsigned char *crc_at = (fields & LE_FIELD_CRC) ? p : NULL;
+	if (crc_at)
 		p += 4;
-	}
 	f->flags = *p++;
 	if (f->flags & ~LE_REC_KNOWN_FLAGS) {
 		*why = "unknown record flags";
@@ -149,6 +143,14 @@ int le__frame_decode(const unsigned char *buf, uint64_t avail,
 	if (fields & LE_FIELD_TIMESTAMP) {
 		f->ts = le__get64(p);
 		p += 8;
+	}
+	if (crc_at) {
+		uint32_t c = le__crc32c_extend(0, buf, 4);
+		c = le__crc32c_extend(c, crc_at + 4, f->size - 4);
+		if (le__crc_mask(c) != le__get32(crc_at)) {
+			*why = "checksum mismatch";
+			return LE_FRAME_BAD;
+		}
 	}
 	f->payload = p;
 	f->len = f->size + 4 - fixed;

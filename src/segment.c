@@ -19,7 +19,11 @@
 
 #include "os.h"
 
-#define WINDOW (1u << 20)
+/* The window starts small (a reader keeps one scanner per shard, and there
+ * may be 256 shards) and doubles on each refill up to WINDOW_MAX, so a long
+ * sequential scan still reads in large steps. */
+#define WINDOW_MIN (64u << 10)
+#define WINDOW_MAX (1u << 20)
 
 int le__shard_dir(char *buf, size_t cap, const char *dir, uint32_t shard)
 {
@@ -179,7 +183,7 @@ int le__scan_open(le__scan *s, const char *path, uint32_t expect_shard,
 		rc = LE_ECORRUPT;
 		goto fail;
 	}
-	s->cap = WINDOW;
+	s->cap = WINDOW_MIN;
 	s->buf = malloc(s->cap);
 	if (!s->buf) {
 		rc = LE_ENOMEM;
@@ -209,12 +213,15 @@ static int window(le__scan *s, uint64_t off, size_t need)
 {
 	if (off >= s->win_off && off + need <= s->win_off + s->win_len)
 		return 0;
-	if (need > s->cap) {
-		unsigned char *nb = realloc(s->buf, need);
+	size_t want_cap = s->cap < WINDOW_MAX && s->win_len ? s->cap * 2 : s->cap;
+	if (want_cap < need)
+		want_cap = need;
+	if (want_cap > s->cap) {
+		unsigned char *nb = realloc(s->buf, want_cap);
 		if (!nb)
 			return LE_ENOMEM;
 		s->buf = nb;
-		s->cap = need;
+		s->cap = want_cap;
 	}
 	uint64_t left = s->file_len - off;
 	size_t want = left < s->cap ? (size_t)left : s->cap;
