@@ -139,7 +139,11 @@ static int read_phase(const char *dir)
 	while ((rc = le_reader_next(r, &rec)) == 1) {
 		int t;
 		long k;
-		if (sscanf(rec.payload, "thread %d record %ld ", &t, &k) != 2 ||
+		/* payloads are not NUL-terminated */
+		size_t m = rec.len < sizeof want - 1 ? rec.len : sizeof want - 1;
+		memcpy(want, rec.payload, m);
+		want[m] = '\0';
+		if (sscanf(want, "thread %d record %ld ", &t, &k) != 2 ||
 		    t < 0 || t >= nthreads || k != next[t]) {
 			bad++;
 			continue;

@@ -59,6 +59,15 @@ static long read_all(const char *dir, int mode, rec_fn fn, void *arg)
 	return n;
 }
 
+/* Payloads are not NUL-terminated: copy one into a C string. */
+static const char *cstr(const le_record *r, char *buf, size_t cap)
+{
+	size_t n = r->len < cap - 1 ? r->len : cap - 1;
+	memcpy(buf, r->payload, n);
+	buf[n] = '\0';
+	return buf;
+}
+
 /* Payload "T<thread>:<n>" padded to a fixed size. */
 static size_t make_payload(char *buf, size_t size, int t, long n)
 {
@@ -101,7 +110,9 @@ static void check_order(const le_record *r, void *arg)
 	long n;
 	if (r->flags & LE_REC_MARKER)
 		return;
-	if (sscanf(r->payload, "T%d:%ld:", &t, &n) != 2 || t < 0 || t >= 64) {
+	char b[64];
+	if (sscanf(cstr(r, b, sizeof b), "T%d:%ld:", &t, &n) != 2 || t < 0 ||
+	    t >= 64) {
 		x->bad++;
 		return;
 	}
@@ -190,7 +201,9 @@ static void sum_markers(const le_record *r, void *arg)
 	struct markers *m = arg;
 	unsigned long long n;
 	if (r->flags & LE_REC_MARKER) {
-		CHECK(sscanf(r->payload, "%llu records dropped", &n) == 1);
+		char b[64];
+		CHECK(sscanf(cstr(r, b, sizeof b), "%llu records dropped", &n) ==
+		      1);
 		m->dropped += n;
 	} else {
 		m->records++;
