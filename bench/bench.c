@@ -94,7 +94,7 @@ static int cmp_d(const void *a, const void *b)
 }
 
 struct result {
-	double msgs, mbs, p50, p99, p999, max, cpu, rss_mb;
+	double msgs, mbs, p50, p99, p999, max, cpu, rss_mb, writer_ns;
 	uint64_t dropped, bytes, written;
 };
 
@@ -168,6 +168,7 @@ static int run_once(const char *dir, struct result *r)
 	getrusage(RUSAGE_SELF, &ru);
 	r->rss_mb = (double)ru.ru_maxrss / 1024.0;
 	r->dropped = st.dropped;
+	r->writer_ns = (double)st.writer_cpu_ns / (double)total;
 	r->bytes = st.bytes_written;
 	r->written = st.written;
 	free(lat);
@@ -289,11 +290,12 @@ int main(int argc, char **argv)
 		if (run_once(dir, &rs[i]) < 0)
 			return 1;
 		printf("  run %d: %.2f M msg/s  %.0f MB/s  submit p50 %.0f ns  "
-		       "p99 %.0f ns  p99.9 %.0f ns  max %.0f us  cpu %.2f s  "
-		       "rss %.0f MB  dropped %" PRIu64 "\n",
+		       "p99 %.0f ns  p99.9 %.0f ns  max %.0f us  cpu %.2f s "
+		       "(writers %.0f ns/record)  rss %.0f MB  dropped %" PRIu64
+		       "\n",
 		       i + 1, rs[i].msgs / 1e6, rs[i].mbs, rs[i].p50, rs[i].p99,
-		       rs[i].p999, rs[i].max / 1e3, rs[i].cpu, rs[i].rss_mb,
-		       rs[i].dropped);
+		       rs[i].p999, rs[i].max / 1e3, rs[i].cpu,
+		       rs[i].writer_ns, rs[i].rss_mb, rs[i].dropped);
 	}
 	double m[3], p50[3], p99[3], p999[3], mx[3], cpu[3], mb[3];
 	stat3(rs, repeats, get_msgs, m);

@@ -220,6 +220,8 @@ typedef struct le_stats {
 	uint64_t sync_errors;       /* failed syncs */
 	uint64_t blocked;           /* le_write calls that waited (BLOCK) */
 	uint64_t recovered_truncated_bytes; /* torn tail cut at open */
+	uint64_t writer_cpu_ns;     /* CPU time of the writer threads, as of
+	                               their last once-a-second update */
 	int last_error;             /* most recent I/O error, 0 if none */
 } le_stats;
 

@@ -47,17 +47,12 @@ int le__seg_hdr_decode(const unsigned char in[LE_SEG_HDR], le__seg_hdr *h)
 	return 0;
 }
 
-uint32_t le__frame_encode(unsigned char *out, uint32_t fields, uint32_t flags,
-                          int level, uint32_t shard, uint64_t seq,
-                          uint64_t ts, const void *payload, uint32_t len)
+uint32_t le__frame_put(unsigned char *out, uint32_t fields, uint32_t flags,
+                       int level, uint32_t shard, uint64_t seq, uint64_t ts,
+                       const void *payload, uint32_t len)
 {
-	unsigned char *p = out + 4;
-	unsigned char *crc_at = NULL;
+	unsigned char *p = out + 4 + ((fields & LE_FIELD_CRC) ? 4 : 0);
 
-	if (fields & LE_FIELD_CRC) {
-		crc_at = p;
-		p += 4;
-	}
 	*p++ = (unsigned char)flags;
 	if (fields & LE_FIELD_LEVEL)
 		*p++ = (unsigned char)level;
@@ -78,11 +73,34 @@ uint32_t le__frame_encode(unsigned char *out, uint32_t fields, uint32_t flags,
 	p += len;
 	uint32_t total = (uint32_t)(p - out);
 	le__put32(out, total - 4);
-	if (crc_at) {
-		uint32_t c = le__crc32c_extend(0, out, 4);
-		c = le__crc32c_extend(c, crc_at + 4, (size_t)(p - (crc_at + 4)));
-		le__put32(crc_at, le__crc_mask(c));
+	return total;
+}
+
+/* CRC input of a frame: its size word, then everything after the crc word. */
+void le__frame_seal(unsigned char *const *frames, int n)
+{
+	uint32_t crc[4] = {0};
+	const unsigned char *p[4] = {0};
+	size_t len[4] = {0};
+
+	for (int i = 0; i < n; i++) {
+		crc[i] = le__crc32c_extend(0, frames[i], 4);
+		p[i] = frames[i] + 8;
+		len[i] = le__get32(frames[i]) - 4;
 	}
+	le__crc32c_multi(crc, p, len, n);
+	for (int i = 0; i < n; i++)
+		le__put32(frames[i] + 4, le__crc_mask(crc[i]));
+}
+
+uint32_t le__frame_encode(unsigned char *out, uint32_t fields, uint32_t flags,
+                          int level, uint32_t shard, uint64_t seq,
+                          uint64_t ts, const void *payload, uint32_t len)
+{
+	uint32_t total = le__frame_put(out, fields, flags, level, shard, seq,
+	                               ts, payload, len);
+	if (fields & LE_FIELD_CRC)
+		le__frame_seal(&out, 1);
 	return total;
 }
 

@@ -22,6 +22,15 @@ uint32_t le__crc32c_sw(uint32_t crc, const void *buf, size_t len);
 typedef uint32_t (*le__crc32c_fn)(uint32_t, const void *, size_t);
 le__crc32c_fn le__crc32c_hw(void);
 
+/*
+ * crc[i] = le__crc32c_extend(crc[i], p[i], len[i]) for i < n (n <= 4).  The
+ * crc32 instruction has a latency of three cycles and a throughput of one,
+ * so one buffer keeps it a third busy; four independent buffers (four
+ * frames of a batch) run side by side over their common length.
+ */
+void le__crc32c_multi(uint32_t *crc, const unsigned char *const *p,
+                      const size_t *len, int n);
+
 /* Name of the implementation in use: "sse4.2", "armv8-crc" or "software". */
 const char *le__crc32c_impl(void);
 

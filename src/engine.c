@@ -608,6 +608,7 @@ int le_stats_get(le_engine *e, le_stats *o)
 		o->sync_errors += atomic_load(&sh->sync_errors);
 		o->recovered_truncated_bytes +=
 		        atomic_load(&sh->recovered_truncated);
+		o->writer_cpu_ns += atomic_load(&sh->cpu_ns);
 	}
 	o->accepted += o->queue_records + o->dropped_full;
 	o->dropped = o->dropped_full + o->dropped_io;

@@ -52,6 +52,7 @@ typedef struct le__shard {
 	_Atomic uint64_t sync_errors;
 	_Atomic uint64_t recovered_truncated;
 	_Atomic int failing;         /* writes are failing now (retrying) */
+	_Atomic uint64_t cpu_ns;     /* writer thread CPU time, ns */
 
 	/* [const] */
 	_Alignas(64) struct le_engine *e;
@@ -65,6 +66,7 @@ typedef struct le__shard {
 	uint64_t seg_index;
 	uint64_t seg_len;            /* logical bytes in the file */
 	uint64_t seg_created_mono;   /* for segment_max_age_ms */
+	uint64_t prealloc_end;       /* blocks reserved up to here */
 	uint64_t next_seq;
 	uint64_t last_ts;
 	uint64_t last_frame_off;     /* start of the last frame written */
@@ -75,6 +77,8 @@ typedef struct le__shard {
 	size_t buf_len;
 	size_t buf_new;              /* bytes at the end of buf not yet written */
 	uint64_t rd;                 /* ring position encoded up to */
+	size_t unsealed[4];          /* buf offsets of frames without a CRC */
+	int nunsealed;
 	uint32_t pend_recs;          /* frames encoded, not yet written */
 	uint32_t pend_slots;         /* of those, from ring slots */
 	uint32_t pend_markers;       /* of those, drop markers */

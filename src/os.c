@@ -29,6 +29,7 @@ const le__os le__os_real = {
 	.ftruncate = ftruncate,
 	.unlink = unlink,
 	.mkdir = mkdir,
+	.fallocate = fallocate,
 };
 
 le__os le__os_table = {
@@ -41,6 +42,7 @@ le__os le__os_table = {
 	.ftruncate = ftruncate,
 	.unlink = unlink,
 	.mkdir = mkdir,
+	.fallocate = fallocate,
 };
 
 int le__open(const char *path, int flags, mode_t mode)
@@ -134,6 +136,12 @@ int le__unlink(const char *path)
 int le__mkdir(const char *path, mode_t mode)
 {
 	return le__os_table.mkdir(path, mode) < 0 ? -errno : 0;
+}
+
+int le__prealloc(int fd, uint64_t off, uint64_t len)
+{
+	return le__os_table.fallocate(fd, FALLOC_FL_KEEP_SIZE, (off_t)off,
+	                              (off_t)len) < 0 ? -errno : 0;
 }
 
 uint64_t le__now_ns(void)

@@ -23,6 +23,7 @@ typedef struct le__os {
 	int (*ftruncate)(int fd, off_t len);
 	int (*unlink)(const char *path);
 	int (*mkdir)(const char *path, mode_t mode);
+	int (*fallocate)(int fd, int mode, off_t off, off_t len);
 } le__os;
 
 /* The table in use.  Tests replace entries before le_open and restore them
@@ -43,6 +44,9 @@ int le__fsync_path(const char *dir); /* fsync a directory by path */
 int le__ftruncate(int fd, uint64_t len);
 int le__unlink(const char *path);
 int le__mkdir(const char *path, mode_t mode);
+/* Reserve blocks [off, off + len) without changing the file size (a hint:
+ * file systems without it return -EOPNOTSUPP, and callers go on). */
+int le__prealloc(int fd, uint64_t off, uint64_t len);
 
 /* Time in ns: wall clock (for record timestamps) and monotonic. */
 uint64_t le__now_ns(void);

@@ -22,7 +22,7 @@
 
 int le__ring_init(le__ring *r, uint64_t size)
 {
-	uint64_t lap = 8;
+	uint64_t lap = LE_SLOT_ALIGN;
 
 	while (lap < size)
 		lap <<= 1;
@@ -56,8 +56,8 @@ void le__ring_release(le__ring *r, uint64_t from, uint64_t to)
 		uint64_t real_end = off + (stop - from);
 		if (real_end > r->size)
 			real_end = r->size;
-		if (off < real_end)
-			memset(r->data + off, 0, real_end - off);
+		for (; off < real_end; off += LE_SLOT_ALIGN)
+			*(uint64_t *)(r->data + off) = 0;
 		from = stop;
 	}
 	/* release: producers that see the new tail (acquire) see zeros. */
@@ -70,6 +70,7 @@ uint64_t le__ring_size_for(uint64_t cap_rec, uint64_t cap_bytes,
 	/* payload + per-record header and alignment + one pad and one slot
 	 * of slack for the lap boundary (see queue.h). */
 	uint64_t max_slot = le__slot_bytes(max_record);
-	uint64_t s = cap_bytes + cap_rec * (LE_SLOT_HDR + 7) + 2 * max_slot;
+	uint64_t s = cap_bytes + cap_rec * (LE_SLOT_HDR + LE_SLOT_ALIGN - 1) +
+	             2 * max_slot;
 	return (s + 4095) & ~(uint64_t)4095;
 }

@@ -23,7 +23,7 @@
  *             |  no: held  | yet written  | being filled / ready
  *             ^ released by the writer after its pwrite returns
  *
- * Slot layout (8-byte aligned, 24-byte header, payload, zero padding):
+ * Slot layout (64-byte aligned, 24-byte header, payload, padding):
  *
  *   0  u32 state   0: not published.  Else slot bytes | flag bits:
  *                  bit 0 READY, bit 1 PAD (skip `bytes`; no record)
@@ -34,10 +34,13 @@
  *  18  6 bytes     reserved
  *  24  payload
  *
- * A consumed region is zeroed by the writer before it moves `tail`, so a
- * state word the consumer reads is either 0 (not yet published) or one a
- * producer stored in this lap: stale payload bytes can never pass for a
- * published slot header.
+ * Slots start only on 64-byte boundaries, so only the first word of each
+ * 64-byte line can ever be read as a state word.  The writer zeroes that
+ * word of every line it consumed before it moves `tail`; so a state word
+ * the consumer reads is either 0 (not yet published) or one a producer
+ * stored in this lap: stale payload bytes can never pass for a published
+ * slot header.  (One store per line instead of a memset of the region; and
+ * no two slots share a cache line, so producers never false-share.)
  */
 #ifndef LE_QUEUE_H
 #define LE_QUEUE_H
@@ -49,6 +52,7 @@
 #define LE_SLOT_HDR 24u
 #define LE_SLOT_READY 1u
 #define LE_SLOT_PAD 2u
+#define LE_SLOT_ALIGN 64u
 #define LE_SLOT_SIZE_MASK (~(uint32_t)7)
 
 #define LE_BUDGET_REC_BITS 24
@@ -82,7 +86,7 @@ typedef struct le__ring {
 /* Slot bytes for a payload of len bytes. */
 static inline uint32_t le__slot_bytes(uint32_t len)
 {
-	return (LE_SLOT_HDR + len + 7u) & LE_SLOT_SIZE_MASK;
+	return (LE_SLOT_HDR + len + LE_SLOT_ALIGN - 1) & ~(LE_SLOT_ALIGN - 1);
 }
 
 /*
@@ -114,7 +118,7 @@ static inline void le__budget_give(_Atomic uint64_t *b, uint64_t recs,
 }
 
 /*
- * Reserve `need` bytes (a multiple of 8, >= LE_SLOT_HDR) in the ring.
+ * Reserve `need` bytes (a multiple of 64) in the ring.
  * @return the slot (state still 0: the caller fills and publishes it), or
  * NULL when the ring has no room.  *used gets the ring bytes in use after
  * the reservation, for the caller's wake-up decision.
@@ -164,7 +168,8 @@ static inline void le__slot_publish(le__slot *s, uint32_t bytes)
 int le__ring_init(le__ring *r, uint64_t size);
 void le__ring_free(le__ring *r);
 
-/* Zero the real bytes behind virtual [from, to) and move tail to `to`. */
+/* Zero the first word of each line behind virtual [from, to) and move
+ * tail to `to`. */
 void le__ring_release(le__ring *r, uint64_t from, uint64_t to);
 
 /* Size a shard's ring so that the budget, not the ring, is always what

@@ -71,6 +71,29 @@ TEST(crc32c_hw_and_sw_agree_at_every_length_and_alignment)
 	printf("  (crc32c implementation: %s)\n", le__crc32c_impl());
 }
 
+TEST(crc32c_multi_equals_one_at_a_time)
+{
+	unsigned char b[4][300];
+	for (int k = 0; k < 4; k++)
+		for (int i = 0; i < 300; i++)
+			b[k][i] = (unsigned char)(i * 13 + k * 7 + 1);
+	for (int n = 1; n <= 4; n++)
+		for (size_t base = 0; base < 200; base += 7) {
+			uint32_t crc[4], want[4];
+			const unsigned char *p[4];
+			size_t len[4];
+			for (int k = 0; k < n; k++) {
+				len[k] = base + (size_t)k * 5 % 13; /* unequal */
+				p[k] = b[k] + k;                     /* misaligned */
+				crc[k] = want[k] = (uint32_t)k * 0x9e3779b9u;
+				want[k] = le__crc32c_sw(want[k], p[k], len[k]);
+			}
+			le__crc32c_multi(crc, p, len, n);
+			for (int k = 0; k < n; k++)
+				CHECK_EQ(crc[k], want[k]);
+		}
+}
+
 TEST(crc_mask_roundtrips)
 {
 	for (uint32_t x = 1; x < 0xfffffff0u; x += 0x01234567u)
@@ -217,6 +240,7 @@ int main(int argc, char **argv)
 	T_INIT(argc, argv);
 	RUN(crc32c_matches_rfc3720_vectors_in_every_implementation);
 	RUN(crc32c_hw_and_sw_agree_at_every_length_and_alignment);
+	RUN(crc32c_multi_equals_one_at_a_time);
 	RUN(crc_mask_roundtrips);
 	RUN(segment_header_matches_format_md_vector);
 	RUN(frames_match_format_md_vectors);
