@@ -79,16 +79,16 @@ uint32_t le__frame_put(unsigned char *out, uint32_t fields, uint32_t flags,
 /* CRC input of a frame: its size word, then everything after the crc word. */
 void le__frame_seal(unsigned char *const *frames, int n)
 {
-	uint32_t crc[4] = {0};
+	uint32_t crc[4] = {0}, pre[4] = {0};
 	const unsigned char *p[4] = {0};
 	size_t len[4] = {0};
 
 	for (int i = 0; i < n; i++) {
-		crc[i] = le__crc32c_extend(0, frames[i], 4);
+		pre[i] = le__get32(frames[i]);
 		p[i] = frames[i] + 8;
-		len[i] = le__get32(frames[i]) - 4;
+		len[i] = pre[i] - 4;
 	}
-	le__crc32c_multi(crc, p, len, n);
+	le__crc32c_multi(crc, pre, p, len, n);
 	for (int i = 0; i < n; i++)
 		le__put32(frames[i] + 4, le__crc_mask(crc[i]));
 }

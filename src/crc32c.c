@@ -99,35 +99,34 @@ static uint32_t crc_hw(uint32_t crc, const void *buf, size_t len)
 }
 
 __attribute__((target("sse4.2")))
-static void multi_hw(uint32_t *crc, const unsigned char *const *p,
-                     const size_t *len, int n)
+static void multi_hw(uint32_t *crc, const uint32_t *pre,
+                     const unsigned char *const *p, const size_t *len, int n)
 {
 	size_t m = len[0], o = 0;
+	uint64_t c[4];
 
-	if (n != 4) {
-		for (int i = 0; i < n; i++)
-			crc[i] = crc_hw(crc[i], p[i], len[i]);
-		return;
-	}
-	for (int i = 1; i < 4; i++)
+	for (int i = 0; i < n; i++) {
+		c[i] = _mm_crc32_u32(~crc[i], pre[i]);
 		if (len[i] < m)
 			m = len[i];
-	uint64_t c0 = ~crc[0], c1 = ~crc[1], c2 = ~crc[2], c3 = ~crc[3];
-	for (; o + 8 <= m; o += 8) {
-		uint64_t w0, w1, w2, w3;
-		memcpy(&w0, p[0] + o, 8);
-		memcpy(&w1, p[1] + o, 8);
-		memcpy(&w2, p[2] + o, 8);
-		memcpy(&w3, p[3] + o, 8);
-		c0 = _mm_crc32_u64(c0, w0);
-		c1 = _mm_crc32_u64(c1, w1);
-		c2 = _mm_crc32_u64(c2, w2);
-		c3 = _mm_crc32_u64(c3, w3);
 	}
-	crc[0] = crc_hw(~(uint32_t)c0, p[0] + o, len[0] - o);
-	crc[1] = crc_hw(~(uint32_t)c1, p[1] + o, len[1] - o);
-	crc[2] = crc_hw(~(uint32_t)c2, p[2] + o, len[2] - o);
-	crc[3] = crc_hw(~(uint32_t)c3, p[3] + o, len[3] - o);
+	if (n == 4) {
+		uint64_t c0 = c[0], c1 = c[1], c2 = c[2], c3 = c[3];
+		for (; o + 8 <= m; o += 8) {
+			uint64_t w0, w1, w2, w3;
+			memcpy(&w0, p[0] + o, 8);
+			memcpy(&w1, p[1] + o, 8);
+			memcpy(&w2, p[2] + o, 8);
+			memcpy(&w3, p[3] + o, 8);
+			c0 = _mm_crc32_u64(c0, w0);
+			c1 = _mm_crc32_u64(c1, w1);
+			c2 = _mm_crc32_u64(c2, w2);
+			c3 = _mm_crc32_u64(c3, w3);
+		}
+		c[0] = c0, c[1] = c1, c[2] = c2, c[3] = c3;
+	}
+	for (int i = 0; i < n; i++)
+		crc[i] = crc_hw(~(uint32_t)c[i], p[i] + o, len[i] - o);
 }
 #define HAVE_MULTI_HW 1
 
@@ -204,17 +203,24 @@ uint32_t le__crc32c_extend(uint32_t crc, const void *buf, size_t len)
 	return f(crc, buf, len);
 }
 
-void le__crc32c_multi(uint32_t *crc, const unsigned char *const *p,
-                      const size_t *len, int n)
+void le__crc32c_multi(uint32_t *crc, const uint32_t *pre,
+                      const unsigned char *const *p, const size_t *len,
+                      int n)
 {
 #ifdef HAVE_MULTI_HW
 	if (atomic_load_explicit(&impl, memory_order_relaxed) == crc_hw) {
-		multi_hw(crc, p, len, n);
+		multi_hw(crc, pre, p, len, n);
 		return;
 	}
 #endif
-	for (int i = 0; i < n; i++)
+	for (int i = 0; i < n; i++) {
+		unsigned char b[4] = {(unsigned char)pre[i],
+		                      (unsigned char)(pre[i] >> 8),
+		                      (unsigned char)(pre[i] >> 16),
+		                      (unsigned char)(pre[i] >> 24)};
+		crc[i] = le__crc32c_extend(crc[i], b, 4);
 		crc[i] = le__crc32c_extend(crc[i], p[i], len[i]);
+	}
 }
 
 const char *le__crc32c_impl(void)

@@ -23,13 +23,17 @@ typedef uint32_t (*le__crc32c_fn)(uint32_t, const void *, size_t);
 le__crc32c_fn le__crc32c_hw(void);
 
 /*
- * crc[i] = le__crc32c_extend(crc[i], p[i], len[i]) for i < n (n <= 4).  The
- * crc32 instruction has a latency of three cycles and a throughput of one,
- * so one buffer keeps it a third busy; four independent buffers (four
- * frames of a batch) run side by side over their common length.
+ * For i < n (n <= 4): crc[i] = CRC of the 4 bytes of pre[i] (as stored
+ * little-endian) followed by p[i][0 .. len[i]), continuing from crc[i].
+ * The crc32 instruction has a latency of three cycles and a throughput of
+ * one, so one buffer keeps it a third busy; four independent buffers (four
+ * frames of a batch) run side by side over their common length.  The
+ * prefix word is a frame's size word, which the CRC covers but which is
+ * not contiguous with the rest (the crc word sits between).
  */
-void le__crc32c_multi(uint32_t *crc, const unsigned char *const *p,
-                      const size_t *len, int n);
+void le__crc32c_multi(uint32_t *crc, const uint32_t *pre,
+                      const unsigned char *const *p, const size_t *len,
+                      int n);
 
 /* Name of the implementation in use: "sse4.2", "armv8-crc" or "software". */
 const char *le__crc32c_impl(void);

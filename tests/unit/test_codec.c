@@ -79,16 +79,17 @@ TEST(crc32c_multi_equals_one_at_a_time)
 			b[k][i] = (unsigned char)(i * 13 + k * 7 + 1);
 	for (int n = 1; n <= 4; n++)
 		for (size_t base = 0; base < 200; base += 7) {
-			uint32_t crc[4], want[4];
+			uint32_t crc[4], want[4], pre[4];
 			const unsigned char *p[4];
 			size_t len[4];
 			for (int k = 0; k < n; k++) {
 				len[k] = base + (size_t)k * 5 % 13; /* unequal */
-				p[k] = b[k] + k;                     /* misaligned */
+				p[k] = b[k] + k + 4;                 /* misaligned */
+				memcpy(&pre[k], b[k] + k, 4); /* the 4 bytes before */
 				crc[k] = want[k] = (uint32_t)k * 0x9e3779b9u;
-				want[k] = le__crc32c_sw(want[k], p[k], len[k]);
+				want[k] = le__crc32c_sw(want[k], b[k] + k, len[k] + 4);
 			}
-			le__crc32c_multi(crc, p, len, n);
+			le__crc32c_multi(crc, pre, p, len, n);
 			for (int k = 0; k < n; k++)
 				CHECK_EQ(crc[k], want[k]);
 		}
