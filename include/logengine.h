@@ -130,7 +130,8 @@ typedef struct le_config {
 	uint64_t segment_bytes;   /* rotate past this size. 64 MiB */
 	uint32_t segment_max_age_ms; /* rotate older segments; 0 = never. 0 */
 	uint64_t retention_bytes; /* keep at most this much per shard; 0 = all */
-	uint32_t batch_size;      /* records per write, at most. 1024 */
+	uint32_t batch_size;      /* records per write, at most (and at most
+	                             queue_capacity / 4). 2048 */
 	uint32_t flush_ms;        /* max time a record waits to be written. 50 */
 	uint32_t max_pending_bytes; /* bytes per write, at most. 1 MiB */
 	int durability;           /* enum le_durability. LE_SYNC_INTERVAL */

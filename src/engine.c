@@ -43,7 +43,7 @@ void le_config_init(le_config *c)
 	c->oversize = LE_OVERSIZE_TRUNCATE;
 	c->fields = LE_FIELD_ALL;
 	c->segment_bytes = 64u << 20;
-	c->batch_size = 1024;
+	c->batch_size = 2048;
 	c->flush_ms = 50;
 	c->max_pending_bytes = 1u << 20;
 	c->durability = LE_SYNC_INTERVAL;
@@ -255,8 +255,13 @@ int le_open(le_engine **out, const le_config *cfg)
 	e->max_rec = cfg->max_record_bytes;
 	/* Wake a sleeping writer once a batch's worth is queued, or the queue
 	 * is half full, whichever comes first. */
-	e->wake_rec = cfg->batch_size < e->cap_rec / 2 ? cfg->batch_size
-	                                                : (e->cap_rec + 1) / 2;
+	/* A batch holds at most a quarter of the queue, so producers keep
+	 * room while it is written (at the whole queue, each write stalls
+	 * every producer: measured in docs/BENCHMARKS.md). */
+	e->batch = cfg->batch_size;
+	if (e->batch > e->cap_rec / 4)
+		e->batch = e->cap_rec / 4 ? (uint32_t)(e->cap_rec / 4) : 1;
+	e->wake_rec = e->batch;
 	e->wake_bytes = cfg->max_pending_bytes / 2;
 	if (e->wake_bytes > e->cap_bytes / 2)
 		e->wake_bytes = e->cap_bytes / 2;

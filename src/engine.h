@@ -127,6 +127,7 @@ struct le_engine {
 	uint32_t shard_mask;            /* nshards - 1 when a power of two */
 	uint64_t cap_rec, cap_bytes;
 	uint32_t max_rec;
+	uint32_t batch;                 /* effective batch_size (engine.c) */
 	uint64_t wake_rec, wake_bytes;  /* producer wakes a sleeping writer */
 	int use_tsc;                    /* slots carry TSC ticks (os.h) */
 	int lock_fd;

@@ -559,39 +559,93 @@ static void encode_marker(le__shard *sh)
 
 enum { C_MORE, C_FULL, C_ROTATE };
 
-/* Encode ready slots until the batch is full.  @return why it stopped. */
+/*
+ * Encode ready slots until the batch is full.  @return why it stopped.
+ * This is the writer's inner loop, so the state it advances lives in
+ * locals (stores through the byte buffer would otherwise force every
+ * sh-> field back to memory on each record) and is written back once.
+ */
 static int collect(le__shard *sh)
 {
 	le_engine *e = sh->e;
-	uint32_t bytes;
-	le__slot *s;
+	le__ring *r = &sh->ring;
+	const uint64_t mask = r->lap - 1;
+	const uint32_t fields = e->cfg.fields;
+	const uint32_t fixed = le__frame_fixed(fields);
+	const uint64_t seg_limit = e->cfg.segment_bytes;
+	const size_t cap = sh->buf_cap - ALIGN;
+	const uint32_t batch = e->batch;
+	const size_t max_new = e->cfg.max_pending_bytes;
+	int why = C_FULL;
 
 	encode_marker(sh);
-	while (sh->pend_recs < e->cfg.batch_size &&
-	       sh->buf_new < e->cfg.max_pending_bytes) {
-		s = peek_slot(sh, &bytes);
-		if (!s)
-			return C_MORE;
-		if (must_rotate(sh, s->len))
-			return C_ROTATE;
-		if (!room_for(sh, s->len))
-			return C_FULL;
-		/* The producer wrote these lines on another core: ask for
-		 * the next ones early (sequential, but across page borders
-		 * the hardware prefetcher stops). */
-		__builtin_prefetch(sh->ring.data +
-		                   ((sh->rd + 1024) & (sh->ring.lap - 1)));
-		__builtin_prefetch(sh->ring.data +
-		                   ((sh->rd + 1088) & (sh->ring.lap - 1)));
-		__builtin_prefetch(sh->ring.data +
-		                   ((sh->rd + 1152) & (sh->ring.lap - 1)));
-		encode(sh, s->flags, s->level, le__clock_ns(&sh->clock, s->ts),
-		       s + 1, s->len);
-		sh->pend_slots++;
-		sh->pend_bytes += s->len;
-		sh->rd += bytes;
+	unsigned char *buf = sh->buf;
+	size_t len = sh->buf_len, nw = sh->buf_new;
+	uint64_t rd = sh->rd, seq = sh->next_seq, last_ts = sh->last_ts;
+	uint64_t bytes_sum = 0, last_off = sh->pend_last_off;
+	uint32_t recs = sh->pend_recs, slots = 0;
+
+	while (recs < batch && nw < max_new) {
+		uint64_t off = rd & mask;
+		if (off + LE_SLOT_HDR > r->size) {
+			rd += r->lap - off;
+			continue;
+		}
+		le__slot *sl = (le__slot *)(r->data + off);
+		/* acquire: pairs with the producer's publishing store */
+		uint32_t st = atomic_load_explicit(&sl->state,
+		                                   memory_order_acquire);
+		if (!st) {
+			why = C_MORE;
+			break;
+		}
+		if (st & LE_SLOT_PAD) {
+			rd += st & LE_SLOT_SIZE_MASK;
+			continue;
+		}
+		uint32_t plen = sl->len, flen = fixed + plen;
+		if (sh->buf_off + len + flen > seg_limit &&
+		    sh->buf_off + len > LE_SEG_HDR) {
+			why = C_ROTATE;
+			break;
+		}
+		if (len + flen > cap)
+			break;
+		/* The producer wrote these lines on another core: ask for the
+		 * next ones early (the hardware prefetcher stops at pages). */
+		__builtin_prefetch(r->data + ((rd + 1024) & mask));
+		__builtin_prefetch(r->data + ((rd + 1088) & mask));
+		uint64_t ts = le__clock_ns(&sh->clock, sl->ts);
+		if (ts < last_ts)
+			ts = last_ts; /* keep a shard's timestamps monotonic */
+		last_ts = ts;
+		last_off = sh->buf_off + len;
+		le__frame_put(buf + len, fields, sl->flags, sl->level, sh->id,
+		              seq, ts, sl + 1, plen);
+		if (fields & LE_FIELD_CRC) {
+			sh->unsealed[sh->nunsealed++] = len;
+			if (sh->nunsealed == 4)
+				seal(sh);
+		}
+		if (recs++ == 0)
+			sh->pend_since = le__mono_ns();
+		len += flen;
+		nw += flen;
+		seq++;
+		slots++;
+		bytes_sum += plen;
+		rd += st & LE_SLOT_SIZE_MASK;
 	}
-	return C_FULL;
+	sh->buf_len = len;
+	sh->buf_new = nw;
+	sh->rd = rd;
+	sh->next_seq = seq;
+	sh->last_ts = last_ts;
+	sh->pend_last_off = last_off;
+	sh->pend_recs = recs;
+	sh->pend_slots += slots;
+	sh->pend_bytes += bytes_sum;
+	return why;
 }
 
 static void note_cpu(le__shard *sh);
