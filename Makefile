@@ -70,6 +70,9 @@ bench: all $(BUILD)/bench_le
 	@mkdir -p perf/results/bench
 	$(BUILD)/bench_le -j perf/results/bench/logengine.json
 
+# Fuzz targets (libFuzzer): rules in tests/fuzz/fuzz.mk.
+-include tests/fuzz/fuzz.mk
+
 clean:
 	rm -rf build build-asan build-ubsan build-tsan
 

@@ -1,14 +1,18 @@
 #!/bin/sh
 # Install what the project needs on a fresh Debian machine (run as root, or
 # it only reports).  Idempotent: packages already present are skipped.
-#   scripts/deps.sh [core|bench|all]
+#   scripts/deps.sh [core|bench|fuzz|all]...
 set -eu
-what=${1:-core}
 pkgs="build-essential"
-case "$what" in
-core) ;;
-bench|all) pkgs="$pkgs libspdlog-dev libgoogle-glog-dev clang" ;;
-esac
+[ $# -eq 0 ] && set -- core
+for what in "$@"; do
+	case "$what" in
+	core) ;;
+	bench) pkgs="$pkgs libspdlog-dev libgoogle-glog-dev" ;;
+	fuzz) pkgs="$pkgs clang libclang-rt-14-dev" ;;
+	all) pkgs="$pkgs libspdlog-dev libgoogle-glog-dev clang libclang-rt-14-dev" ;;
+	esac
+done
 missing=""
 for p in $pkgs; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" ||
