@@ -138,6 +138,11 @@ typedef struct le_config {
 	uint32_t sync_ms;         /* period of LE_SYNC_INTERVAL. 1000 */
 	uint32_t checkpoint_ms;   /* checkpoint period; 0 = off. 1000 */
 	int direct_io;            /* 1: O_DIRECT aligned appends. 0 */
+	int mapped_queue;         /* 1: the queue is a shared file mapping,
+	                             DIR/shard-NNN/QUEUE, so records le_write
+	                             accepted survive a kill -9 of the process
+	                             and the next le_open writes them out.
+	                             0: process memory.  1 */
 } le_config;
 
 /** Fill cfg with the defaults shown above (dir = NULL). */
@@ -221,6 +226,10 @@ typedef struct le_stats {
 	uint64_t sync_errors;       /* failed syncs */
 	uint64_t blocked;           /* le_write calls that waited (BLOCK) */
 	uint64_t recovered_truncated_bytes; /* torn tail cut at open */
+	uint64_t recovered_records; /* left queued by a dead process, written
+	                               at open (not counted in accepted) */
+	uint64_t abandoned_slots;   /* slots claimed by a dead process but
+	                               never published: not accepted, skipped */
 	uint64_t writer_cpu_ns;     /* CPU time of the writer threads, as of
 	                               their last once-a-second update */
 	int last_error;             /* most recent I/O error, 0 if none */

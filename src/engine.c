@@ -49,6 +49,7 @@ void le_config_init(le_config *c)
 	c->durability = LE_SYNC_INTERVAL;
 	c->sync_ms = 1000;
 	c->checkpoint_ms = 1000;
+	c->mapped_queue = 1;
 }
 
 /* ---- futex ---- */
@@ -128,6 +129,8 @@ static int check_config(const le_config *c)
 		BAD("sync_ms: must be at least 1 with LE_SYNC_INTERVAL");
 	if (c->direct_io != 0 && c->direct_io != 1)
 		BAD("direct_io: %d is neither 0 nor 1", c->direct_io);
+	if (c->mapped_queue != 0 && c->mapped_queue != 1)
+		BAD("mapped_queue: %d is neither 0 nor 1", c->mapped_queue);
 	if (c->create_dir != 0 && c->create_dir != 1)
 		BAD("create_dir: %d is neither 0 nor 1", c->create_dir);
 	return 0;
@@ -186,13 +189,20 @@ static int shard_init(le_engine *e, uint32_t i)
 		           strerror(errno));
 		return rc;
 	}
-	rc = le__ring_init(&sh->ring, size);
+	char qpath[LE_PATH_MAX + 16];
+	snprintf(qpath, sizeof qpath, "%s/QUEUE", sh->dir);
+	rc = le__ring_open(&sh->ring, e->cfg.mapped_queue ? qpath : NULL, size,
+	                   i);
 	if (rc < 0) {
-		le__seterr("queue: cannot map %llu bytes for shard %u",
-		           (unsigned long long)size, i);
+		if (!le_errmsg()[0])
+			le__seterr("queue: cannot map %llu bytes for shard %u",
+			           (unsigned long long)size, i);
 		return rc;
 	}
-	return le__writer_recover(sh);
+	rc = le__writer_recover(sh);
+	if (rc == 0 && e->cfg.mapped_queue)
+		rc = le__ring_reshape(&sh->ring, qpath, size, i);
+	return rc;
 }
 
 static void engine_free(le_engine *e)
@@ -200,7 +210,7 @@ static void engine_free(le_engine *e)
 	if (e->shards) {
 		for (uint32_t i = 0; i < e->nshards; i++) {
 			le__writer_free(&e->shards[i]);
-			le__ring_free(&e->shards[i].ring);
+			le__ring_close(&e->shards[i].ring);
 		}
 		free(e->shards);
 	}
@@ -398,10 +408,9 @@ static le__slot *reserve(le_engine *e, le__shard *sh, uint32_t len,
  * comes after ours and its look at the ring sees our slot.  No lost
  * wake-up, and no fence on the common path.
  */
-static void publish_and_wake(le__shard *sh, le__slot *s, uint32_t bytes,
-                             int wake)
+static void publish_and_wake(le__shard *sh, le__slot *s, int wake)
 {
-	le__slot_publish(s, bytes);
+	le__slot_publish(s);
 	if (wake && atomic_fetch_add_explicit(&sh->sleeping, 0,
 	                                      memory_order_acq_rel))
 		le__wake_writer(sh);
@@ -435,6 +444,7 @@ static void fill(le_engine *e, le__slot *s, int level, uint8_t flags,
                  uint32_t len)
 {
 	s->len = len;
+	s->seq = 0; /* the writer's; stale from the last lap until then */
 	s->ts = le__stamp(e->use_tsc);
 	s->level = (uint8_t)level;
 	s->flags = flags;
@@ -461,7 +471,7 @@ int le_write(le_engine *e, uint64_t route_key, int level, const void *payload,
 	fill(e, s, level, flags, (uint32_t)len);
 	if (len)
 		memcpy(s + 1, payload, len);
-	publish_and_wake(sh, s, le__slot_bytes((uint32_t)len), wake);
+	publish_and_wake(sh, s, wake);
 	return 0;
 }
 
@@ -515,7 +525,7 @@ int le_vlogf(le_engine *e, int level, const char *fmt, va_list ap)
 		vsnprintf((char *)(s + 1), len + 1, fmt, ap2);
 	va_end(ap2);
 	fill(e, s, level, flags, (uint32_t)len);
-	publish_and_wake(sh, s, need, wake);
+	publish_and_wake(sh, s, wake);
 	return 0;
 }
 
@@ -548,7 +558,7 @@ int le_flush(le_engine *e, int timeout_ms)
 		return LE_EINVAL;
 	for (uint32_t i = 0; i < e->nshards; i++) {
 		le__shard *sh = &e->shards[i];
-		target[i] = atomic_load(&sh->ring.head);
+		target[i] = atomic_load(sh->ring.head);
 		uint64_t cur = atomic_load(&sh->flush_req);
 		while (cur < target[i] &&
 		       !atomic_compare_exchange_weak(&sh->flush_req, &cur,
@@ -614,6 +624,8 @@ int le_stats_get(le_engine *e, le_stats *o)
 		o->recovered_truncated_bytes +=
 		        atomic_load(&sh->recovered_truncated);
 		o->writer_cpu_ns += atomic_load(&sh->cpu_ns);
+		o->recovered_records += atomic_load(&sh->recovered);
+		o->abandoned_slots += atomic_load(&sh->abandoned);
 	}
 	o->accepted += o->queue_records + o->dropped_full;
 	o->dropped = o->dropped_full + o->dropped_io;

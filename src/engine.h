@@ -53,6 +53,8 @@ typedef struct le__shard {
 	_Atomic uint64_t recovered_truncated;
 	_Atomic int failing;         /* writes are failing now (retrying) */
 	_Atomic uint64_t cpu_ns;     /* writer thread CPU time, ns */
+	_Atomic uint64_t recovered;  /* records drained from a dead process */
+	_Atomic uint64_t abandoned;  /* claimed, never published slots */
 
 	/* [const] */
 	_Alignas(64) struct le_engine *e;
@@ -77,6 +79,7 @@ typedef struct le__shard {
 	size_t buf_len;
 	size_t buf_new;              /* bytes at the end of buf not yet written */
 	uint64_t rd;                 /* ring position encoded up to */
+	int recovering;              /* draining a dead process's queue */
 	size_t unsealed[4];          /* buf offsets of frames without a CRC */
 	int nunsealed;
 	uint32_t pend_recs;          /* frames encoded, not yet written */

@@ -1,6 +1,6 @@
 /*
- * queue.c -- ring set-up, release and sizing.  The hot-path operations are
- * inline in queue.h.
+ * queue.c -- ring files: create, map, check, release.  The hot-path
+ * operations are inline in queue.h.
  *
  * Why `end - tail <= lap` is the whole space check.  Let the live region be
  * virtual [tail, head) and a new slot be [start, end), never crossing a lap
@@ -13,64 +13,201 @@
  *  - Two laps ahead: end - tail > lap, refused.
  * Padding and the unreal gap [size, lap) of each lap count as live until
  * released, which is what makes the virtual difference the right measure.
+ * A pad writes only the state word of its first line, so it needs only
+ * that line free: h + 64 - tail <= lap.
  */
 #define _GNU_SOURCE
 #include "queue.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
-int le__ring_init(le__ring *r, uint64_t size)
+#include "crc32c.h"
+#include "format.h"
+#include "internal.h"
+#include "os.h"
+
+static void geometry(le__ring *r, uint64_t size)
 {
-	uint64_t lap = LE_SLOT_ALIGN;
-
-	while (lap < size)
-		lap <<= 1;
-	void *p = mmap(NULL, size, PROT_READ | PROT_WRITE,
-	               MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-	if (p == MAP_FAILED)
-		return -errno;
-	atomic_init(&r->head, 0);
-	atomic_init(&r->tail, 0);
 	r->size = size;
-	r->lap = lap;
-	r->data = p;
+	r->lap = LE_SLOT_ALIGN;
+	r->lap_shift = 6;
+	while (r->lap < size) {
+		r->lap <<= 1;
+		r->lap_shift++;
+	}
+}
+
+static void attach(le__ring *r, void *map, size_t len)
+{
+	r->map = map;
+	r->map_len = len;
+	r->data = (unsigned char *)map + LE_QUEUE_HDR;
+	r->head = (_Atomic uint64_t *)((unsigned char *)map + LE_QUEUE_HEAD_OFF);
+	r->tail = (_Atomic uint64_t *)((unsigned char *)map + LE_QUEUE_TAIL_OFF);
+}
+
+static void put_header(unsigned char *h, const le__ring *r, uint32_t shard)
+{
+	memset(h, 0, 64);
+	memcpy(h, LE_QUEUE_MAGIC, 8);
+	le__put32(h + 8, 1);
+	le__put32(h + 12, LE_QUEUE_HDR);
+	le__put64(h + 16, r->size);
+	le__put64(h + 24, r->lap);
+	le__put32(h + 32, shard);
+	le__put32(h + 36, LE_SLOT_HDR);
+	le__put32(h + 60, le__crc_mask(le__crc32c_extend(0, h, 60)));
+}
+
+/* Geometry from a header page; 0 or LE_ECORRUPT. */
+static int get_header(const unsigned char *h, uint64_t file_len,
+                      uint32_t shard, uint64_t *size)
+{
+	if (memcmp(h, LE_QUEUE_MAGIC, 8) != 0 ||
+	    le__get32(h + 60) != le__crc_mask(le__crc32c_extend(0, h, 60)) ||
+	    le__get32(h + 8) != 1 || le__get32(h + 12) != LE_QUEUE_HDR ||
+	    le__get32(h + 36) != LE_SLOT_HDR || le__get32(h + 32) != shard)
+		return LE_ECORRUPT;
+	*size = le__get64(h + 16);
+	le__ring probe;
+	geometry(&probe, *size);
+	if (*size == 0 || *size % LE_SLOT_ALIGN || probe.lap != le__get64(h + 24) ||
+	    LE_QUEUE_HDR + *size != file_len)
+		return LE_ECORRUPT;
 	return 0;
 }
 
-void le__ring_free(le__ring *r)
+static int map_file(le__ring *r, int fd, uint64_t size)
 {
-	if (r->data)
-		munmap(r->data, r->size);
-	r->data = NULL;
+	size_t len = LE_QUEUE_HDR + size;
+	void *m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (m == MAP_FAILED)
+		return -errno;
+	geometry(r, size);
+	attach(r, m, len);
+	return 0;
+}
+
+/* A new, empty ring file of `size` bytes at fd (truncated first). */
+static int create(le__ring *r, int fd, uint64_t size, uint32_t shard)
+{
+	int rc = le__ftruncate(fd, 0);
+	if (rc == 0)
+		rc = le__ftruncate(fd, LE_QUEUE_HDR + size);
+	if (rc < 0)
+		return rc;
+	/* Reserve the blocks now: a store into a hole of a full file system
+	 * would be a SIGBUS on the hot path, a failed open is not. */
+	rc = le__prealloc(fd, 0, LE_QUEUE_HDR + size);
+	if (rc < 0 && rc != -EOPNOTSUPP)
+		return rc;
+	rc = map_file(r, fd, size);
+	if (rc < 0)
+		return rc;
+	put_header(r->map, r, shard);
+	return 0;
+}
+
+int le__ring_open(le__ring *r, const char *path, uint64_t size,
+                  uint32_t shard)
+{
+	memset(r, 0, sizeof *r);
+	r->fd = -1;
+	if (!path) {
+		size_t len = LE_QUEUE_HDR + size;
+		void *m = mmap(NULL, len, PROT_READ | PROT_WRITE,
+		               MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+		if (m == MAP_FAILED)
+			return -errno;
+		geometry(r, size);
+		attach(r, m, len);
+		return 0;
+	}
+	int fd = le__open(path, O_RDWR | O_CREAT, 0644);
+	if (fd < 0) {
+		le__seterr("queue: cannot open %s: %s", path, strerror(-fd));
+		return fd;
+	}
+	r->fd = fd;
+	struct stat st;
+	unsigned char h[64];
+	uint64_t old;
+	int rc;
+	if (fstat(fd, &st) == 0 && st.st_size >= (off_t)LE_QUEUE_HDR &&
+	    le__pread_full(fd, h, sizeof h, 0) == (ssize_t)sizeof h &&
+	    get_header(h, (uint64_t)st.st_size, shard, &old) == 0)
+		rc = map_file(r, fd, old); /* drain first, reshape later */
+	else
+		rc = create(r, fd, size, shard);
+	if (rc < 0) {
+		le__seterr("queue: %s: %s", path, le_strerror(rc));
+		le__ring_close(r);
+	}
+	return rc;
+}
+
+void le__ring_close(le__ring *r)
+{
+	if (r->map)
+		munmap(r->map, r->map_len);
+	if (r->fd >= 0)
+		le__close(r->fd);
+	r->map = NULL;
+	r->fd = -1;
+}
+
+int le__ring_busy(const le__ring *r)
+{
+	return atomic_load(r->head) != atomic_load(r->tail);
+}
+
+int le__ring_reshape(le__ring *r, const char *path, uint64_t size,
+                     uint32_t shard)
+{
+	if (r->size == size || r->fd < 0)
+		return 0;
+	munmap(r->map, r->map_len);
+	r->map = NULL;
+	int rc = create(r, r->fd, size, shard);
+	if (rc < 0)
+		le__seterr("queue: %s: %s", path, le_strerror(rc));
+	return rc;
 }
 
 void le__ring_release(le__ring *r, uint64_t from, uint64_t to)
 {
-	uint64_t mask = r->lap - 1;
+	const uint64_t mask = r->lap - 1;
 
 	while (from < to) {
 		uint64_t off = from & mask;
 		uint64_t lap_end = from - off + r->lap;
 		uint64_t stop = to < lap_end ? to : lap_end;
 		uint64_t real_end = off + (stop - from);
+		uint64_t next = le__free_word((from >> r->lap_shift) + 1);
 		if (real_end > r->size)
 			real_end = r->size;
 		for (; off < real_end; off += LE_SLOT_ALIGN)
-			*(uint64_t *)(r->data + off) = 0;
+			atomic_store_explicit(
+				(_Atomic uint64_t *)(r->data + off), next,
+				memory_order_relaxed);
 		from = stop;
 	}
-	/* release: producers that see the new tail (acquire) see zeros. */
-	atomic_store_explicit(&r->tail, to, memory_order_release);
+	/* release: producers that see the new tail (acquire) see FREE. */
+	atomic_store_explicit(r->tail, to, memory_order_release);
 }
 
 uint64_t le__ring_size_for(uint64_t cap_rec, uint64_t cap_bytes,
                            uint32_t max_record)
 {
 	/* payload + per-record header and alignment + one pad and one slot
-	 * of slack for the lap boundary (see queue.h). */
-	uint64_t max_slot = le__slot_bytes(max_record);
-	uint64_t s = cap_bytes + cap_rec * (LE_SLOT_HDR + LE_SLOT_ALIGN - 1) +
+	 * of slack for the lap boundary (see queue.h).  +1: le_logf's NUL. */
+	uint64_t max_slot = le__slot_bytes(max_record + 1);
+	uint64_t s = cap_bytes + cap_rec * (LE_SLOT_HDR + LE_SLOT_ALIGN) +
 	             2 * max_slot;
 	return (s + 4095) & ~(uint64_t)4095;
 }

@@ -1,9 +1,9 @@
 /*
  * queue.h -- the producer/consumer queue: a global budget word and one
- * variable-length ring per shard.  Everything here is position arithmetic
- * on offsets, never pointers into the ring, so the ring and its control
- * words can live in a shared file mapping (the crash-safety work moves them
- * there); only `data` is a process-local base address.
+ * variable-length ring per shard.  Everything in a ring is position
+ * arithmetic on offsets, never pointers, so a ring and its control words
+ * live in a shared file mapping (DIR/shard-NNN/QUEUE): what producers put
+ * there survives a kill -9 of the process, and the next le_open drains it.
  *
  * Budget.  One 64-bit word counts what is queued in all shards: records in
  * bits 0..23, payload bytes in bits 24..63.  A producer takes (1, len) with
@@ -13,34 +13,45 @@
  *
  * Ring.  Positions are virtual byte counts that only grow.  A lap is
  * `lap` virtual bytes (a power of two) of which the first `size` are real
- * memory; position p lives at data[p & (lap - 1)].  A slot never wraps: a
- * producer whose slot would run past `size` pads the rest of the lap and
- * starts at the next lap.  Space check: a slot ending at virtual `end` fits
- * iff end - tail <= lap (see the proof in queue.c's header comment).
+ * memory; position p lives at data[p & (lap - 1)] in lap p >> lap_shift.  A
+ * slot never wraps: a producer whose slot would run past `size` claims the
+ * rest of the lap as padding and starts at the next lap.  Space check: a
+ * slot ending at virtual `end` fits iff end - tail <= lap (proof at the top
+ * of queue.c).
  *
  *   virtual:  tail ........ rd ........... head
- *             |  written?  | encoded, not | reserved and
- *             |  no: held  | yet written  | being filled / ready
+ *             |  encoded,  | published or | claimed, being filled,
+ *             |  written?  | being filled | or published
  *             ^ released by the writer after its pwrite returns
  *
- * Slot layout (64-byte aligned, 24-byte header, payload, padding):
+ * Slot layout (64-byte aligned; 32-byte header; payload; padding):
  *
- *   0  u32 state   0: not published.  Else slot bytes | flag bits:
- *                  bit 0 READY, bit 1 PAD (skip `bytes`; no record)
- *   4  u32 len     payload bytes
- *   8  u64 ts      ns since the epoch, taken by the producer
- *  16  u8  level
- *  17  u8  flags   LE_REC_*
- *  18  6 bytes     reserved
- *  24  payload
+ *   0  u64 state  lap << 32 | slot bytes | READY (1) | PAD (2)
+ *   8  u64 ts     the producer's stamp (os.h: ns or TSC ticks)
+ *  16  u64 seq    sequence number the writer gave it (0: not yet)
+ *  24  u32 len    payload bytes
+ *  28  u8  level
+ *  29  u8  flags  LE_REC_*
+ *  32  payload
  *
- * Slots start only on 64-byte boundaries, so only the first word of each
- * 64-byte line can ever be read as a state word.  The writer zeroes that
- * word of every line it consumed before it moves `tail`; so a state word
- * the consumer reads is either 0 (not yet published) or one a producer
- * stored in this lap: stale payload bytes can never pass for a published
- * slot header.  (One store per line instead of a memset of the region; and
+ * Claiming.  A producer owns [h, h + need) once it has changed the state
+ * word at h from FREE(lap of h) = lap << 32 to lap << 32 | need, with one
+ * CAS; then it moves head past its slot (another producer that finds the
+ * word claimed moves head for it, so head never waits on a slow producer).
+ * Because the size is in the state word from the first instant, a slot
+ * whose producer died before publishing can be stepped over at recovery.
+ * The lap in the word makes a producer with a stale head fail its CAS
+ * instead of claiming memory the writer already released (no ABA until
+ * 2^32 laps).
+ *
+ * Releasing.  Slots start only on 64-byte boundaries, so only the first
+ * word of each line can ever be read as a state word.  The writer sets that
+ * word of every line it consumed to FREE(next lap) before it moves `tail`:
+ * stale payload bytes can never pass for a state word, and the next lap's
+ * producers find exactly the value they expect.  (One store per line, and
  * no two slots share a cache line, so producers never false-share.)
+ *
+ * A fresh file or anonymous mapping is all zeros: FREE(lap 0) everywhere.
  */
 #ifndef LE_QUEUE_H
 #define LE_QUEUE_H
@@ -49,44 +60,65 @@
 #include <stdint.h>
 #include <string.h>
 
-#define LE_SLOT_HDR 24u
+#define LE_SLOT_HDR 32u
 #define LE_SLOT_READY 1u
 #define LE_SLOT_PAD 2u
 #define LE_SLOT_ALIGN 64u
-#define LE_SLOT_SIZE_MASK (~(uint32_t)7)
+#define LE_SLOT_SIZE_MASK (~(uint32_t)(LE_SLOT_ALIGN - 1))
 
 #define LE_BUDGET_REC_BITS 24
 #define LE_BUDGET_REC_MASK ((1ull << LE_BUDGET_REC_BITS) - 1)
 #define LE_QUEUE_CAP_MAX ((uint32_t)LE_BUDGET_REC_MASK)
 #define LE_QUEUE_BYTES_MAX (1ull << 30)
 
+/* The QUEUE file: a 4 KiB header page, then the ring's `size` bytes.
+ *   0  8  magic "LOGENGQU"      16  8  size       32  4  shard
+ *   8  4  version (1)           24  8  lap        36  4  slot header (32)
+ *  12  4  header bytes (4096)   60  4  masked CRC32C of bytes 0..59
+ *  64  8  head (own line)      128  8  tail (own line) */
+#define LE_QUEUE_MAGIC "LOGENGQU"
+#define LE_QUEUE_HDR 4096u
+#define LE_QUEUE_HEAD_OFF 64u
+#define LE_QUEUE_TAIL_OFF 128u
+
 typedef struct le__slot {
-	_Atomic uint32_t state;
-	uint32_t len;
+	_Atomic uint64_t state;
 	uint64_t ts;
+	uint64_t seq;
+	uint32_t len;
 	uint8_t level;
 	uint8_t flags;
-	uint8_t reserved[6];
+	uint8_t reserved[2];
 } le__slot;
 
-_Static_assert(sizeof(le__slot) == LE_SLOT_HDR, "slot header is 24 bytes");
+_Static_assert(sizeof(le__slot) == LE_SLOT_HDR, "slot header is 32 bytes");
+_Static_assert(LE_QUEUE_TAIL_OFF + 8 <= LE_QUEUE_HDR, "header page");
 
 typedef struct le__ring {
-	/* Written by producers (CAS); read by the writer. */
-	_Alignas(64) _Atomic uint64_t head;
-	/* Written by the writer only (release, after zeroing); read by
-	 * producers with acquire before they reuse the memory. */
-	_Alignas(64) _Atomic uint64_t tail;
-	/* Constant after init. */
-	_Alignas(64) uint64_t size; /* real bytes, multiple of 8 */
+	/* In the mapping: head (producers CAS; read by the writer and
+	 * le_flush) and tail (the writer stores with release after setting
+	 * FREE words; producers read with acquire before reusing memory). */
+	_Atomic uint64_t *head;
+	_Atomic uint64_t *tail;
+	/* Process-local, constant after open. */
+	uint64_t size;              /* real bytes, multiple of 64 */
 	uint64_t lap;               /* power of two >= size */
-	unsigned char *data;
+	unsigned lap_shift;         /* log2(lap) */
+	unsigned char *data;        /* map + LE_QUEUE_HDR */
+	void *map;
+	size_t map_len;
+	int fd;                     /* -1: anonymous mapping */
 } le__ring;
 
-/* Slot bytes for a payload of len bytes. */
-static inline uint32_t le__slot_bytes(uint32_t len)
+static inline uint64_t le__free_word(uint64_t lap_no)
 {
-	return (LE_SLOT_HDR + len + LE_SLOT_ALIGN - 1) & ~(LE_SLOT_ALIGN - 1);
+	return (uint64_t)(uint32_t)lap_no << 32;
+}
+
+/* Slot bytes for a slot of `room` bytes after the header. */
+static inline uint32_t le__slot_bytes(uint32_t room)
+{
+	return (LE_SLOT_HDR + room + LE_SLOT_ALIGN - 1) & LE_SLOT_SIZE_MASK;
 }
 
 /*
@@ -118,57 +150,132 @@ static inline void le__budget_give(_Atomic uint64_t *b, uint64_t recs,
 }
 
 /*
- * Reserve `need` bytes (a multiple of 64) in the ring.
- * @return the slot (state still 0: the caller fills and publishes it), or
- * NULL when the ring has no room.  *used gets the ring bytes in use after
- * the reservation, for the caller's wake-up decision.
+ * Claim `need` bytes (a multiple of 64) in the ring.
+ * @return the slot (claimed, not published: the caller fills and
+ * publishes it), or NULL when the ring has no room.  *used gets the ring
+ * bytes in use after the claim, for the caller's wake-up decision.
  */
 static inline le__slot *le__ring_reserve(le__ring *r, uint32_t need,
                                          uint64_t *used)
 {
-	uint64_t mask = r->lap - 1;
-	uint64_t h = atomic_load_explicit(&r->head, memory_order_relaxed);
-	uint64_t start, end, off, t;
+	const uint64_t mask = r->lap - 1;
 
 	for (;;) {
-		off = h & mask;
-		start = (off + need > r->size) ? h - off + r->lap : h;
-		end = start + need;
-		/* acquire: the writer zeroed this memory before it moved tail;
-		 * our stores into the slot must come after its zeroing. */
-		t = atomic_load_explicit(&r->tail, memory_order_acquire);
-		if (end - t > r->lap)
+		uint64_t h = atomic_load_explicit(r->head, memory_order_acquire);
+		uint64_t off = h & mask, lapno = h >> r->lap_shift;
+		/* acquire: the writer set the FREE words before it moved tail;
+		 * our stores into the slot must come after. */
+		uint64_t t = atomic_load_explicit(r->tail, memory_order_acquire);
+		if (off >= r->size) {
+			/* A slot ended exactly at `size`: no line is left to
+			 * hold a pad word, so step to the next lap unclaimed
+			 * (the writer steps the same way, in le__ring_peek). */
+			uint64_t hh = h;
+			atomic_compare_exchange_strong_explicit(
+				r->head, &hh, h - off + r->lap, memory_order_release,
+				memory_order_relaxed);
+			continue;
+		}
+		int pad = off + need > r->size;
+		uint32_t take = pad ? (uint32_t)(r->lap - off) : need;
+		/* A pad writes only its state word (its line must be free);
+		 * a slot needs all of [h, h + need) free. */
+		if ((pad ? h + LE_SLOT_ALIGN : h + need) - t > r->lap)
 			return NULL;
-		if (atomic_compare_exchange_weak_explicit(
-			    &r->head, &h, end, memory_order_relaxed,
-			    memory_order_relaxed))
-			break;
+		le__slot *s = (le__slot *)(r->data + off);
+		uint64_t want = le__free_word(lapno);
+		uint64_t claim = want | take | (pad ? LE_SLOT_PAD | LE_SLOT_READY : 0);
+		if (atomic_compare_exchange_strong_explicit(
+			    &s->state, &want, claim, memory_order_acq_rel,
+			    memory_order_acquire)) {
+			uint64_t hh = h;
+			atomic_compare_exchange_strong_explicit(
+				r->head, &hh, h + take, memory_order_release,
+				memory_order_relaxed);
+			if (pad)
+				continue;
+			*used = h + need - t;
+			return s;
+		}
+		/* Someone claimed h first: move head past it for them (unless
+		 * our h was stale and the word is from another lap). */
+		uint32_t other = (uint32_t)want & LE_SLOT_SIZE_MASK;
+		if ((uint32_t)(want >> 32) == (uint32_t)lapno && other) {
+			uint64_t hh = h;
+			atomic_compare_exchange_strong_explicit(
+				r->head, &hh, h + other, memory_order_release,
+				memory_order_relaxed);
+		}
 	}
-	if (start != h && off + LE_SLOT_HDR <= r->size) {
-		/* Tell the writer to skip to the next lap.  When fewer than
-		 * LE_SLOT_HDR bytes were left it skips without being told. */
-		le__slot *pad = (le__slot *)(r->data + off);
-		atomic_store_explicit(&pad->state,
-		                      (uint32_t)(start - h) | LE_SLOT_PAD |
-		                              LE_SLOT_READY,
-		                      memory_order_release);
-	}
-	*used = end - t;
-	return (le__slot *)(r->data + (start & mask));
 }
 
-/* Publish a filled slot: release pairs with the writer's acquire load. */
-static inline void le__slot_publish(le__slot *s, uint32_t bytes)
+/* Publish a filled slot (its claim word plus READY): release pairs with
+ * the writer's acquire load.  Only the claimer writes the word now. */
+static inline void le__slot_publish(le__slot *s)
 {
-	atomic_store_explicit(&s->state, bytes | LE_SLOT_READY,
+	uint64_t st = atomic_load_explicit(&s->state, memory_order_relaxed);
+	atomic_store_explicit(&s->state, st | LE_SLOT_READY,
 	                      memory_order_release);
 }
 
-/* Ring of a shard: init/free (anonymous mapping, zero-filled). */
-int le__ring_init(le__ring *r, uint64_t size);
-void le__ring_free(le__ring *r);
+/* What the writer finds at position *rd. */
+enum { LE_PEEK_EMPTY, LE_PEEK_RECORD, LE_PEEK_CLAIMED };
 
-/* Zero the first word of each line behind virtual [from, to) and move
+/*
+ * Look at position *rd, stepping over padding.  @return LE_PEEK_RECORD
+ * (published: *out, *bytes set), LE_PEEK_CLAIMED (claimed, not yet
+ * published: *out, *bytes set -- at recovery, an abandoned slot), or
+ * LE_PEEK_EMPTY (nothing claimed there yet).
+ */
+static inline int le__ring_peek(const le__ring *r, uint64_t *rd,
+                                le__slot **out, uint32_t *bytes)
+{
+	const uint64_t mask = r->lap - 1;
+
+	for (;;) {
+		uint64_t pos = *rd;
+		if ((pos & mask) >= r->size) {
+			*rd += r->lap - (pos & mask); /* see le__ring_reserve */
+			continue;
+		}
+		le__slot *s = (le__slot *)(r->data + (pos & mask));
+		/* acquire: pairs with the producer's publishing store */
+		uint64_t st = atomic_load_explicit(&s->state,
+		                                   memory_order_acquire);
+		uint32_t n = (uint32_t)st & LE_SLOT_SIZE_MASK;
+		if ((uint32_t)(st >> 32) != (uint32_t)(pos >> r->lap_shift) ||
+		    n == 0)
+			return LE_PEEK_EMPTY;
+		if ((st & (LE_SLOT_PAD | LE_SLOT_READY)) ==
+		    (LE_SLOT_PAD | LE_SLOT_READY)) {
+			*rd += n;
+			continue;
+		}
+		*out = s;
+		*bytes = n;
+		return (st & LE_SLOT_READY) ? LE_PEEK_RECORD : LE_PEEK_CLAIMED;
+	}
+}
+
+/*
+ * Open a shard's ring.  path NULL: an anonymous mapping (nothing survives
+ * the process).  Otherwise the QUEUE file at path: created with `size`
+ * bytes if missing or unreadable, else mapped with the geometry it has
+ * (which may differ from `size`: drain it, then le__ring_reshape).
+ * @return 0, or -errno / LE_ECORRUPT (set le_errmsg) on failure.
+ */
+int le__ring_open(le__ring *r, const char *path, uint64_t size,
+                  uint32_t shard);
+void le__ring_close(le__ring *r);
+
+/* 1 when the ring holds claimed slots (head != tail). */
+int le__ring_busy(const le__ring *r);
+
+/* Recreate an empty ring file with `size` bytes (after draining). */
+int le__ring_reshape(le__ring *r, const char *path, uint64_t size,
+                     uint32_t shard);
+
+/* Mark each line behind virtual [from, to) FREE for its next lap, and move
  * tail to `to`. */
 void le__ring_release(le__ring *r, uint64_t from, uint64_t to);
 

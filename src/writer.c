@@ -391,6 +391,8 @@ static int recover_last(le__shard *sh, uint64_t index, const le__ckpt *c,
 	return seg_reopen(sh, index, valid_end);
 }
 
+static int drain_dead(le__shard *sh);
+
 int le__writer_recover(le__shard *sh)
 {
 	le_engine *e = sh->e;
@@ -439,6 +441,9 @@ int le__writer_recover(le__shard *sh)
 	}
 out:
 	free(idx);
+	sh->rd = atomic_load(sh->ring.tail);
+	if (rc >= 0 && le__ring_busy(&sh->ring))
+		rc = drain_dead(sh);
 	if (rc < 0 && !le_errmsg()[0])
 		le__seterr("shard %u (%s): recovery failed: %s", sh->id,
 		           sh->dir, le_strerror(rc));
@@ -460,32 +465,13 @@ void le__writer_free(le__shard *sh)
 
 /* ---- the loop ---- */
 
-/* The slot at rd, or NULL when it is not published yet.  Skips padding and
- * the short unusable end of a lap. */
+/* The published slot at rd, or NULL.  Skips padding. */
 static le__slot *peek_slot(le__shard *sh, uint32_t *bytes)
 {
-	le__ring *r = &sh->ring;
-	uint64_t mask = r->lap - 1;
-
-	for (;;) {
-		uint64_t off = sh->rd & mask;
-		if (off + LE_SLOT_HDR > r->size) {
-			sh->rd += r->lap - off;
-			continue;
-		}
-		le__slot *s = (le__slot *)(r->data + off);
-		/* acquire: pairs with the producer's publishing store */
-		uint32_t st = atomic_load_explicit(&s->state,
-		                                   memory_order_acquire);
-		if (!st)
-			return NULL;
-		if (st & LE_SLOT_PAD) {
-			sh->rd += st & LE_SLOT_SIZE_MASK;
-			continue;
-		}
-		*bytes = st & LE_SLOT_SIZE_MASK;
-		return s;
-	}
+	le__slot *s;
+	return le__ring_peek(&sh->ring, &sh->rd, &s, bytes) == LE_PEEK_RECORD
+	               ? s
+	               : NULL;
 }
 
 /* Compute the CRCs of the frames encoded since the last seal. */
@@ -586,21 +572,21 @@ static int collect(le__shard *sh)
 	uint32_t recs = sh->pend_recs, slots = 0;
 
 	while (recs < batch && nw < max_new) {
-		uint64_t off = rd & mask;
-		if (off + LE_SLOT_HDR > r->size) {
-			rd += r->lap - off;
-			continue;
-		}
-		le__slot *sl = (le__slot *)(r->data + off);
-		/* acquire: pairs with the producer's publishing store */
-		uint32_t st = atomic_load_explicit(&sl->state,
-		                                   memory_order_acquire);
-		if (!st) {
+		le__slot *sl;
+		uint32_t sbytes;
+		int k = le__ring_peek(r, &rd, &sl, &sbytes);
+		if (k == LE_PEEK_EMPTY || (k == LE_PEEK_CLAIMED && !sh->recovering)) {
 			why = C_MORE;
 			break;
 		}
-		if (st & LE_SLOT_PAD) {
-			rd += st & LE_SLOT_SIZE_MASK;
+		if (k == LE_PEEK_CLAIMED || (sh->recovering && sl->seq &&
+		                             sl->seq < seq)) {
+			/* Recovery: a slot its dead producer never published
+			 * (never accepted), or one already in the segment
+			 * (written, then killed before the ring moved on). */
+			if (k == LE_PEEK_CLAIMED)
+				atomic_fetch_add(&sh->abandoned, 1);
+			rd += sbytes;
 			continue;
 		}
 		uint32_t plen = sl->len, flen = fixed + plen;
@@ -615,6 +601,9 @@ static int collect(le__shard *sh)
 		 * next ones early (the hardware prefetcher stops at pages). */
 		__builtin_prefetch(r->data + ((rd + 1024) & mask));
 		__builtin_prefetch(r->data + ((rd + 1088) & mask));
+		/* Recorded so that recovery after a kill -9 between our pwrite
+		 * and the release can tell this slot is already written. */
+		sl->seq = seq;
 		uint64_t ts = le__clock_ns(&sh->clock, sl->ts);
 		if (ts < last_ts)
 			ts = last_ts; /* keep a shard's timestamps monotonic */
@@ -634,7 +623,7 @@ static int collect(le__shard *sh)
 		seq++;
 		slots++;
 		bytes_sum += plen;
-		rd += st & LE_SLOT_SIZE_MASK;
+		rd += sbytes;
 	}
 	sh->buf_len = len;
 	sh->buf_new = nw;
@@ -711,12 +700,15 @@ static void checkpoint(le__shard *sh)
 static void release(le__shard *sh)
 {
 	le_engine *e = sh->e;
-	uint64_t tail = atomic_load_explicit(&sh->ring.tail,
+	uint64_t tail = atomic_load_explicit(sh->ring.tail,
 	                                     memory_order_relaxed);
 
 	if (sh->rd != tail)
 		le__ring_release(&sh->ring, tail, sh->rd);
-	if (sh->pend_slots) {
+	if (sh->recovering) {
+		/* A dead process's records: never in our budget. */
+		atomic_fetch_add(&sh->recovered, sh->pend_slots);
+	} else if (sh->pend_slots) {
 		le__budget_give(&e->budget, sh->pend_slots, sh->pend_bytes);
 		atomic_fetch_add_explicit(&sh->consumed, sh->pend_slots,
 		                          memory_order_relaxed);
@@ -914,13 +906,13 @@ static void drain(le__shard *sh)
 			}
 			continue;
 		}
-		if (sh->rd == atomic_load(&sh->ring.head))
+		if (sh->rd == atomic_load(sh->ring.head))
 			break;
 		if (le__mono_ns() > give_up)
 			break; /* a producer never published: misuse */
 		sched_yield();
 	}
-	if (sh->pend_recs || sh->buf_new || sh->rd != atomic_load(&sh->ring.head)) {
+	if (sh->pend_recs || sh->buf_new || sh->rd != atomic_load(sh->ring.head)) {
 		/* The disk would not take them: count them lost. */
 		uint64_t lost = sh->pend_slots;
 		uint32_t bytes;
@@ -944,6 +936,48 @@ static void drain(le__shard *sh)
 		le__fdatasync(sh->ckpt_fd);
 	release(sh);
 	note_cpu(sh);
+}
+
+/*
+ * The ring file holds what a dead process queued: write it out now, before
+ * any new record, in order, exactly once.  Published slots are records the
+ * dead process's le_write accepted; a slot it claimed but never published
+ * was never accepted and is stepped over; a slot whose sequence number is
+ * already in the segment was written before the kill and is skipped.
+ */
+static int drain_dead(le__shard *sh)
+{
+	uint64_t head = atomic_load(sh->ring.head);
+	int rc = 0;
+
+	sh->recovering = 1;
+	for (;;) {
+		int why = collect(sh);
+		if (why == C_ROTATE) {
+			rc = write_batch(sh);
+			if (rc == 0)
+				rc = seg_rotate(sh);
+		} else if (sh->pend_recs || sh->buf_new) {
+			rc = write_batch(sh);
+		} else {
+			break; /* at head, or at a word that makes no sense */
+		}
+		if (rc < 0)
+			break;
+	}
+	if (rc == 0 && sh->rd != head) {
+		/* A state word before head that no claim explains: the file
+		 * was damaged.  What follows cannot be framed; drop it. */
+		le__seterr("shard %u: queue file damaged at position %llu of "
+		           "%llu; the rest of it was dropped", sh->id,
+		           (unsigned long long)sh->rd, (unsigned long long)head);
+		sh->rd = head;
+		release(sh);
+	}
+	sh->recovering = 0;
+	if (rc == 0 && sh->e->cfg.durability != LE_SYNC_NONE)
+		rc = do_sync(sh);
+	return rc;
 }
 
 void *le__writer_main(void *arg)
@@ -973,7 +1007,7 @@ void *le__writer_main(void *arg)
 			continue;
 		}
 		if (!sh->pend_recs && sh->rd != atomic_load_explicit(
-		                                      &sh->ring.tail,
+		                                      sh->ring.tail,
 		                                      memory_order_relaxed))
 			release(sh); /* only padding was consumed */
 		periodic(sh, now);
