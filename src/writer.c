@@ -343,10 +343,13 @@ static int recover_last(le__shard *sh, uint64_t index, const le__ckpt *c,
 	le__seg_path(path, sizeof path, sh->dir, index);
 	rc = le__scan_open(&s, path, sh->id, &why);
 	if (rc == LE_ECORRUPT && is_unborn(path)) {
-		/* Crash between create and first write: nothing was in it. */
+		/* Crash between create and first write: nothing was in it.
+		 * Number on after the segment before it. */
 		rc = le__unlink(path);
 		if (rc < 0)
 			return rc;
+		if (sh->nsegs)
+			seq_after(sh, sh->segs[sh->nsegs - 1].index);
 		sh->seg_index = index - 1;
 		return 1; /* caller creates a fresh segment at `index` */
 	}
@@ -965,13 +968,19 @@ static int drain_dead(le__shard *sh)
 		if (rc < 0)
 			break;
 	}
-	if (rc == 0 && sh->rd != head) {
+	if (rc == 0 && sh->rd < head) {
 		/* A state word before head that no claim explains: the file
 		 * was damaged.  What follows cannot be framed; drop it. */
 		le__seterr("shard %u: queue file damaged at position %llu of "
 		           "%llu; the rest of it was dropped", sh->id,
 		           (unsigned long long)sh->rd, (unsigned long long)head);
 		sh->rd = head;
+		release(sh);
+	}
+	if (sh->rd > head) {
+		/* The dead process claimed a slot and died before moving head
+		 * past it: the walk stepped over it; head follows. */
+		atomic_store(sh->ring.head, sh->rd);
 		release(sh);
 	}
 	sh->recovering = 0;
