@@ -17,7 +17,13 @@
  *     except handles, which are released by their own close function.
  *   - Threads: le_write(), le_logf(), le_flush() and le_stats_get() may be
  *     called from any number of threads at once.  le_open() and le_close()
- *     must not race with any other call on the same engine.
+ *     must not race with any other call on the same engine.  Writer
+ *     threads block every signal, so process-directed signals reach the
+ *     application's threads, and SIGXFSZ (ulimit -f) becomes EFBIG.
+ *   - fork(): in the child, engines opened before the fork refuse records
+ *     (LE_ECLOSED) and le_close() only frees the child's copy; the
+ *     parent's engine, files and threads are unaffected.  A child that
+ *     wants to log opens its own directory.
  *
  * The hot path (le_write, le_logf) takes no lock, calls no malloc and makes
  * no system call in the common case; with LE_OVERFLOW_DROP it never blocks.
@@ -143,6 +149,11 @@ typedef struct le_config {
 	                             accepted survive a kill -9 of the process
 	                             and the next le_open writes them out.
 	                             0: process memory.  1 */
+	uint32_t crash_flush_ms;  /* > 0: on SIGSEGV, SIGBUS, SIGABRT, SIGFPE
+	                             or SIGILL, write out what is queued,
+	                             waiting at most this long, then run the
+	                             handler that was there before (chained)
+	                             or the default action.  0: no handler. 0 */
 } le_config;
 
 /** Fill cfg with the defaults shown above (dir = NULL). */
@@ -223,7 +234,11 @@ typedef struct le_stats {
 	uint64_t syncs;             /* fdatasync calls */
 	uint64_t checkpoints;       /* checkpoints written */
 	uint64_t write_errors;      /* failed write attempts (retried) */
-	uint64_t sync_errors;       /* failed syncs */
+	uint64_t sync_errors;       /* failed syncs (never retried: the
+	                               segment is sealed, a new one begun) */
+	uint64_t sync_lost;         /* records written whose sync then failed:
+	                               maybe on disk, maybe not (counted in
+	                               written, reported here) */
 	uint64_t blocked;           /* le_write calls that waited (BLOCK) */
 	uint64_t recovered_truncated_bytes; /* torn tail cut at open */
 	uint64_t recovered_records; /* left queued by a dead process, written

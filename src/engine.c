@@ -21,6 +21,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <sched.h>
+#include <signal.h>
 #include <linux/futex.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -129,6 +130,8 @@ static int check_config(const le_config *c)
 		BAD("sync_ms: must be at least 1 with LE_SYNC_INTERVAL");
 	if (c->direct_io != 0 && c->direct_io != 1)
 		BAD("direct_io: %d is neither 0 nor 1", c->direct_io);
+	if (c->crash_flush_ms > 60000)
+		BAD("crash_flush_ms: %u is above 60000", c->crash_flush_ms);
 	if (c->mapped_queue != 0 && c->mapped_queue != 1)
 		BAD("mapped_queue: %d is neither 0 nor 1", c->mapped_queue);
 	if (c->create_dir != 0 && c->create_dir != 1)
@@ -297,15 +300,27 @@ int le_open(le_engine **out, const le_config *cfg)
 		if (rc < 0)
 			goto fail;
 	}
+	/* Writers block every signal (inherited from this mask). */
+	sigset_t all, old;
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
 	for (uint32_t i = 0; i < e->nshards; i++) {
 		le__shard *sh = &e->shards[i];
 		rc = -pthread_create(&sh->thread, NULL, le__writer_main, sh);
 		if (rc < 0) {
 			le__seterr("le_open: cannot start writer %u", i);
-			goto fail;
+			break;
 		}
 		sh->started = 1;
 	}
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (rc < 0)
+		goto fail;
+	rc = le__register(e);
+	if (rc < 0)
+		goto fail;
+	if (cfg->crash_flush_ms)
+		le__crash_install();
 	*out = e;
 	return 0;
 fail:
@@ -626,6 +641,7 @@ int le_stats_get(le_engine *e, le_stats *o)
 		o->writer_cpu_ns += atomic_load(&sh->cpu_ns);
 		o->recovered_records += atomic_load(&sh->recovered);
 		o->abandoned_slots += atomic_load(&sh->abandoned);
+		o->sync_lost += atomic_load(&sh->sync_lost);
 	}
 	o->accepted += o->queue_records + o->dropped_full;
 	o->dropped = o->dropped_full + o->dropped_io;
@@ -642,6 +658,16 @@ int le_close(le_engine *e)
 {
 	if (!e)
 		return 0;
+	if (e->forked) {
+		/* A fork child's copy: no threads here, and the files and the
+		 * queue are the parent's.  Release our copies only. */
+		le__unregister(e);
+		for (uint32_t i = 0; i < e->nshards; i++)
+			e->shards[i].started = 0;
+		engine_free(e);
+		return 0;
+	}
+	le__unregister(e);
 	atomic_store(&e->closing, 1);
 	/* Wake producers blocked for space: they see `closing` and give up. */
 	atomic_fetch_add(&e->space_seq, 1);

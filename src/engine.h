@@ -55,6 +55,7 @@ typedef struct le__shard {
 	_Atomic uint64_t cpu_ns;     /* writer thread CPU time, ns */
 	_Atomic uint64_t recovered;  /* records drained from a dead process */
 	_Atomic uint64_t abandoned;  /* claimed, never published slots */
+	_Atomic uint64_t sync_lost;  /* written, then their sync failed */
 
 	/* [const] */
 	_Alignas(64) struct le_engine *e;
@@ -94,6 +95,8 @@ typedef struct le__shard {
 	uint64_t w_last_ts;          /* last_ts as of the last write */
 	/* [writer] sync and checkpoint state */
 	int dirty;                   /* written since the last sync */
+	uint64_t unsynced;           /* records written since the last sync */
+	int rotate_pending;          /* a sync failed: start a new segment */
 	uint64_t last_sync_mono;
 	uint64_t last_ckpt_mono;
 	int ckpt_fd;
@@ -117,7 +120,8 @@ struct le_engine {
 	_Atomic uint64_t blocked;
 	_Atomic uint32_t space_seq;     /* futex: bumped when budget returns */
 	_Atomic uint32_t block_waiters; /* producers waiting on space_seq */
-	_Atomic int closing;            /* le_close has begun */
+	_Atomic int closing;            /* le_close has begun (or forked) */
+	int forked;                     /* this is a fork child's copy */
 	_Atomic int stopping;           /* writers: drain and exit */
 	_Atomic uint64_t errors_total;  /* I/O failures, all shards */
 	_Atomic uint64_t errors_seen;   /* errors_total as of the last flush */
@@ -146,6 +150,11 @@ struct le_engine {
 int le__writer_recover(le__shard *sh); /* in le_open, before threads */
 void *le__writer_main(void *arg);
 void le__writer_free(le__shard *sh);
+
+/* lifecycle.c */
+int le__register(le_engine *e);
+void le__unregister(le_engine *e);
+int le__crash_install(void);
 
 /* engine.c */
 void le__wake_writer(le__shard *sh);

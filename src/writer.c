@@ -180,6 +180,7 @@ static int seg_seal(le__shard *sh)
 
 static int seg_rotate(le__shard *sh)
 {
+	sh->rotate_pending = 0;
 	seg_seal(sh);
 	int rc = seg_create(sh, sh->seg_index + 1);
 	if (rc < 0) {
@@ -663,11 +664,20 @@ static int do_sync(le__shard *sh)
 	sh->last_sync_mono = le__mono_ns();
 	if (rc < 0) {
 		/* Never retried: after a failed fdatasync the kernel may have
-		 * dropped the dirty pages, so a second success would lie. */
+		 * dropped the dirty pages and marked them clean, so a second
+		 * "success" would lie.  The records written since the last
+		 * good sync are reported (they may or may not be on disk),
+		 * le_flush returns the error, and the file is not trusted with
+		 * anything more: the next write goes to a new segment. */
 		atomic_fetch_add(&sh->sync_errors, 1);
+		atomic_fetch_add(&sh->sync_lost, sh->unsynced);
 		note_error(sh, rc);
+		sh->unsynced = 0;
+		sh->dirty = 0;
+		sh->rotate_pending = 1;
 		return rc;
 	}
+	sh->unsynced = 0;
 	sh->dirty = 0;
 	return 0;
 }
@@ -745,6 +755,42 @@ static void prealloc(le__shard *sh)
 		sh->prealloc_end = limit; /* unsupported: do not ask again */
 }
 
+/*
+ * After a write error that the file itself caused: seal the segment at
+ * what was written and move the unwritten (already sealed) frames to the
+ * start of a new segment, to be retried there.  Frames do not depend on
+ * their offset, only the header's base sequence does.
+ */
+static void relocate(le__shard *sh)
+{
+	size_t n = sh->buf_new;
+	unsigned char *tmp = n ? malloc(n) : NULL;
+	uint64_t first = sh->buf_off + sh->buf_len - n;
+
+	if (n && !tmp)
+		return; /* retry in place */
+	memcpy(tmp, sh->buf + sh->buf_len - n, n);
+	sh->buf_len -= n;
+	sh->buf_new = 0;
+	uint64_t next = sh->next_seq;
+	sh->next_seq -= sh->pend_recs; /* the new header's base sequence */
+	int rc = seg_rotate(sh);
+	sh->next_seq = next;
+	if (rc == 0) {
+		sh->pend_last_off = seg_end(sh) + (sh->pend_last_off - first);
+		memcpy(sh->buf + sh->buf_len, tmp, n);
+		sh->buf_len += n;
+		sh->buf_new += n;
+	} else {
+		/* No new segment (fd is now -1): keep the frames where they
+		 * were; the next attempt fails with EBADF and comes back. */
+		memcpy(sh->buf + sh->buf_len, tmp, n);
+		sh->buf_len += n;
+		sh->buf_new = n;
+	}
+	free(tmp);
+}
+
 /* Write the buffer's new bytes.  @return 0 or the write's error (the
  * batch stays pending, to be retried). */
 static int write_batch(le__shard *sh)
@@ -769,6 +815,11 @@ static int write_batch(le__shard *sh)
 			atomic_fetch_add(&sh->write_errors, 1);
 			note_error(sh, rc);
 			atomic_store(&sh->failing, 1);
+			/* ENOSPC / EDQUOT: wait for space, same file.  EIO, EFBIG
+			 * (ulimit -f): this file will not take them; a new one
+			 * may. */
+			if (rc == -EIO || rc == -EFBIG || rc == -EBADF)
+				relocate(sh);
 			return rc;
 		}
 		atomic_store(&sh->failing, 0);
@@ -780,6 +831,7 @@ static int write_batch(le__shard *sh)
 		atomic_fetch_add_explicit(&sh->markers, sh->pend_markers,
 		                          memory_order_relaxed);
 		sh->dirty = 1;
+		sh->unsynced += sh->pend_recs - sh->pend_markers;
 		sh->last_frame_off = sh->pend_recs ? sh->pend_last_off
 		                                   : sh->last_frame_off;
 		sh->w_next_seq = sh->next_seq;
@@ -1010,11 +1062,13 @@ void *le__writer_main(void *arg)
 				continue;
 			}
 			backoff = 0;
-			if (why == C_ROTATE)
+			if (why == C_ROTATE || sh->rotate_pending)
 				seg_rotate(sh);
 			periodic(sh, now);
 			continue;
 		}
+		if (sh->rotate_pending && !sh->pend_recs && !sh->buf_new)
+			seg_rotate(sh); /* after a failed sync (do_sync) */
 		if (!sh->pend_recs && sh->rd != atomic_load_explicit(
 		                                      sh->ring.tail,
 		                                      memory_order_relaxed))

@@ -1,0 +1,196 @@
+/*
+ * test_lifecycle.c -- fork() while logging, and the crash handler.
+ */
+#include "harness.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+
+#include "logengine.h"
+
+static char dir[256];
+
+static long count_records(const char *d)
+{
+	le_reader *r;
+	le_reader_opts o;
+	le_record rec;
+	long n = 0;
+	int rc;
+	le_reader_opts_init(&o);
+	o.mode = LE_RECOVER_ABSOLUTE;
+	CHECK_RC(le_reader_open(&r, d, &o));
+	while ((rc = le_reader_next(r, &rec)) == 1)
+		n += !(rec.flags & LE_REC_MARKER);
+	le_reader_close(r);
+	CHECK_EQ(rc, 0);
+	return n;
+}
+
+static void write_n(le_engine *e, int n)
+{
+	for (int i = 0; i < n; i++)
+		CHECK_EQ(le_write(e, (uint64_t)i, LE_INFO, "record", 6), 0);
+}
+
+static atomic_int stop_bg;
+
+static void *background(void *arg)
+{
+	le_engine *e = arg;
+	while (!atomic_load(&stop_bg))
+		le_write(e, 7, LE_DEBUG, "background", 10);
+	return NULL;
+}
+
+TEST(fork_child_gets_eclosed_and_parent_is_unaffected)
+{
+	le_config c;
+	le_config_init(&c);
+	c.dir = t_tmpdir(dir);
+	c.shards = 2;
+	c.overflow = LE_OVERFLOW_BLOCK;
+	le_engine *e;
+	CHECK_RC(le_open(&e, &c));
+	write_n(e, 1000);
+	/* Fork while another thread logs as fast as it can: the child must
+	 * not inherit a lock or a half-claimed slot it then waits on. */
+	pthread_t bg;
+	pthread_create(&bg, NULL, background, e);
+	usleep(20000);
+	for (int round = 0; round < 20; round++) {
+		pid_t pid = fork();
+		if (pid == 0) {
+			alarm(10);
+			if (le_write(e, 0, LE_INFO, "child", 5) != LE_ECLOSED)
+				_exit(1);
+			if (le_logf(e, LE_INFO, "child %d", 1) != LE_ECLOSED)
+				_exit(2);
+			if (le_close(e) != 0)
+				_exit(3);
+			_exit(0);
+		}
+		int st;
+		waitpid(pid, &st, 0);
+		CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	}
+	atomic_store(&stop_bg, 1);
+	pthread_join(bg, NULL);
+	write_n(e, 1000);
+	le_stats st;
+	CHECK_RC(le_flush(e, 10000));
+	le_stats_get(e, &st);
+	CHECK_EQ(le_close(e), 0);
+	CHECK_EQ(count_records(dir), (long)st.written);
+	CHECK(st.written >= 2000);
+	t_rmrf(dir);
+}
+
+static int app_pipe[2];
+
+static void app_handler(int sig)
+{
+	char m[16];
+	int n = snprintf(m, sizeof m, "app %d", sig);
+	if (write(app_pipe[1], m, (size_t)n) < 0)
+		_exit(5);
+	_exit(42);
+}
+
+/* Child: open with the handler, log n records the writer would not write
+ * for a minute (flush_ms), then crash with a real SIGSEGV. */
+static void crash_child(int with_app_handler, int n)
+{
+	if (with_app_handler)
+		signal(SIGSEGV, app_handler);
+	le_config c;
+	le_config_init(&c);
+	c.dir = dir;
+	c.mapped_queue = 0;      /* so only the handler can save them */
+	c.flush_ms = 60000;
+	c.crash_flush_ms = 5000;
+	le_engine *e;
+	if (le_open(&e, &c) != 0)
+		_exit(3);
+	write_n(e, n);
+	volatile int *bad = NULL;
+	if (getpid() > 0) /* opaque to the compiler */
+		bad = (volatile int *)(uintptr_t)strtoul("8", NULL, 10);
+	*bad = 1; /* a real SIGSEGV */
+	_exit(4);
+}
+
+TEST(crash_handler_flushes_then_chains_to_app_handler)
+{
+	t_tmpdir(dir);
+	CHECK(pipe(app_pipe) == 0);
+	pid_t pid = fork();
+	if (pid == 0)
+		crash_child(1, 500);
+	int st;
+	waitpid(pid, &st, 0);
+	CHECK(WIFEXITED(st));
+	CHECK_EQ(WEXITSTATUS(st), 42);
+	char m[16] = {0};
+	CHECK(read(app_pipe[0], m, sizeof m - 1) > 0);
+	CHECK(strcmp(m, "app 11") == 0);
+	/* The handler wrote them; le_open finds them without any queue. */
+	CHECK_EQ(count_records(dir), 500);
+	t_rmrf(dir);
+}
+
+TEST(crash_handler_flushes_then_default_action_kills)
+{
+	t_tmpdir(dir);
+	pid_t pid = fork();
+	if (pid == 0)
+		crash_child(0, 300);
+	int st;
+	waitpid(pid, &st, 0);
+	CHECK(WIFSIGNALED(st));
+	CHECK_EQ(WTERMSIG(st), SIGSEGV);
+	CHECK_EQ(count_records(dir), 300);
+	t_rmrf(dir);
+}
+
+TEST(without_crash_handler_mapped_queue_still_saves_records)
+{
+	t_tmpdir(dir);
+	pid_t pid = fork();
+	if (pid == 0) {
+		le_config c;
+		le_config_init(&c);
+		c.dir = dir;
+		c.flush_ms = 60000; /* nothing written before the crash */
+		le_engine *e;
+		if (le_open(&e, &c) != 0)
+			_exit(3);
+		write_n(e, 400);
+		abort();
+	}
+	int st;
+	waitpid(pid, &st, 0);
+	CHECK(WIFSIGNALED(st) && WTERMSIG(st) == SIGABRT);
+	le_config c;
+	le_config_init(&c);
+	c.dir = dir;
+	le_engine *e;
+	CHECK_RC(le_open(&e, &c)); /* drains the dead process's queue */
+	le_stats s;
+	le_stats_get(e, &s);
+	CHECK_EQ(s.recovered_records, 400);
+	CHECK_EQ(s.accepted, 0);
+	le_close(e);
+	CHECK_EQ(count_records(dir), 400);
+	t_rmrf(dir);
+}
+
+int main(int argc, char **argv)
+{
+	T_INIT(argc, argv);
+	RUN(fork_child_gets_eclosed_and_parent_is_unaffected);
+	RUN(crash_handler_flushes_then_chains_to_app_handler);
+	RUN(crash_handler_flushes_then_default_action_kills);
+	RUN(without_crash_handler_mapped_queue_still_saves_records);
+	return t_done();
+}
