@@ -238,7 +238,33 @@ static void stop_writers(le_engine *e)
 	}
 }
 
+static int open_engine(le_engine **out, const le_config *cfg);
+
+/*
+ * le_open creates and extends files in the caller's thread (the queue
+ * file, a first segment).  Past ulimit -f the kernel would answer with
+ * SIGXFSZ, whose default action kills the process; with it blocked (and a
+ * signal we caused taken back) the call fails with EFBIG instead.
+ */
 int le_open(le_engine **out, const le_config *cfg)
+{
+	sigset_t xfsz, old, pend;
+	sigemptyset(&xfsz);
+	sigaddset(&xfsz, SIGXFSZ);
+	pthread_sigmask(SIG_BLOCK, &xfsz, &old);
+	sigpending(&pend);
+	int was_pending = sigismember(&pend, SIGXFSZ);
+	int rc = open_engine(out, cfg);
+	sigpending(&pend);
+	if (!was_pending && sigismember(&pend, SIGXFSZ)) {
+		struct timespec zero = {0, 0};
+		sigtimedwait(&xfsz, NULL, &zero);
+	}
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	return rc;
+}
+
+static int open_engine(le_engine **out, const le_config *cfg)
 {
 	le_engine *e;
 	int rc;

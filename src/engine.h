@@ -70,6 +70,10 @@ typedef struct le__shard {
 	uint64_t seg_len;            /* logical bytes in the file */
 	uint64_t seg_created_mono;   /* for segment_max_age_ms */
 	uint64_t prealloc_end;       /* blocks reserved up to here */
+	uint64_t seg_cap;            /* file size limit learned from EFBIG
+	                                (ulimit -f); 0: none seen */
+	uint32_t pend_lost;          /* pending frames dropped (too big for
+	                                any file under seg_cap) */
 	uint64_t next_seq;
 	uint64_t last_ts;
 	uint64_t last_frame_off;     /* start of the last frame written */

@@ -61,10 +61,12 @@ int le__close(int fd)
 	return le__os_table.close(fd) < 0 && errno != EINTR ? -errno : 0;
 }
 
-int le__pwrite_all(int fd, const void *buf, size_t len, uint64_t off)
+int le__pwrite_some(int fd, const void *buf, size_t len, uint64_t off,
+                    size_t *done)
 {
 	const char *p = buf;
 
+	*done = 0;
 	while (len > 0) {
 		ssize_t n = le__os_table.pwrite(fd, p, len, (off_t)off);
 		if (n < 0) {
@@ -77,8 +79,15 @@ int le__pwrite_all(int fd, const void *buf, size_t len, uint64_t off)
 		p += n;
 		off += (uint64_t)n;
 		len -= (size_t)n;
+		*done += (size_t)n;
 	}
 	return 0;
+}
+
+int le__pwrite_all(int fd, const void *buf, size_t len, uint64_t off)
+{
+	size_t done;
+	return le__pwrite_some(fd, buf, len, off, &done);
 }
 
 ssize_t le__pread_full(int fd, void *buf, size_t len, uint64_t off)

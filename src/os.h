@@ -37,6 +37,10 @@ int le__open(const char *path, int flags, mode_t mode);
 int le__close(int fd);
 /* Writes all len bytes (looping over short writes); -errno on failure. */
 int le__pwrite_all(int fd, const void *buf, size_t len, uint64_t off);
+/* The same, telling in *done how many bytes got written before a failure
+ * (a write past ulimit -f writes up to the limit, then fails: EFBIG). */
+int le__pwrite_some(int fd, const void *buf, size_t len, uint64_t off,
+                    size_t *done);
 /* Reads up to len bytes (looping until EOF); count or -errno. */
 ssize_t le__pread_full(int fd, void *buf, size_t len, uint64_t off);
 int le__fdatasync(int fd);

@@ -42,6 +42,13 @@
 #define ALIGN 4096u
 #define MS 1000000ull
 
+/* Largest a segment may grow: segment_bytes, or less under ulimit -f. */
+static uint64_t seg_limit(const le__shard *sh)
+{
+	uint64_t lim = sh->e->cfg.segment_bytes;
+	return sh->seg_cap && sh->seg_cap < lim ? sh->seg_cap : lim;
+}
+
 static uint64_t seg_end(const le__shard *sh)
 {
 	return sh->buf_off + sh->buf_len;
@@ -160,6 +167,15 @@ static int seg_seal(le__shard *sh)
 
 	if (sh->fd < 0)
 		return 0;
+	if (seg_end(sh) == 0) {
+		/* Nothing of it, not even its header, reached the file. */
+		char path[LE_PATH_MAX];
+		le__close(sh->fd);
+		sh->fd = -1;
+		le__seg_path(path, sizeof path, sh->dir, sh->seg_index);
+		le__unlink(path);
+		return 0;
+	}
 	if (sh->e->cfg.direct_io || sh->prealloc_end > seg_end(sh))
 		/* drop O_DIRECT's zero padding and unused reserved blocks */
 		rc = le__ftruncate(sh->fd, seg_end(sh));
@@ -526,7 +542,7 @@ static int room_for(le__shard *sh, uint32_t len)
 static int must_rotate(le__shard *sh, uint32_t len)
 {
 	uint64_t end = seg_end(sh) + le__frame_fixed(sh->e->cfg.fields) + len;
-	return end > sh->e->cfg.segment_bytes && seg_end(sh) > LE_SEG_HDR;
+	return end > seg_limit(sh) && seg_end(sh) > LE_SEG_HDR;
 }
 
 /* Marker for records dropped since the last one. */
@@ -562,7 +578,7 @@ static int collect(le__shard *sh)
 	const uint64_t mask = r->lap - 1;
 	const uint32_t fields = e->cfg.fields;
 	const uint32_t fixed = le__frame_fixed(fields);
-	const uint64_t seg_limit = e->cfg.segment_bytes;
+	const uint64_t limit = seg_limit(sh);
 	const size_t cap = sh->buf_cap - ALIGN;
 	const uint32_t batch = e->batch;
 	const size_t max_new = e->cfg.max_pending_bytes;
@@ -594,7 +610,7 @@ static int collect(le__shard *sh)
 			continue;
 		}
 		uint32_t plen = sl->len, flen = fixed + plen;
-		if (sh->buf_off + len + flen > seg_limit &&
+		if (sh->buf_off + len + flen > limit &&
 		    sh->buf_off + len > LE_SEG_HDR) {
 			why = C_ROTATE;
 			break;
@@ -755,38 +771,74 @@ static void prealloc(le__shard *sh)
 		sh->prealloc_end = limit; /* unsupported: do not ask again */
 }
 
+static uint32_t frame_total(const unsigned char *f)
+{
+	return le__get32(f) + 4;
+}
+
 /*
- * After a write error that the file itself caused: seal the segment at
- * what was written and move the unwritten (already sealed) frames to the
- * start of a new segment, to be retried there.  Frames do not depend on
- * their offset, only the header's base sequence does.
+ * After a write error that the file itself caused (EIO, EFBIG, no file):
+ * keep in the old segment the whole frames that `done` bytes of the write
+ * carried (EFBIG writes up to the limit), cut the file there, and move the
+ * rest (already sealed frames: they do not depend on their offset, only
+ * the header's base sequence does) to the start of a new segment, to be
+ * retried there.  A frame too big for any file under the learned size
+ * limit is dropped and counted.
  */
-static void relocate(le__shard *sh)
+static void relocate(le__shard *sh, size_t done)
 {
 	size_t n = sh->buf_new;
-	unsigned char *tmp = n ? malloc(n) : NULL;
 	uint64_t first = sh->buf_off + sh->buf_len - n;
+	unsigned char *region = sh->buf + sh->buf_len - n;
+	size_t hdr = first < LE_SEG_HDR ? (size_t)(LE_SEG_HDR - first) : 0;
+	size_t keep = 0;
 
+	if (done >= hdr && hdr <= n) {
+		keep = hdr;
+		while (keep + 4 <= n && keep + frame_total(region + keep) <= done)
+			keep += frame_total(region + keep);
+	}
+	size_t from = keep > hdr ? keep : hdr; /* headers never move */
+	uint64_t moved_frames = 0;
+	for (size_t p = from; p + 4 <= n; p += frame_total(region + p))
+		moved_frames++;
+	unsigned char *tmp = n ? malloc(n) : NULL;
 	if (n && !tmp)
 		return; /* retry in place */
-	memcpy(tmp, sh->buf + sh->buf_len - n, n);
-	sh->buf_len -= n;
+	if (tmp)
+		memcpy(tmp, region, n);
+	if (sh->fd >= 0)
+		le__ftruncate(sh->fd, first + keep); /* no partial frame stays */
+	atomic_fetch_add(&sh->bytes_written, keep);
+	sh->buf_len -= n - keep;
 	sh->buf_new = 0;
 	uint64_t next = sh->next_seq;
-	sh->next_seq -= sh->pend_recs; /* the new header's base sequence */
+	sh->next_seq -= moved_frames; /* the new header's base sequence */
 	int rc = seg_rotate(sh);
 	sh->next_seq = next;
-	if (rc == 0) {
-		sh->pend_last_off = seg_end(sh) + (sh->pend_last_off - first);
-		memcpy(sh->buf + sh->buf_len, tmp, n);
-		sh->buf_len += n;
-		sh->buf_new += n;
-	} else {
-		/* No new segment (fd is now -1): keep the frames where they
-		 * were; the next attempt fails with EBADF and comes back. */
-		memcpy(sh->buf + sh->buf_len, tmp, n);
-		sh->buf_len += n;
-		sh->buf_new = n;
+	if (rc < 0) {
+		/* No new segment (fd is now -1): what is not on disk stays
+		 * pending; the next write fails with EBADF and comes back. */
+		memcpy(sh->buf + sh->buf_len, tmp + keep, n - keep);
+		sh->buf_len += n - keep;
+		sh->buf_new = n - keep;
+		free(tmp);
+		return;
+	}
+	uint64_t room = seg_limit(sh) > LE_SEG_HDR ? seg_limit(sh) - LE_SEG_HDR : 0;
+	for (size_t p = from; p + 4 <= n; p += frame_total(tmp + p)) {
+		uint32_t t = frame_total(tmp + p);
+		if (t > room && sh->seg_cap) {
+			/* Can never fit a file under ulimit -f. */
+			atomic_fetch_add(&sh->dropped_io, 1);
+			sh->pend_lost++;
+			continue;
+		}
+		if (first + p >= sh->pend_last_off)
+			sh->pend_last_off = seg_end(sh);
+		memcpy(sh->buf + sh->buf_len, tmp + p, t);
+		sh->buf_len += t;
+		sh->buf_new += t;
 	}
 	free(tmp);
 }
@@ -796,6 +848,7 @@ static void relocate(le__shard *sh)
 static int write_batch(le__shard *sh)
 {
 	le_engine *e = sh->e;
+	size_t done = 0;
 	int rc = 0;
 
 	seal(sh);
@@ -807,9 +860,9 @@ static int write_batch(le__shard *sh)
 			memset(sh->buf + sh->buf_len, 0, w - sh->buf_len);
 			rc = le__pwrite_all(sh->fd, sh->buf, w, sh->buf_off);
 		} else {
-			rc = le__pwrite_all(sh->fd,
-			                    sh->buf + sh->buf_len - sh->buf_new,
-			                    sh->buf_new, end - sh->buf_new);
+			rc = le__pwrite_some(sh->fd,
+			                     sh->buf + sh->buf_len - sh->buf_new,
+			                     sh->buf_new, end - sh->buf_new, &done);
 		}
 		if (rc < 0) {
 			atomic_fetch_add(&sh->write_errors, 1);
@@ -817,17 +870,22 @@ static int write_batch(le__shard *sh)
 			atomic_store(&sh->failing, 1);
 			/* ENOSPC / EDQUOT: wait for space, same file.  EIO, EFBIG
 			 * (ulimit -f): this file will not take them; a new one
-			 * may. */
+			 * may.  EFBIG also tells where the limit is. */
+			if (rc == -EFBIG && !e->cfg.direct_io)
+				sh->seg_cap = end - sh->buf_new + done;
 			if (rc == -EIO || rc == -EFBIG || rc == -EBADF)
-				relocate(sh);
+				relocate(sh, rc == -EFBIG && !e->cfg.direct_io ? done
+				                                               : 0);
 			return rc;
 		}
 		atomic_store(&sh->failing, 0);
 		atomic_fetch_add_explicit(&sh->bytes_written, sh->buf_new,
 		                          memory_order_relaxed);
 		atomic_fetch_add_explicit(&sh->written,
-		                          sh->pend_recs - sh->pend_markers,
+		                          sh->pend_recs - sh->pend_markers -
+		                                  sh->pend_lost,
 		                          memory_order_relaxed);
+		sh->pend_lost = 0;
 		atomic_fetch_add_explicit(&sh->markers, sh->pend_markers,
 		                          memory_order_relaxed);
 		sh->dirty = 1;
@@ -1056,8 +1114,8 @@ void *le__writer_main(void *arg)
 		    due(sh, why, now)) {
 			if (write_batch(sh) < 0) {
 				backoff = backoff ? backoff * 2 : 10 * MS;
-				if (backoff > 1000 * MS)
-					backoff = 1000 * MS;
+				if (backoff > 250 * MS)
+					backoff = 250 * MS;
 				usleep((useconds_t)(backoff / 1000));
 				continue;
 			}

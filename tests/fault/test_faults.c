@@ -1,0 +1,306 @@
+/*
+ * test_faults.c -- faults injected through the table of OS calls (os.h):
+ * a full disk, EIO on write and on fsync, short writes, EINTR, ulimit -f.
+ * Each test swaps entries of le__os_table before le_open and puts the real
+ * ones back after le_close.
+ */
+#include "harness.h"
+
+#include <fcntl.h>
+#include <stdatomic.h>
+#include <sys/resource.h>
+
+#include "logengine.h"
+#include "os.h"
+
+static char dir[256];
+static atomic_int disk_full, fail_sync_once, short_writes, eio_writes;
+static atomic_int sync_failed_fd = -1, syncs_after_failure;
+static atomic_long pwrite_calls;
+
+static ssize_t fake_pwrite(int fd, const void *buf, size_t len, off_t off)
+{
+	long n = atomic_fetch_add(&pwrite_calls, 1);
+	if (atomic_load(&disk_full)) {
+		errno = ENOSPC;
+		return -1;
+	}
+	if (atomic_load(&eio_writes) > 0) {
+		atomic_fetch_sub(&eio_writes, 1);
+		errno = EIO;
+		return -1;
+	}
+	if (atomic_load(&short_writes)) {
+		if (n % 3 == 0) {
+			errno = EINTR;
+			return -1;
+		}
+		if (len > 7)
+			len = 7;
+	}
+	return le__os_real.pwrite(fd, buf, len, off);
+}
+
+static int fake_fdatasync(int fd)
+{
+	if (fd == atomic_load(&sync_failed_fd))
+		atomic_fetch_add(&syncs_after_failure, 1);
+	if (atomic_exchange(&fail_sync_once, 0)) {
+		atomic_store(&sync_failed_fd, fd);
+		errno = EIO;
+		return -1;
+	}
+	return le__os_real.fdatasync(fd);
+}
+
+static int fake_close(int fd)
+{
+	int expect = fd; /* its number may be reused by the next file */
+	atomic_compare_exchange_strong(&sync_failed_fd, &expect, -1);
+	return le__os_real.close(fd);
+}
+
+static void install(void)
+{
+	le__os_table.pwrite = fake_pwrite;
+	le__os_table.fdatasync = fake_fdatasync;
+	le__os_table.close = fake_close;
+}
+
+static void restore(void)
+{
+	le__os_table = le__os_real;
+}
+
+static le_config cfg(void)
+{
+	le_config c;
+	le_config_init(&c);
+	c.dir = t_tmpdir(dir);
+	c.durability = LE_SYNC_NONE;
+	return c;
+}
+
+static long count_records(int mode, uint64_t *markers_dropped)
+{
+	le_reader *r;
+	le_reader_opts o;
+	le_record rec;
+	long n = 0;
+	int rc;
+	le_reader_opts_init(&o);
+	o.mode = mode;
+	CHECK_RC(le_reader_open(&r, dir, &o));
+	while ((rc = le_reader_next(r, &rec)) == 1) {
+		if (rec.flags & LE_REC_MARKER) {
+			char b[64];
+			unsigned long long k;
+			snprintf(b, sizeof b, "%.*s", (int)rec.len,
+			         (const char *)rec.payload);
+			CHECK(sscanf(b, "%llu records dropped", &k) == 1);
+			if (markers_dropped)
+				*markers_dropped += k;
+		} else {
+			n++;
+		}
+	}
+	le_reader_close(r);
+	CHECK_EQ(rc, 0);
+	return n;
+}
+
+static int verify_ok(void)
+{
+	char cmd[600];
+	const char *cli = getenv("LE_CLI") ? getenv("LE_CLI") : "build/logengine";
+	snprintf(cmd, sizeof cmd, "%s verify '%s' >/dev/null", cli, dir);
+	return system(cmd) == 0;
+}
+
+TEST(disk_full_never_blocks_producers_and_drops_are_counted)
+{
+	le_config c = cfg();
+	c.queue_capacity = 256;
+	install();
+	le_engine *e;
+	CHECK_RC(le_open(&e, &c));
+	atomic_store(&disk_full, 1);
+	long ok = 0, full = 0;
+	char buf[100];
+	memset(buf, 'x', sizeof buf);
+	/* With the disk full, the queue fills and every further call
+	 * returns LE_EFULL at once (the harness's alarm catches a hang). */
+	for (int i = 0; i < 200000; i++) {
+		int rc = le_write(e, 0, LE_INFO, buf, sizeof buf);
+		CHECK(rc == 0 || rc == LE_EFULL);
+		rc == 0 ? ok++ : full++;
+	}
+	CHECK(full > 190000);
+	le_stats st;
+	le_stats_get(e, &st);
+	CHECK(st.write_errors > 0);
+	CHECK_EQ(st.last_error, -ENOSPC);
+	atomic_store(&disk_full, 0); /* space returns */
+	do { /* the writer retries (backing off), the queue empties */
+		usleep(10000);
+		le_stats_get(e, &st);
+	} while (st.queue_records > 0);
+	for (int i = 0; i < 100; i++)
+		CHECK_EQ(le_write(e, 0, LE_INFO, buf, sizeof buf), 0);
+	ok += 100;
+	le_flush(e, 10000); /* reports the ENOSPC seen since open */
+	CHECK_RC(le_flush(e, 10000));
+	le_stats_get(e, &st);
+	CHECK_EQ(st.accepted, (uint64_t)(ok + full));
+	CHECK_EQ(st.accepted, st.written + st.dropped);
+	CHECK_EQ(st.written, (uint64_t)ok);
+	le_close(e);
+	restore();
+	uint64_t dropped = 0;
+	CHECK_EQ(count_records(LE_RECOVER_ABSOLUTE, &dropped), ok);
+	CHECK_EQ(dropped, (uint64_t)full);
+	CHECK(verify_ok());
+	t_rmrf(dir);
+}
+
+TEST(failed_fsync_is_reported_never_retried_and_a_new_segment_begins)
+{
+	le_config c = cfg();
+	c.durability = LE_SYNC_BATCH;
+	install();
+	le_engine *e;
+	CHECK_RC(le_open(&e, &c));
+	for (int i = 0; i < 100; i++)
+		CHECK_EQ(le_write(e, 0, LE_INFO, "before", 6), 0);
+	CHECK_RC(le_flush(e, 5000));
+	atomic_store(&fail_sync_once, 1);
+	for (int i = 0; i < 100; i++)
+		CHECK_EQ(le_write(e, 0, LE_INFO, "during", 6), 0);
+	int rc = le_flush(e, 5000);
+	CHECK_EQ(rc, -EIO); /* the caller learns the sync failed */
+	for (int i = 0; i < 100; i++)
+		CHECK_EQ(le_write(e, 0, LE_INFO, "after", 5), 0);
+	CHECK_EQ(le_flush(e, 5000), 0);
+	le_stats st;
+	le_stats_get(e, &st);
+	CHECK_EQ(st.sync_errors, 1);
+	CHECK(st.sync_lost >= 1 && st.sync_lost <= 100);
+	CHECK(st.segments_created >= 2);
+	CHECK_EQ(le_close(e), 0);
+	/* The file whose sync failed was never synced again. */
+	CHECK_EQ(atomic_load(&syncs_after_failure), 0);
+	restore();
+	CHECK_EQ(count_records(LE_RECOVER_ABSOLUTE, NULL), 300);
+	CHECK(verify_ok());
+	t_rmrf(dir);
+}
+
+TEST(short_writes_and_eintr_lose_nothing)
+{
+	le_config c = cfg();
+	install();
+	atomic_store(&short_writes, 1);
+	le_engine *e;
+	CHECK_RC(le_open(&e, &c));
+	c.overflow = LE_OVERFLOW_BLOCK;
+	for (int i = 0; i < 3000; i++)
+		CHECK_EQ(le_logf(e, LE_INFO, "short write %d", i), 0);
+	CHECK_EQ(le_close(e), 0);
+	atomic_store(&short_writes, 0);
+	restore();
+	CHECK_EQ(count_records(LE_RECOVER_ABSOLUTE, NULL), 3000);
+	CHECK(verify_ok());
+	t_rmrf(dir);
+}
+
+TEST(eio_on_write_moves_the_batch_to_a_new_segment)
+{
+	le_config c = cfg();
+	install();
+	le_engine *e;
+	CHECK_RC(le_open(&e, &c));
+	for (int i = 0; i < 500; i++)
+		CHECK_EQ(le_write(e, 0, LE_INFO, "first", 5), 0);
+	CHECK_RC(le_flush(e, 5000));
+	atomic_store(&eio_writes, 2);
+	for (int i = 0; i < 500; i++)
+		CHECK_EQ(le_write(e, 0, LE_INFO, "second", 6), 0);
+	le_flush(e, 10000);
+	le_stats st;
+	le_stats_get(e, &st);
+	CHECK(st.write_errors >= 2);
+	CHECK(st.segments_created >= 2);
+	CHECK_EQ(st.written, 1000);
+	CHECK_EQ(le_close(e), 0);
+	restore();
+	CHECK_EQ(count_records(LE_RECOVER_ABSOLUTE, NULL), 1000);
+	CHECK(verify_ok());
+	t_rmrf(dir);
+}
+
+TEST(file_size_limit_gives_efbig_not_death_by_sigxfsz)
+{
+	le_config c = cfg();
+	c.segment_bytes = 4 << 20;
+	c.overflow = LE_OVERFLOW_BLOCK;
+	c.mapped_queue = 0; /* its file alone is bigger than the limit */
+	pid_t pid = fork();
+	if (pid == 0) {
+		struct rlimit rl = {200 << 10, 200 << 10}; /* ulimit -f 200 */
+		setrlimit(RLIMIT_FSIZE, &rl);
+		le_engine *e;
+		if (le_open(&e, &c) != 0)
+			_exit(2);
+		char buf[200];
+		memset(buf, 'y', sizeof buf);
+		for (int i = 0; i < 5000; i++) /* ~1.1 MB: several limits */
+			if (le_write(e, 0, LE_INFO, buf, sizeof buf) != 0)
+				_exit(3);
+		le_flush(e, 20000);
+		le_stats st;
+		le_stats_get(e, &st);
+		le_close(e);
+		if (st.written != 5000 || st.segments_created < 5)
+			fprintf(stderr, "  written %llu segments %llu errors %llu "
+			        "last %d\n", (unsigned long long)st.written,
+			        (unsigned long long)st.segments_created,
+			        (unsigned long long)st.write_errors, st.last_error);
+		_exit(st.written == 5000 && st.segments_created >= 5 ? 0 : 4);
+	}
+	int st;
+	waitpid(pid, &st, 0);
+	CHECK(WIFEXITED(st));
+	CHECK_EQ(WEXITSTATUS(st), 0);
+	CHECK_EQ(count_records(LE_RECOVER_ABSOLUTE, NULL), 5000);
+	t_rmrf(dir);
+}
+
+TEST(queue_file_past_ulimit_f_fails_le_open_cleanly)
+{
+	le_config c = cfg();
+	pid_t pid = fork();
+	if (pid == 0) {
+		struct rlimit rl = {200 << 10, 200 << 10};
+		setrlimit(RLIMIT_FSIZE, &rl);
+		le_engine *e;
+		int rc = le_open(&e, &c); /* the 16 MiB queue file cannot be */
+		_exit(rc == -EFBIG && strstr(le_errmsg(), "queue") ? 0 : 1);
+	}
+	int st;
+	waitpid(pid, &st, 0);
+	CHECK(WIFEXITED(st)); /* not killed by SIGXFSZ */
+	CHECK_EQ(WEXITSTATUS(st), 0);
+	t_rmrf(dir);
+}
+
+int main(int argc, char **argv)
+{
+	T_INIT(argc, argv);
+	RUN(disk_full_never_blocks_producers_and_drops_are_counted);
+	RUN(failed_fsync_is_reported_never_retried_and_a_new_segment_begins);
+	RUN(short_writes_and_eintr_lose_nothing);
+	RUN(eio_on_write_moves_the_batch_to_a_new_segment);
+	RUN(file_size_limit_gives_efbig_not_death_by_sigxfsz);
+	RUN(queue_file_past_ulimit_f_fails_le_open_cleanly);
+	return t_done();
+}
