@@ -51,6 +51,33 @@ static void attach(le__ring *r, void *map, size_t len)
 	r->tail = (_Atomic uint64_t *)((unsigned char *)map + LE_QUEUE_TAIL_OFF);
 }
 
+/*
+ * The queue protects against the death of the process, not of the machine:
+ * after a power cut its pages hold whatever the kernel had written back,
+ * perhaps a slot from before a write and a head from after it.  So the
+ * file records the boot it belongs to, and a queue from another boot is
+ * discarded (what it held was only ever promised by the durability
+ * policy, which the segment files keep).
+ */
+uint64_t le__boot_id_override;
+
+static uint64_t boot_id(void)
+{
+	char b[64] = "";
+	if (le__boot_id_override)
+		return le__boot_id_override;
+	FILE *f = fopen("/proc/sys/kernel/random/boot_id", "re");
+	if (f) {
+		if (!fgets(b, sizeof b, f))
+			b[0] = '\0';
+		fclose(f);
+	}
+	uint64_t h = 0xcbf29ce484222325ull; /* FNV-1a of the text */
+	for (const char *p = b; *p; p++)
+		h = (h ^ (unsigned char)*p) * 0x100000001b3ull;
+	return h;
+}
+
 static void put_header(unsigned char *h, const le__ring *r, uint32_t shard)
 {
 	memset(h, 0, 64);
@@ -61,6 +88,7 @@ static void put_header(unsigned char *h, const le__ring *r, uint32_t shard)
 	le__put64(h + 24, r->lap);
 	le__put32(h + 32, shard);
 	le__put32(h + 36, LE_SLOT_HDR);
+	le__put64(h + 40, boot_id());
 	le__put32(h + 60, le__crc_mask(le__crc32c_extend(0, h, 60)));
 }
 
@@ -71,8 +99,9 @@ static int get_header(const unsigned char *h, uint64_t file_len,
 	if (memcmp(h, LE_QUEUE_MAGIC, 8) != 0 ||
 	    le__get32(h + 60) != le__crc_mask(le__crc32c_extend(0, h, 60)) ||
 	    le__get32(h + 8) != 1 || le__get32(h + 12) != LE_QUEUE_HDR ||
-	    le__get32(h + 36) != LE_SLOT_HDR || le__get32(h + 32) != shard)
-		return LE_ECORRUPT;
+	    le__get32(h + 36) != LE_SLOT_HDR || le__get32(h + 32) != shard ||
+	    le__get64(h + 40) != boot_id())
+		return LE_ECORRUPT; /* or another boot's: start afresh */
 	*size = le__get64(h + 16);
 	le__ring probe;
 	geometry(&probe, *size);

@@ -74,7 +74,8 @@
 /* The QUEUE file: a 4 KiB header page, then the ring's `size` bytes.
  *   0  8  magic "LOGENGQU"      16  8  size       32  4  shard
  *   8  4  version (1)           24  8  lap        36  4  slot header (32)
- *  12  4  header bytes (4096)   60  4  masked CRC32C of bytes 0..59
+ *  12  4  header bytes (4096)   40  8  boot (hash of the kernel's boot_id)
+ *  60  4  masked CRC32C of bytes 0..59
  *  64  8  head (own line)      128  8  tail (own line) */
 #define LE_QUEUE_MAGIC "LOGENGQU"
 #define LE_QUEUE_HDR 4096u
@@ -267,6 +268,9 @@ static inline int le__ring_peek(const le__ring *r, uint64_t *rd,
 int le__ring_open(le__ring *r, const char *path, uint64_t size,
                   uint32_t shard);
 void le__ring_close(le__ring *r);
+
+/* Tests simulate a reboot by changing this (0: the kernel's boot_id). */
+extern uint64_t le__boot_id_override;
 
 /* 1 when the ring holds claimed slots (head != tail). */
 int le__ring_busy(const le__ring *r);
