@@ -172,6 +172,33 @@ static int open_dir(le_engine *e)
 	return 0;
 }
 
+/* Records a dead process queued in a shard this engine would not open
+ * must not be left behind: refuse, and say how to get them out. */
+static int check_orphans(le_engine *e)
+{
+	uint32_t *ids;
+	size_t n;
+	char path[LE_PATH_MAX + 32];
+	int rc = le__shard_list(e->dir, &ids, &n);
+	if (rc < 0)
+		return rc;
+	for (size_t i = 0; i < n; i++) {
+		if (ids[i] < e->nshards)
+			continue;
+		snprintf(path, sizeof path, "%s/shard-%03u/QUEUE", e->dir, ids[i]);
+		if (le__ring_file_busy(path, ids[i])) {
+			le__seterr("shards: shard-%03u holds records a crashed "
+			           "process queued; open with shards >= %u, or "
+			           "run `logengine recover %s`", ids[i], ids[i] + 1,
+			           e->dir);
+			free(ids);
+			return LE_EINVAL;
+		}
+	}
+	free(ids);
+	return 0;
+}
+
 static int shard_init(le_engine *e, uint32_t i)
 {
 	le__shard *sh = &e->shards[i];
@@ -307,6 +334,9 @@ static int open_engine(le_engine **out, const le_config *cfg)
 
 	e->use_tsc = le__tsc_usable();
 	rc = open_dir(e);
+	if (rc < 0)
+		goto fail;
+	rc = check_orphans(e);
 	if (rc < 0)
 		goto fail;
 	rc = posix_memalign((void **)&e->shards, 64,

@@ -190,6 +190,23 @@ void le__ring_close(le__ring *r)
 	r->fd = -1;
 }
 
+int le__ring_file_busy(const char *path, uint32_t shard)
+{
+	unsigned char h[LE_QUEUE_TAIL_OFF + 8];
+	struct stat st;
+	uint64_t size;
+	int fd = le__open(path, O_RDONLY, 0);
+	if (fd < 0)
+		return 0;
+	int busy = fstat(fd, &st) == 0 &&
+	           le__pread_full(fd, h, sizeof h, 0) == (ssize_t)sizeof h &&
+	           get_header(h, (uint64_t)st.st_size, shard, &size) == 0 &&
+	           le__get64(h + LE_QUEUE_HEAD_OFF) !=
+	                   le__get64(h + LE_QUEUE_TAIL_OFF);
+	le__close(fd);
+	return busy;
+}
+
 int le__ring_busy(const le__ring *r)
 {
 	return atomic_load(r->head) != atomic_load(r->tail);

@@ -272,6 +272,9 @@ void le__ring_close(le__ring *r);
 /* Tests simulate a reboot by changing this (0: the kernel's boot_id). */
 extern uint64_t le__boot_id_override;
 
+/* 1 when the QUEUE file at path (of this boot) holds queued records. */
+int le__ring_file_busy(const char *path, uint32_t shard);
+
 /* 1 when the ring holds claimed slots (head != tail). */
 int le__ring_busy(const le__ring *r);
 

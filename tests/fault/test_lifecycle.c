@@ -185,6 +185,42 @@ TEST(without_crash_handler_mapped_queue_still_saves_records)
 	t_rmrf(dir);
 }
 
+TEST(queued_records_in_a_shard_not_opened_are_not_abandoned)
+{
+	t_tmpdir(dir);
+	pid_t pid = fork();
+	if (pid == 0) {
+		le_config c;
+		le_config_init(&c);
+		c.dir = dir;
+		c.shards = 4;
+		c.flush_ms = 60000;
+		le_engine *e;
+		if (le_open(&e, &c) != 0)
+			_exit(3);
+		for (int i = 0; i < 100; i++)
+			le_write(e, 3, LE_INFO, "shard three", 11);
+		abort();
+	}
+	int st;
+	waitpid(pid, &st, 0);
+	le_config c;
+	le_config_init(&c);
+	c.dir = dir;
+	c.shards = 2; /* would leave shard 3's queue behind */
+	le_engine *e;
+	CHECK_EQ(le_open(&e, &c), LE_EINVAL);
+	CHECK(strstr(le_errmsg(), "shard-003") != NULL);
+	char cmd[600];
+	snprintf(cmd, sizeof cmd, "%s recover '%s' >/dev/null",
+	         getenv("LE_CLI") ? getenv("LE_CLI") : "build/logengine", dir);
+	CHECK_EQ(system(cmd), 0);
+	CHECK_RC(le_open(&e, &c)); /* drained: now it may */
+	le_close(e);
+	CHECK_EQ(count_records(dir), 100);
+	t_rmrf(dir);
+}
+
 int main(int argc, char **argv)
 {
 	T_INIT(argc, argv);
@@ -192,5 +228,6 @@ int main(int argc, char **argv)
 	RUN(crash_handler_flushes_then_chains_to_app_handler);
 	RUN(crash_handler_flushes_then_default_action_kills);
 	RUN(without_crash_handler_mapped_queue_still_saves_records);
+	RUN(queued_records_in_a_shard_not_opened_are_not_abandoned);
 	return t_done();
 }
