@@ -16,6 +16,8 @@
  */
 #include "harness.h"
 
+#include <sys/prctl.h>
+
 #include <pthread.h>
 #include <stdatomic.h>
 #include <sys/mman.h>
@@ -51,6 +53,10 @@ static void *child_thread(void *arg)
 
 static void child(void)
 {
+	/* This loops until killed: never outlive the test if it dies. */
+	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	if (getppid() == 1)
+		_exit(9);
 	le_config c;
 	le_config_init(&c);
 	c.dir = dir;

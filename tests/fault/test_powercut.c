@@ -15,6 +15,8 @@
  */
 #include "harness.h"
 
+#include <sys/prctl.h>
+
 #include <fcntl.h>
 #include <stdatomic.h>
 #include <sys/mman.h>
@@ -109,6 +111,10 @@ static struct shared *sh;
 
 static void child(int durability)
 {
+	/* This loops until killed: never outlive the test if it dies. */
+	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	if (getppid() == 1)
+		_exit(9);
 	le__os_table.open = pc_open;
 	le__os_table.close = pc_close;
 	le__os_table.fdatasync = pc_fdatasync;
