@@ -115,6 +115,14 @@ enum le_oversize {
 #define LE_FIELD_SEQUENCE 0x10u  /* per-shard sequence number */
 #define LE_FIELD_ALL 0x1fu
 
+/* Line formats of the stream sink. */
+enum le_stream_format {
+	LE_STREAM_RAW = 0,  /* the payload, newline-terminated */
+	LE_STREAM_TEXT = 1, /* 2026-11-30T21:30:27.123456789Z INFO  payload */
+	LE_STREAM_JSON = 2  /* {"seq":..,"ts":"..","level":"..","shard":..,
+	                        "msg":".."} */
+};
+
 /* When segment data is forced to stable storage. */
 enum le_durability {
 	LE_SYNC_NONE = 0,     /* only at close; the OS writes back when it likes */
@@ -149,6 +157,21 @@ typedef struct le_config {
 	                             accepted survive a kill -9 of the process
 	                             and the next le_open writes them out.
 	                             0: process memory.  1 */
+	int store;                /* 1: segment files in dir (default).  0: no
+	                             segment store (dir unused), the stream
+	                             sink only. */
+	int stream_fd;            /* > 0: also write every record as a line
+	                             to this descriptor (stdout = 1, a pipe, a
+	                             file), never letting a slow or stalled
+	                             reader block a producer: lines that do not
+	                             fit stream_buffer_bytes are dropped,
+	                             counted, and reported by a line "N records
+	                             dropped".  0: none */
+	int stream_format;        /* LE_STREAM_RAW (payload), LE_STREAM_TEXT
+	                             (time, level, payload), LE_STREAM_JSON */
+	int stream_sync;          /* 1: write each line in the caller's thread,
+	                             blocking (a baseline to compare with) */
+	uint32_t stream_buffer_bytes; /* lines waiting for the reader. 1 MiB */
 	uint32_t crash_flush_ms;  /* > 0: on SIGSEGV, SIGBUS, SIGABRT, SIGFPE
 	                             or SIGILL, write out what is queued,
 	                             waiting at most this long, then run the
@@ -245,6 +268,10 @@ typedef struct le_stats {
 	                               at open (not counted in accepted) */
 	uint64_t abandoned_slots;   /* slots claimed by a dead process but
 	                               never published: not accepted, skipped */
+	uint64_t stream_lines;      /* lines handed to the stream sink */
+	uint64_t stream_dropped;    /* records the stream sink had no room for
+	                               (or whose reader was gone) */
+	uint64_t stream_bytes;      /* bytes written to stream_fd */
 	uint64_t writer_cpu_ns;     /* CPU time of the writer threads, as of
 	                               their last once-a-second update */
 	int last_error;             /* most recent I/O error, 0 if none */

@@ -26,6 +26,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/file.h>
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -51,6 +52,8 @@ void le_config_init(le_config *c)
 	c->sync_ms = 1000;
 	c->checkpoint_ms = 1000;
 	c->mapped_queue = 1;
+	c->store = 1;
+	c->stream_buffer_bytes = 1u << 20;
 }
 
 /* ---- futex ---- */
@@ -84,6 +87,26 @@ void le__wake_writer(le__shard *sh)
 
 static int check_config(const le_config *c)
 {
+	if (c->store != 0 && c->store != 1)
+		BAD("store: %d is neither 0 nor 1", c->store);
+	if (!c->store && c->stream_fd <= 0)
+		BAD("store: 0 needs a stream_fd (records must go somewhere)");
+	if (c->stream_fd < 0)
+		BAD("stream_fd: %d is not a descriptor (0 means none)",
+		    c->stream_fd);
+	if (c->stream_format < LE_STREAM_RAW || c->stream_format > LE_STREAM_JSON)
+		BAD("stream_format: %d is not LE_STREAM_RAW, _TEXT or _JSON",
+		    c->stream_format);
+	if (c->stream_sync != 0 && c->stream_sync != 1)
+		BAD("stream_sync: %d is neither 0 nor 1", c->stream_sync);
+	if (c->stream_fd > 0 && !c->stream_sync &&
+	    (c->stream_buffer_bytes < 4096 || c->stream_buffer_bytes > (1u << 30)))
+		BAD("stream_buffer_bytes: %u is not between 4096 and 2^30",
+		    c->stream_buffer_bytes);
+	if (c->stream_fd > 0 && fcntl(c->stream_fd, F_GETFL) < 0)
+		BAD("stream_fd: %d is not an open descriptor", c->stream_fd);
+	if (!c->store)
+		goto no_dir;
 	if (!c->dir || !c->dir[0])
 		BAD("dir: must name a directory");
 	if (strlen(c->dir) > LE_PATH_MAX - 64)
@@ -128,6 +151,7 @@ static int check_config(const le_config *c)
 		    c->durability);
 	if (c->durability == LE_SYNC_INTERVAL && c->sync_ms < 1)
 		BAD("sync_ms: must be at least 1 with LE_SYNC_INTERVAL");
+no_dir:
 	if (c->direct_io != 0 && c->direct_io != 1)
 		BAD("direct_io: %d is neither 0 nor 1", c->direct_io);
 	if (c->crash_flush_ms > 60000)
@@ -210,6 +234,10 @@ static int shard_init(le_engine *e, uint32_t i)
 	sh->fd = -1;
 	sh->ckpt_fd = -1;
 	le__clock_init(&sh->clock);
+	if (!e->cfg.store) {
+		rc = le__ring_open(&sh->ring, NULL, size, i);
+		return rc < 0 ? rc : le__writer_recover(sh);
+	}
 	rc = le__shard_dir(sh->dir, sizeof sh->dir, e->dir, i);
 	if (rc < 0)
 		return rc;
@@ -246,6 +274,8 @@ static void engine_free(le_engine *e)
 	}
 	if (e->lock_fd >= 0)
 		le__close(e->lock_fd); /* drops the flock */
+	if (e->has_stream)
+		le__stream_close(&e->stream);
 	pthread_mutex_destroy(&e->flush_mu);
 	pthread_cond_destroy(&e->flush_cv);
 	free(e);
@@ -312,7 +342,7 @@ static int open_engine(le_engine **out, const le_config *cfg)
 	pthread_mutex_init(&e->flush_mu, NULL);
 	pthread_cond_init(&e->flush_cv, NULL);
 	e->cfg = *cfg;
-	snprintf(e->dir, sizeof e->dir, "%s", cfg->dir);
+	snprintf(e->dir, sizeof e->dir, "%s", cfg->dir ? cfg->dir : "");
 	e->cfg.dir = e->dir;
 	e->nshards = cfg->shards;
 	e->shard_mask = (e->nshards & (e->nshards - 1)) ? 0 : e->nshards - 1;
@@ -333,12 +363,20 @@ static int open_engine(le_engine **out, const le_config *cfg)
 		e->wake_bytes = e->cap_bytes / 2;
 
 	e->use_tsc = le__tsc_usable();
-	rc = open_dir(e);
-	if (rc < 0)
-		goto fail;
-	rc = check_orphans(e);
-	if (rc < 0)
-		goto fail;
+	if (cfg->store) {
+		rc = open_dir(e);
+		if (rc < 0)
+			goto fail;
+		rc = check_orphans(e);
+		if (rc < 0)
+			goto fail;
+	}
+	if (cfg->stream_fd > 0) {
+		rc = le__stream_open(&e->stream, cfg);
+		e->has_stream = 1;
+		if (rc < 0)
+			goto fail;
+	}
 	rc = posix_memalign((void **)&e->shards, 64,
 	                    e->nshards * sizeof *e->shards);
 	if (rc != 0) {
@@ -521,6 +559,23 @@ static void fill(le_engine *e, le__slot *s, int level, uint8_t flags,
 	s->flags = flags;
 }
 
+/* stream_sync: the line goes out in the caller's thread, blocking. */
+static int write_sync(le_engine *e, int level, uint8_t flags,
+                      const void *payload, size_t len)
+{
+	unsigned char small[4096], *b = small;
+	size_t cap = 6 * len + 256; /* JSON escapes at most 6 bytes per byte */
+	if (cap > sizeof small && !(b = malloc(cap)))
+		return LE_ENOMEM;
+	size_t n = le__stream_format(b, cap > sizeof small ? cap : sizeof small,
+	                             e->cfg.stream_format, le__now_ns(), level,
+	                             0, 0, flags, payload, (uint32_t)len);
+	int rc = le__stream_write_sync(&e->stream, b, n);
+	if (b != small)
+		free(b);
+	return rc;
+}
+
 int le_write(le_engine *e, uint64_t route_key, int level, const void *payload,
              size_t len)
 {
@@ -534,6 +589,11 @@ int le_write(le_engine *e, uint64_t route_key, int level, const void *payload,
 	rc = clip(e, &len, &flags);
 	if (rc < 0)
 		return rc;
+	if (e->cfg.stream_sync && e->cfg.stream_fd > 0) {
+		rc = write_sync(e, level, flags, payload, len);
+		if (rc < 0 || !e->cfg.store)
+			return rc;
+	}
 	le__shard *sh = route(e, route_key);
 	le__slot *s = reserve(e, sh, (uint32_t)len,
 	                      le__slot_bytes((uint32_t)len), &rc, &wake);
@@ -580,6 +640,24 @@ int le_vlogf(le_engine *e, int level, const char *fmt, va_list ap)
 	if (rc < 0) {
 		va_end(ap2);
 		return rc;
+	}
+	if (e->cfg.stream_sync && e->cfg.stream_fd > 0) {
+		char *t = small;
+		if ((size_t)n >= sizeof small) {
+			va_list ap3;
+			va_copy(ap3, ap2);
+			t = malloc(len + 1);
+			if (t)
+				vsnprintf(t, len + 1, fmt, ap3);
+			va_end(ap3);
+		}
+		rc = t ? write_sync(e, level, flags, t, len) : LE_ENOMEM;
+		if (t != small)
+			free(t);
+		if (rc < 0 || !e->cfg.store) {
+			va_end(ap2);
+			return rc;
+		}
 	}
 	le__shard *sh = route(e, my_key());
 	/* One ring byte more than the payload: vsnprintf's terminating NUL
@@ -660,6 +738,9 @@ int le_flush(le_engine *e, int timeout_ms)
 	}
 	atomic_fetch_sub(&e->flush_waiters, 1);
 	pthread_mutex_unlock(&e->flush_mu);
+	if (rc == 0 && e->has_stream && !e->cfg.store &&
+	    !le__stream_drained(&e->stream, timeout_ms))
+		rc = LE_ETIMEDOUT;
 	/* Report an I/O failure that happened since the previous flush. */
 	uint64_t errs = atomic_load(&e->errors_total);
 	uint64_t seen = atomic_exchange(&e->errors_seen, errs);
@@ -707,6 +788,11 @@ int le_stats_get(le_engine *e, le_stats *o)
 	o->queue_hwm_records = atomic_load(&e->hwm_rec);
 	o->queue_hwm_bytes = atomic_load(&e->hwm_bytes);
 	o->last_error = atomic_load(&e->last_error);
+	if (e->cfg.stream_fd > 0) {
+		o->stream_lines = atomic_load(&e->stream.lines);
+		o->stream_dropped = atomic_load(&e->stream.dropped);
+		o->stream_bytes = atomic_load(&e->stream.bytes);
+	}
 	return 0;
 }
 

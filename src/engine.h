@@ -19,6 +19,35 @@
 #include "os.h"
 #include "segment.h"
 
+/* sink_stream.c: the stream sink (see its header comment). */
+typedef struct le__stream {
+	int fd;                  /* the caller's descriptor */
+	int wfd;                 /* ours: a non-blocking reopen, or fd */
+	int own_nonblock;
+	int format, sync;
+	pthread_t thread;
+	int started;
+	pthread_mutex_t mu;      /* guards ring, head, len, drops_pending */
+	pthread_cond_t cv;
+	unsigned char *ring;
+	size_t cap, head, len;
+	uint64_t drops_pending;  /* to report with a line */
+	int stop;
+	uint64_t stop_deadline;
+	_Atomic int dead;        /* EPIPE or the like: the reader is gone */
+	_Atomic uint64_t lines, dropped, bytes;
+} le__stream;
+
+size_t le__stream_format(unsigned char *out, size_t cap, int format,
+                         uint64_t ts, int level, uint32_t shard, uint64_t seq,
+                         uint32_t flags, const void *payload, uint32_t len);
+int le__stream_open(le__stream *s, const le_config *c);
+void le__stream_close(le__stream *s);
+uint64_t le__stream_push(le__stream *s, const unsigned char *lines,
+                         const uint32_t *lens, size_t n);
+int le__stream_write_sync(le__stream *s, const unsigned char *line, size_t n);
+int le__stream_drained(le__stream *s, int timeout_ms);
+
 typedef struct le__segmeta {
 	uint64_t index;
 	uint64_t bytes;
@@ -106,6 +135,12 @@ typedef struct le__shard {
 	int ckpt_fd;
 	uint64_t ckpt_gen;
 	uint64_t ckpt_off;           /* seg_len at the last checkpoint */
+	/* [writer] lines of the current batch for the stream sink */
+	unsigned char *stage;
+	size_t stage_len, stage_cap;
+	uint32_t *stage_lens;
+	size_t nstage, stage_max;
+	uint64_t stage_dropped;      /* lines that did not fit the stage */
 	/* [writer] sealed segments, oldest first, for retention */
 	le__segmeta *segs;
 	size_t nsegs, segs_cap;
@@ -143,6 +178,8 @@ struct le_engine {
 	int use_tsc;                    /* slots carry TSC ticks (os.h) */
 	int lock_fd;
 	le__shard *shards;
+	int has_stream;                 /* async stream sink running */
+	le__stream stream;
 
 	/* le_flush waiters sleep here; writers signal when flush_waiters. */
 	pthread_mutex_t flush_mu;

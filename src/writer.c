@@ -429,6 +429,19 @@ int le__writer_recover(le__shard *sh)
 		sh->buf = NULL;
 		return LE_ENOMEM;
 	}
+	if (e->has_stream) {
+		sh->stage_max = e->batch + 64;
+		sh->stage_cap = e->cfg.max_pending_bytes * 2 + 6 * (size_t)e->max_rec + 512;
+		sh->stage = malloc(sh->stage_cap);
+		sh->stage_lens = malloc(sh->stage_max * sizeof *sh->stage_lens);
+		if (!sh->stage || !sh->stage_lens)
+			return LE_ENOMEM;
+	}
+	if (!e->cfg.store) {
+		sh->rd = atomic_load(sh->ring.tail);
+		sh->buf_len = sh->buf_new = 0;
+		return 0;
+	}
 	have_ckpt = le__ckpt_read(sh->dir, &c) == 0 && c.shard == sh->id;
 	sh->ckpt_gen = have_ckpt ? c.gen : 0;
 	snprintf(path, sizeof path, "%s/CHECKPOINT", sh->dir);
@@ -479,8 +492,12 @@ void le__writer_free(le__shard *sh)
 	sh->fd = sh->ckpt_fd = -1;
 	free(sh->buf);
 	free(sh->segs);
+	free(sh->stage);
+	free(sh->stage_lens);
 	sh->buf = NULL;
 	sh->segs = NULL;
+	sh->stage = NULL;
+	sh->stage_lens = NULL;
 }
 
 /* ---- the loop ---- */
@@ -492,6 +509,43 @@ static le__slot *peek_slot(le__shard *sh, uint32_t *bytes)
 	return le__ring_peek(&sh->ring, &sh->rd, &s, bytes) == LE_PEEK_RECORD
 	               ? s
 	               : NULL;
+}
+
+/* Format a record as a line for the stream sink, into the batch's stage;
+ * a line that does not fit is counted and dropped there. */
+static void stage(le__shard *sh, uint64_t ts, int level, uint64_t seq,
+                  uint32_t flags, const void *payload, uint32_t len)
+{
+	size_t need = 6 * (size_t)len + 256;
+	if (sh->nstage == sh->stage_max || sh->stage_len + need > sh->stage_cap) {
+		sh->stage_dropped++;
+		return;
+	}
+	size_t n = le__stream_format(sh->stage + sh->stage_len,
+	                             sh->stage_cap - sh->stage_len,
+	                             sh->e->cfg.stream_format, ts, level, sh->id,
+	                             seq, flags, payload, len);
+	sh->stage_lens[sh->nstage++] = (uint32_t)n;
+	sh->stage_len += n;
+}
+
+/* Hand the batch's lines to the stream sink.  @return lines dropped. */
+static uint64_t unstage(le__shard *sh)
+{
+	uint64_t dropped = sh->stage_dropped;
+	if (sh->nstage)
+		dropped += le__stream_push(&sh->e->stream, sh->stage,
+		                           sh->stage_lens, sh->nstage);
+	if (sh->stage_dropped) {
+		atomic_fetch_add(&sh->e->stream.dropped, sh->stage_dropped);
+		pthread_mutex_lock(&sh->e->stream.mu);
+		sh->e->stream.drops_pending += sh->stage_dropped;
+		pthread_mutex_unlock(&sh->e->stream.mu);
+	}
+	sh->nstage = 0;
+	sh->stage_len = 0;
+	sh->stage_dropped = 0;
+	return dropped;
 }
 
 /* Compute the CRCs of the frames encoded since the last seal. */
@@ -578,7 +632,7 @@ static int collect(le__shard *sh)
 	const uint64_t mask = r->lap - 1;
 	const uint32_t fields = e->cfg.fields;
 	const uint32_t fixed = le__frame_fixed(fields);
-	const uint64_t limit = seg_limit(sh);
+	const uint64_t limit = e->cfg.store ? seg_limit(sh) : UINT64_MAX;
 	const size_t cap = sh->buf_cap - ALIGN;
 	const uint32_t batch = e->batch;
 	const size_t max_new = e->cfg.max_pending_bytes;
@@ -631,6 +685,8 @@ static int collect(le__shard *sh)
 		last_off = sh->buf_off + len;
 		le__frame_put(buf + len, fields, sl->flags, sl->level, sh->id,
 		              seq, ts, sl + 1, plen);
+		if (e->has_stream)
+			stage(sh, ts, sl->level, seq, sl->flags, sl + 1, plen);
 		if (fields & LE_FIELD_CRC) {
 			sh->unsealed[sh->nunsealed++] = len;
 			if (sh->nunsealed == 4)
@@ -852,6 +908,18 @@ static int write_batch(le__shard *sh)
 	int rc = 0;
 
 	seal(sh);
+	if (!e->cfg.store) {
+		/* Stream only: the lines are the output; what the stream had
+		 * no room for is dropped (and counted) right here. */
+		uint64_t d = unstage(sh);
+		uint64_t recs = sh->pend_recs - sh->pend_markers;
+		atomic_fetch_add(&sh->written, recs > d ? recs - d : 0);
+		atomic_fetch_add(&sh->dropped_io, d < recs ? d : recs);
+		sh->buf_len = sh->buf_new = 0;
+		sh->buf_off = 0;
+		release(sh);
+		return 0;
+	}
 	if (sh->buf_new) {
 		uint64_t end = seg_end(sh);
 		prealloc(sh);
@@ -879,6 +947,8 @@ static int write_batch(le__shard *sh)
 			return rc;
 		}
 		atomic_store(&sh->failing, 0);
+		if (e->has_stream)
+			unstage(sh);
 		atomic_fetch_add_explicit(&sh->bytes_written, sh->buf_new,
 		                          memory_order_relaxed);
 		atomic_fetch_add_explicit(&sh->written,

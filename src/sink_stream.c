@@ -1,0 +1,340 @@
+/*
+ * sink_stream.c -- records as lines on a file descriptor (stdout, a pipe,
+ * a file), beside or instead of the segment store, without ever letting a
+ * slow or stalled reader reach a producer.
+ *
+ *   shard writers --(lines, under mu, once per batch)--> ring of bytes
+ *                                                         |
+ *   stream thread <--(poll POLLOUT, non-blocking write)---+--> fd
+ *
+ * The ring is bounded (stream_buffer_bytes).  A writer that finds no room
+ * drops the lines of its batch that do not fit and counts them; once room
+ * returns, the stream thread writes "N records dropped" before the next
+ * line.  The stream thread writes through a descriptor of its own, opened
+ * anew from /proc/self/fd/N with O_NONBLOCK, so making writes non-blocking
+ * does not change the flags of a stdout shared with other processes; when
+ * that is impossible (a socket) it writes at most PIPE_BUF bytes after
+ * poll says POLLOUT.  Partial writes are resumed.  EPIPE (the reader is
+ * gone) is not a death: every thread of ours blocks SIGPIPE, and the sink
+ * just counts everything from then on as dropped.
+ *
+ * Synchronous mode (stream_sync) writes each line in the caller's thread
+ * with a blocking write: the baseline of the pipeline comparison, the same
+ * formatting code, and exactly the stall the async mode exists to remove.
+ */
+#define _GNU_SOURCE
+#include "engine.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+#include <unistd.h>
+
+/* ---- formatting ---- */
+
+static size_t put_ts(char *out, uint64_t ns)
+{
+	time_t sec = (time_t)(ns / 1000000000u);
+	struct tm tm;
+	gmtime_r(&sec, &tm);
+	return (size_t)snprintf(out, 40, "%04d-%02d-%02dT%02d:%02d:%02d.%09uZ",
+	                        tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday,
+	                        tm.tm_hour, tm.tm_min, tm.tm_sec,
+	                        (unsigned)(ns % 1000000000u));
+}
+
+/* JSON string body: escapes ", \, control bytes; bytes that are not valid
+ * UTF-8 become \u00XX of their value (as logengine cat -o json does). */
+static size_t json_escape(unsigned char *o, size_t cap, const unsigned char *p,
+                          size_t n)
+{
+	static const char hex[] = "0123456789abcdef";
+	size_t w = 0;
+	for (size_t i = 0; i < n && w + 12 < cap;) {
+		unsigned c = p[i];
+		if (c == '"' || c == '\\') {
+			o[w++] = '\\';
+			o[w++] = (unsigned char)c;
+			i++;
+		} else if (c < 0x20 || c == 0x7f) {
+			w += (size_t)snprintf((char *)o + w, 8, "\\u%04x", c);
+			i++;
+		} else if (c < 0x80) {
+			o[w++] = (unsigned char)c;
+			i++;
+		} else {
+			size_t k = c >= 0xf0 ? 4 : c >= 0xe0 ? 3 : c >= 0xc2 ? 2 : 0;
+			size_t j = 1;
+			while (k && j < k && i + j < n && (p[i + j] & 0xc0) == 0x80)
+				j++;
+			if (k && j == k && k <= 4 && c <= 0xf4) {
+				memcpy(o + w, p + i, k);
+				w += k;
+				i += k;
+			} else {
+				o[w++] = '\\', o[w++] = 'u', o[w++] = '0',
+				o[w++] = '0', o[w++] = (unsigned char)hex[c >> 4],
+				o[w++] = (unsigned char)hex[c & 15];
+				i++;
+			}
+		}
+	}
+	return w;
+}
+
+size_t le__stream_format(unsigned char *out, size_t cap, int format,
+                         uint64_t ts, int level, uint32_t shard, uint64_t seq,
+                         uint32_t flags, const void *payload, uint32_t len)
+{
+	size_t w = 0;
+	const unsigned char *p = payload;
+
+	if (cap < 256)
+		return 0;
+	if (format == LE_STREAM_JSON) {
+		char t[40];
+		put_ts(t, ts);
+		w = (size_t)snprintf((char *)out, cap,
+		                     "{\"seq\":%" PRIu64 ",\"ts\":\"%s\",\"level\":"
+		                     "\"%s\",\"shard\":%u,%s%s\"msg\":\"",
+		                     seq, t, le_level_name(level), shard,
+		                     (flags & LE_REC_TRUNCATED) ? "\"truncated\":true,"
+		                                                : "",
+		                     (flags & LE_REC_MARKER) ? "\"marker\":true," : "");
+		w += json_escape(out + w, cap - w - 4, p, len);
+		out[w++] = '"';
+		out[w++] = '}';
+	} else {
+		if (format == LE_STREAM_TEXT) {
+			w = put_ts((char *)out, ts);
+			w += (size_t)snprintf((char *)out + w, cap - w, " %-5s ",
+			                      le_level_name(level));
+		}
+		/* One record, one line: a newline inside becomes "\n". */
+		for (uint32_t i = 0; i < len && w + 3 < cap; i++) {
+			if (p[i] == '\n') {
+				out[w++] = '\\';
+				out[w++] = 'n';
+			} else {
+				out[w++] = p[i];
+			}
+		}
+	}
+	out[w++] = '\n';
+	return w;
+}
+
+/* ---- the ring and its thread ---- */
+
+/* Write what is buffered, without ever blocking for long.  Called with mu
+ * unlocked; takes it to look at the ring.  @return 0, or -1 when the
+ * reader is gone (EPIPE and the like). */
+static int pump(le__stream *s, int timeout_ms)
+{
+	struct pollfd pfd = {.fd = s->wfd, .events = POLLOUT};
+	int pr = poll(&pfd, 1, timeout_ms);
+	if (pr <= 0)
+		return 0;
+	if (pfd.revents & (POLLERR | POLLNVAL))
+		return -1;
+	pthread_mutex_lock(&s->mu);
+	size_t n = s->len, start = s->head;
+	if (start + n > s->cap)
+		n = s->cap - start; /* the contiguous part first */
+	if (!s->own_nonblock && n > PIPE_BUF)
+		n = PIPE_BUF; /* POLLOUT promises a page, not more */
+	pthread_mutex_unlock(&s->mu);
+	if (!n)
+		return 0;
+	ssize_t w = write(s->wfd, s->ring + start, n);
+	if (w < 0)
+		return (errno == EAGAIN || errno == EINTR) ? 0 : -1;
+	pthread_mutex_lock(&s->mu);
+	s->head = (s->head + (size_t)w) % s->cap;
+	s->len -= (size_t)w;
+	atomic_fetch_add(&s->bytes, (uint64_t)w);
+	pthread_cond_broadcast(&s->cv);
+	pthread_mutex_unlock(&s->mu);
+	return 0;
+}
+
+/* Copy into the ring at its end; caller holds mu and checked the room. */
+static void ring_put(le__stream *s, const void *p, size_t n)
+{
+	size_t at = (s->head + s->len) % s->cap, first = s->cap - at;
+	if (first > n)
+		first = n;
+	memcpy(s->ring + at, p, first);
+	memcpy(s->ring, (const char *)p + first, n - first);
+	s->len += n;
+}
+
+static void *stream_main(void *arg)
+{
+	le__stream *s = arg;
+
+	for (;;) {
+		pthread_mutex_lock(&s->mu);
+		while (!s->len && !s->stop && !s->drops_pending) {
+			struct timespec dl;
+			clock_gettime(CLOCK_REALTIME, &dl);
+			dl.tv_nsec += 100000000;
+			if (dl.tv_nsec >= 1000000000) {
+				dl.tv_sec++;
+				dl.tv_nsec -= 1000000000;
+			}
+			pthread_cond_timedwait(&s->cv, &s->mu, &dl);
+		}
+		if (s->drops_pending && s->cap - s->len >= 64) {
+			char m[64];
+			int k = snprintf(m, sizeof m, "%" PRIu64 " records dropped\n",
+			                 s->drops_pending);
+			ring_put(s, m, (size_t)k);
+			s->drops_pending = 0;
+		}
+		int stop = s->stop, empty = !s->len;
+		pthread_mutex_unlock(&s->mu);
+		if (stop && (empty || s->dead ||
+		             le__mono_ns() > s->stop_deadline))
+			break;
+		if (s->dead) {
+			/* The reader is gone: throw away what is buffered. */
+			pthread_mutex_lock(&s->mu);
+			s->len = 0;
+			pthread_cond_broadcast(&s->cv);
+			pthread_mutex_unlock(&s->mu);
+			continue;
+		}
+		if (pump(s, 100) < 0)
+			atomic_store(&s->dead, 1);
+	}
+	return NULL;
+}
+
+int le__stream_open(le__stream *s, const le_config *c)
+{
+	char path[64];
+
+	memset(s, 0, sizeof *s);
+	s->fd = c->stream_fd;
+	s->format = c->stream_format;
+	s->sync = c->stream_sync;
+	s->wfd = -1;
+	pthread_mutex_init(&s->mu, NULL);
+	pthread_cond_init(&s->cv, NULL);
+	if (s->sync)
+		return 0;
+	/* A description of our own, non-blocking, for pipes and ttys. */
+	snprintf(path, sizeof path, "/proc/self/fd/%d", s->fd);
+	s->wfd = open(path, O_WRONLY | O_NONBLOCK | O_CLOEXEC | O_APPEND);
+	if (s->wfd >= 0) {
+		s->own_nonblock = 1;
+	} else {
+		s->wfd = s->fd;
+	}
+	s->cap = c->stream_buffer_bytes;
+	s->ring = malloc(s->cap);
+	if (!s->ring)
+		return LE_ENOMEM;
+	sigset_t all, old;
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	int rc = -pthread_create(&s->thread, NULL, stream_main, s);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (rc < 0) {
+		le__seterr("stream_fd: cannot start the stream thread");
+		return rc;
+	}
+	s->started = 1;
+	return 0;
+}
+
+void le__stream_close(le__stream *s)
+{
+	if (s->started) {
+		pthread_mutex_lock(&s->mu);
+		s->stop = 1;
+		/* A reader that keeps up gets everything; a stalled one gets a
+		 * second, then the rest is counted as dropped. */
+		s->stop_deadline = le__mono_ns() + 1000000000u;
+		pthread_cond_broadcast(&s->cv);
+		pthread_mutex_unlock(&s->mu);
+		pthread_join(s->thread, NULL);
+		s->started = 0;
+	}
+	if (s->own_nonblock && s->wfd >= 0)
+		close(s->wfd);
+	free(s->ring);
+	s->ring = NULL;
+	pthread_mutex_destroy(&s->mu);
+	pthread_cond_destroy(&s->cv);
+}
+
+uint64_t le__stream_push(le__stream *s, const unsigned char *lines,
+                         const uint32_t *lens, size_t n)
+{
+	uint64_t dropped = 0;
+	size_t off = 0;
+
+	pthread_mutex_lock(&s->mu);
+	for (size_t i = 0; i < n; i++) {
+		if (atomic_load(&s->dead) || s->cap - s->len < lens[i]) {
+			dropped++;
+		} else {
+			ring_put(s, lines + off, lens[i]);
+		}
+		off += lens[i];
+	}
+	s->drops_pending += dropped;
+	if (n > dropped)
+		pthread_cond_signal(&s->cv);
+	pthread_mutex_unlock(&s->mu);
+	atomic_fetch_add(&s->lines, n - dropped);
+	atomic_fetch_add(&s->dropped, dropped);
+	return dropped;
+}
+
+int le__stream_write_sync(le__stream *s, const unsigned char *line, size_t n)
+{
+	while (n > 0) {
+		ssize_t w = write(s->fd, line, n);
+		if (w < 0) {
+			if (errno == EINTR)
+				continue;
+			atomic_fetch_add(&s->dropped, 1);
+			return -errno;
+		}
+		line += w;
+		n -= (size_t)w;
+		atomic_fetch_add(&s->bytes, (uint64_t)w);
+	}
+	atomic_fetch_add(&s->lines, 1);
+	return 0;
+}
+
+int le__stream_drained(le__stream *s, int timeout_ms)
+{
+	uint64_t dl = le__mono_ns() + (uint64_t)timeout_ms * 1000000u;
+	pthread_mutex_lock(&s->mu);
+	while (s->len && !atomic_load(&s->dead)) {
+		if (timeout_ms >= 0 && le__mono_ns() > dl)
+			break;
+		struct timespec t;
+		clock_gettime(CLOCK_REALTIME, &t);
+		t.tv_nsec += 10000000;
+		if (t.tv_nsec >= 1000000000) {
+			t.tv_sec++;
+			t.tv_nsec -= 1000000000;
+		}
+		pthread_cond_timedwait(&s->cv, &s->mu, &t);
+	}
+	int done = !s->len;
+	pthread_mutex_unlock(&s->mu);
+	return done;
+}

@@ -1,0 +1,214 @@
+/*
+ * test_stream.c -- the stream sink: records as lines on a descriptor,
+ * never letting a slow, stalled or dead reader block a producer.
+ */
+#include "harness.h"
+
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdatomic.h>
+
+#include "logengine.h"
+
+static char dir[256];
+static int overflow = LE_OVERFLOW_DROP;
+
+static le_engine *open_stream(int fd, int store, int format, int sync)
+{
+	le_config c;
+	le_config_init(&c);
+	c.store = store;
+	c.dir = store ? t_tmpdir(dir) : NULL;
+	c.durability = LE_SYNC_NONE;
+	c.stream_fd = fd;
+	c.stream_format = format;
+	c.stream_sync = sync;
+	c.flush_ms = 5;
+	c.overflow = overflow;
+	le_engine *e;
+	int rc = le_open(&e, &c);
+	if (rc < 0) {
+		fprintf(stderr, "  le_open: %s (%s)\n", le_strerror(rc), le_errmsg());
+		_exit(1);
+	}
+	return e;
+}
+
+TEST(producer_into_a_pipe_nobody_reads_finishes_promptly)
+{
+	int p[2];
+	CHECK(pipe(p) == 0);
+	le_engine *e = open_stream(p[1], 0, LE_STREAM_RAW, 0);
+	char buf[100];
+	memset(buf, 'z', sizeof buf);
+	/* Nobody reads: the pipe (64 KiB) and the sink's buffer (1 MiB)
+	 * fill, and then lines are dropped, not waited for.  The harness's
+	 * alarm fails this test if a call blocks. */
+	for (int i = 0; i < 100000; i++) {
+		int rc = le_write(e, 0, LE_INFO, buf, sizeof buf);
+		CHECK(rc == 0 || rc == LE_EFULL);
+	}
+	CHECK_EQ(le_flush(e, 200), LE_ETIMEDOUT); /* the reader never came */
+	le_stats st;
+	le_stats_get(e, &st);
+	CHECK_EQ(st.accepted, 100000);
+	CHECK_EQ(st.accepted, st.written + st.dropped);
+	/* 10 MB offered, ~1.1 MB of room (pipe + sink buffer): most were
+	 * dropped, at the queue or at the sink, and all were counted. */
+	CHECK(st.dropped > 80000);
+	CHECK(st.written > 0 && st.written < 20000);
+	le_close(e); /* gives the reader a second, then counts the rest */
+	close(p[0]);
+	close(p[1]);
+}
+
+TEST(dead_reader_does_not_kill_the_process)
+{
+	int p[2];
+	CHECK(pipe(p) == 0);
+	close(p[0]); /* the reader is gone before we start */
+	signal(SIGPIPE, SIG_DFL); /* as in an application that never set it */
+	le_engine *e = open_stream(p[1], 0, LE_STREAM_TEXT, 0);
+	for (int i = 0; i < 10000; i++)
+		le_logf(e, LE_INFO, "line %d", i);
+	le_flush(e, 500);
+	le_stats st;
+	le_stats_get(e, &st);
+	CHECK_EQ(st.accepted, st.written + st.dropped);
+	CHECK(st.stream_dropped > 0);
+	CHECK_EQ(le_close(e), 0); /* still alive to get here */
+	close(p[1]);
+}
+
+struct reader {
+	int fd;
+	char *buf;
+	size_t len, cap;
+};
+
+static void *drain_pipe(void *arg)
+{
+	struct reader *r = arg;
+	ssize_t n;
+	while ((n = read(r->fd, r->buf + r->len, r->cap - r->len)) > 0)
+		r->len += (size_t)n;
+	return NULL;
+}
+
+TEST(lines_arrive_whole_and_in_order_beside_the_segments)
+{
+	int p[2];
+	CHECK(pipe(p) == 0);
+	struct reader rd = {.fd = p[0], .cap = 8 << 20};
+	rd.buf = malloc(rd.cap);
+	pthread_t th;
+	pthread_create(&th, NULL, drain_pipe, &rd);
+	overflow = LE_OVERFLOW_BLOCK;
+	le_engine *e = open_stream(p[1], 1, LE_STREAM_JSON, 0);
+	for (int i = 0; i < 20000; i++)
+		CHECK_EQ(le_logf(e, LE_WARN, "msg \"%d\"", i), 0);
+	CHECK_RC(le_flush(e, 10000));
+	le_stats st;
+	le_stats_get(e, &st);
+	CHECK_EQ(st.written, 20000);
+	CHECK_EQ(st.stream_dropped, 0);
+	CHECK_EQ(le_close(e), 0);
+	close(p[1]);
+	pthread_join(th, NULL);
+	/* Every line a JSON object, in order, with the escaped quotes. */
+	char *line = rd.buf, *end = rd.buf + rd.len;
+	for (int i = 0; i < 20000; i++) {
+		char want[64];
+		snprintf(want, sizeof want, "\"msg\":\"msg \\\"%d\\\"\"}", i);
+		char *nl = memchr(line, '\n', (size_t)(end - line));
+		CHECK(nl != NULL);
+		*nl = 0;
+		CHECK(strncmp(line, "{\"seq\":", 7) == 0);
+		CHECK(strstr(line, "\"level\":\"WARN\"") != NULL);
+		CHECK(strstr(line, want) != NULL);
+		line = nl + 1;
+	}
+	CHECK(line == end);
+	free(rd.buf);
+	close(p[0]);
+	t_rmrf(dir);
+}
+
+TEST(sync_mode_writes_in_the_callers_thread)
+{
+	int p[2];
+	CHECK(pipe(p) == 0);
+	le_engine *e = open_stream(p[1], 0, LE_STREAM_RAW, 1);
+	CHECK_EQ(le_write(e, 0, LE_INFO, "now", 3), 0);
+	/* No writer thread involved: the line is in the pipe already. */
+	fcntl(p[0], F_SETFL, O_NONBLOCK);
+	char b[16] = {0};
+	CHECK_EQ(read(p[0], b, sizeof b), 4);
+	CHECK(memcmp(b, "now\n", 4) == 0);
+	le_close(e);
+	close(p[0]);
+	close(p[1]);
+}
+
+TEST(a_stalled_reader_that_returns_gets_a_drop_count_line)
+{
+	int p[2];
+	CHECK(pipe(p) == 0);
+	le_config c;
+	le_config_init(&c);
+	c.store = 0;
+	c.stream_fd = p[1];
+	c.stream_buffer_bytes = 8192;
+	c.flush_ms = 2;
+	le_engine *e;
+	CHECK_RC(le_open(&e, &c));
+	char buf[200];
+	memset(buf, 'q', sizeof buf);
+	for (int i = 0; i < 5000; i++)
+		le_write(e, 0, LE_INFO, buf, sizeof buf);
+	le_flush(e, 100);
+	/* Now the reader comes back. */
+	struct reader rd = {.fd = p[0], .cap = 4 << 20};
+	rd.buf = malloc(rd.cap);
+	pthread_t th;
+	pthread_create(&th, NULL, drain_pipe, &rd);
+	CHECK_EQ(le_write(e, 0, LE_INFO, "after", 5), 0);
+	le_flush(e, 5000);
+	le_close(e);
+	close(p[1]);
+	pthread_join(th, NULL);
+	rd.buf[rd.len < rd.cap ? rd.len : rd.cap - 1] = 0;
+	CHECK(strstr(rd.buf, " records dropped\n") != NULL);
+	CHECK(rd.len >= 6 && memcmp(rd.buf + rd.len - 6, "after\n", 6) == 0);
+	free(rd.buf);
+	close(p[0]);
+}
+
+TEST(bad_stream_config_is_refused)
+{
+	le_config c;
+	le_config_init(&c);
+	c.store = 0;
+	le_engine *e;
+	CHECK_EQ(le_open(&e, &c), LE_EINVAL); /* nowhere to write */
+	CHECK(strstr(le_errmsg(), "store") != NULL);
+	c.stream_fd = 987; /* not open */
+	CHECK_EQ(le_open(&e, &c), LE_EINVAL);
+	CHECK(strstr(le_errmsg(), "stream_fd") != NULL);
+	c.stream_fd = 1;
+	c.stream_format = 9;
+	CHECK_EQ(le_open(&e, &c), LE_EINVAL);
+	CHECK(strstr(le_errmsg(), "stream_format") != NULL);
+}
+
+int main(int argc, char **argv)
+{
+	T_INIT(argc, argv);
+	RUN(producer_into_a_pipe_nobody_reads_finishes_promptly);
+	RUN(dead_reader_does_not_kill_the_process);
+	RUN(lines_arrive_whole_and_in_order_beside_the_segments);
+	RUN(sync_mode_writes_in_the_callers_thread);
+	RUN(a_stalled_reader_that_returns_gets_a_drop_count_line);
+	RUN(bad_stream_config_is_refused);
+	return t_done();
+}
