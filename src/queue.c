@@ -49,6 +49,7 @@ static void attach(le__ring *r, void *map, size_t len)
 	r->data = (unsigned char *)map + LE_QUEUE_HDR;
 	r->head = (_Atomic uint64_t *)((unsigned char *)map + LE_QUEUE_HEAD_OFF);
 	r->tail = (_Atomic uint64_t *)((unsigned char *)map + LE_QUEUE_TAIL_OFF);
+	r->rel = (_Atomic uint64_t *)((unsigned char *)map + LE_QUEUE_REL_OFF);
 }
 
 /*
@@ -225,10 +226,21 @@ int le__ring_reshape(le__ring *r, const char *path, uint64_t size,
 	return rc;
 }
 
+uint64_t le__ring_resume(const le__ring *r)
+{
+	uint64_t t = atomic_load(r->tail), h = atomic_load(r->head);
+	uint64_t rel = atomic_load(r->rel);
+	return (rel > t && rel <= h) ? rel : t;
+}
+
 void le__ring_release(le__ring *r, uint64_t from, uint64_t to)
 {
 	const uint64_t mask = r->lap - 1;
 
+	/* Say where we are going before touching a word, so that a crash in
+	 * the middle of the FREE words leaves a walkable queue (FREE stores
+	 * are release stores: none is seen before this one). */
+	atomic_store_explicit(r->rel, to, memory_order_relaxed);
 	while (from < to) {
 		uint64_t off = from & mask;
 		uint64_t lap_end = from - off + r->lap;
@@ -240,7 +252,7 @@ void le__ring_release(le__ring *r, uint64_t from, uint64_t to)
 		for (; off < real_end; off += LE_SLOT_ALIGN)
 			atomic_store_explicit(
 				(_Atomic uint64_t *)(r->data + off), next,
-				memory_order_relaxed);
+				memory_order_release);
 		from = stop;
 	}
 	/* release: producers that see the new tail (acquire) see FREE. */

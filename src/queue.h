@@ -76,11 +76,15 @@
  *   8  4  version (1)           24  8  lap        36  4  slot header (32)
  *  12  4  header bytes (4096)   40  8  boot (hash of the kernel's boot_id)
  *  60  4  masked CRC32C of bytes 0..59
- *  64  8  head (own line)      128  8  tail (own line) */
+ *  64  8  head (own line)      128  8  tail (own line)
+ * 192  8  releasing: where a release in progress will move tail (its
+ *         FREE words are being written; a crash there leaves them
+ *         half-done, and recovery starts the walk here, not at tail) */
 #define LE_QUEUE_MAGIC "LOGENGQU"
 #define LE_QUEUE_HDR 4096u
 #define LE_QUEUE_HEAD_OFF 64u
 #define LE_QUEUE_TAIL_OFF 128u
+#define LE_QUEUE_REL_OFF 192u
 
 typedef struct le__slot {
 	_Atomic uint64_t state;
@@ -93,7 +97,7 @@ typedef struct le__slot {
 } le__slot;
 
 _Static_assert(sizeof(le__slot) == LE_SLOT_HDR, "slot header is 32 bytes");
-_Static_assert(LE_QUEUE_TAIL_OFF + 8 <= LE_QUEUE_HDR, "header page");
+_Static_assert(LE_QUEUE_REL_OFF + 8 <= LE_QUEUE_HDR, "header page");
 
 typedef struct le__ring {
 	/* In the mapping: head (producers CAS; read by the writer and
@@ -101,6 +105,7 @@ typedef struct le__ring {
 	 * FREE words; producers read with acquire before reusing memory). */
 	_Atomic uint64_t *head;
 	_Atomic uint64_t *tail;
+	_Atomic uint64_t *rel;      /* writer only: see LE_QUEUE_REL_OFF */
 	/* Process-local, constant after open. */
 	uint64_t size;              /* real bytes, multiple of 64 */
 	uint64_t lap;               /* power of two >= size */
@@ -277,6 +282,10 @@ int le__ring_file_busy(const char *path, uint32_t shard);
 
 /* 1 when the ring holds claimed slots (head != tail). */
 int le__ring_busy(const le__ring *r);
+
+/* Where a dead writer's walk must resume: tail, or past a release that
+ * was cut short (every slot before it was already written). */
+uint64_t le__ring_resume(const le__ring *r);
 
 /* Recreate an empty ring file with `size` bytes (after draining). */
 int le__ring_reshape(le__ring *r, const char *path, uint64_t size,

@@ -474,7 +474,7 @@ int le__writer_recover(le__shard *sh)
 	}
 out:
 	free(idx);
-	sh->rd = atomic_load(sh->ring.tail);
+	sh->rd = le__ring_resume(&sh->ring);
 	if (rc >= 0 && le__ring_busy(&sh->ring))
 		rc = drain_dead(sh);
 	if (rc < 0 && !le_errmsg()[0])
