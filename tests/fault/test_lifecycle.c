@@ -147,8 +147,14 @@ TEST(crash_handler_flushes_then_default_action_kills)
 		crash_child(0, 300);
 	int st;
 	waitpid(pid, &st, 0);
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+	/* The sanitizer's SEGV handler is the one we chain to: it reports
+	 * and exits instead of letting the default action kill. */
+	CHECK(WIFSIGNALED(st) || (WIFEXITED(st) && WEXITSTATUS(st) != 0));
+#else
 	CHECK(WIFSIGNALED(st));
 	CHECK_EQ(WTERMSIG(st), SIGSEGV);
+#endif
 	CHECK_EQ(count_records(dir), 300);
 	t_rmrf(dir);
 }
