@@ -175,6 +175,19 @@ static void ring_put(le__stream *s, const void *p, size_t n)
 	s->len += n;
 }
 
+/* The "N records dropped" line, if any are pending; caller holds mu and
+ * has 64 bytes of room. */
+static void put_drops(le__stream *s)
+{
+	if (!s->drops_pending || s->cap - s->len < 64)
+		return;
+	char m[64];
+	int k = snprintf(m, sizeof m, "%" PRIu64 " records dropped\n",
+	                 s->drops_pending);
+	ring_put(s, m, (size_t)k);
+	s->drops_pending = 0;
+}
+
 static void *stream_main(void *arg)
 {
 	le__stream *s = arg;
@@ -191,13 +204,7 @@ static void *stream_main(void *arg)
 			}
 			pthread_cond_timedwait(&s->cv, &s->mu, &dl);
 		}
-		if (s->drops_pending && s->cap - s->len >= 64) {
-			char m[64];
-			int k = snprintf(m, sizeof m, "%" PRIu64 " records dropped\n",
-			                 s->drops_pending);
-			ring_put(s, m, (size_t)k);
-			s->drops_pending = 0;
-		}
+		put_drops(s);
 		int stop = s->stop, empty = !s->len;
 		pthread_mutex_unlock(&s->mu);
 		if (stop && (empty || s->dead ||
@@ -284,14 +291,17 @@ uint64_t le__stream_push(le__stream *s, const unsigned char *lines,
 
 	pthread_mutex_lock(&s->mu);
 	for (size_t i = 0; i < n; i++) {
-		if (atomic_load(&s->dead) || s->cap - s->len < lens[i]) {
+		if (atomic_load(&s->dead) || s->cap - s->len < lens[i] + 64) {
 			dropped++;
+			s->drops_pending++;
 		} else {
+			/* Lost lines are reported before the next one that
+			 * gets through, in their place in the stream. */
+			put_drops(s);
 			ring_put(s, lines + off, lens[i]);
 		}
 		off += lens[i];
 	}
-	s->drops_pending += dropped;
 	if (n > dropped)
 		pthread_cond_signal(&s->cv);
 	pthread_mutex_unlock(&s->mu);
