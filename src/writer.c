@@ -794,9 +794,11 @@ static void release(le__shard *sh)
 		/* A dead process's records: never in our budget. */
 		atomic_fetch_add(&sh->recovered, sh->pend_slots);
 	} else if (sh->pend_slots) {
-		le__budget_give(&e->budget, sh->pend_slots, sh->pend_bytes);
+		/* Count them consumed before they leave the queue's count, so
+		 * a le_stats_get in between never sees them in neither. */
 		atomic_fetch_add_explicit(&sh->consumed, sh->pend_slots,
-		                          memory_order_relaxed);
+		                          memory_order_release);
+		le__budget_give(&e->budget, sh->pend_slots, sh->pend_bytes);
 		if (atomic_load(&e->block_waiters)) {
 			atomic_fetch_add(&e->space_seq, 1);
 			le__futex_wake(&e->space_seq, INT_MAX);
