@@ -341,6 +341,10 @@ static int is_unborn(const char *path)
 	le__close(fd);
 	if (!r)
 		return 0;
+	/* Shorter than a header: the crash came while the header itself
+	 * was being written, and no record can be in the file. */
+	if (st.st_size < (off_t)LE_SEG_HDR)
+		return 1;
 	for (ssize_t i = 0; i < got; i++)
 		if (h[i])
 			return 0;
@@ -359,6 +363,12 @@ static int recover_last(le__shard *sh, uint64_t index, const le__ckpt *c,
 
 	le__seg_path(path, sizeof path, sh->dir, index);
 	rc = le__scan_open(&s, path, sh->id, &why);
+	if (rc == 0 && s.hdr.index != index) {
+		/* A segment under another file's name (copied, renamed):
+		 * readers refuse it, so never append to it. */
+		le__scan_close(&s);
+		rc = LE_ECORRUPT;
+	}
 	if (rc == LE_ECORRUPT && is_unborn(path)) {
 		/* Crash between create and first write: nothing was in it.
 		 * Number on after the segment before it. */
@@ -371,10 +381,16 @@ static int recover_last(le__shard *sh, uint64_t index, const le__ckpt *c,
 		return 1; /* caller creates a fresh segment at `index` */
 	}
 	if (rc == LE_ECORRUPT) {
-		/* A header damaged after the fact: keep the file for the
-		 * reader to report; number on after the previous segment. */
+		/* A header damaged after the fact, or a file under another
+		 * name: keep it for readers to report; number on after every
+		 * frame we can know of -- the previous segment's, this file's
+		 * if its header still reads, or what a checkpoint about this
+		 * very file says (the only witness left of a lost header). */
 		if (sh->nsegs)
 			seq_after(sh, sh->segs[sh->nsegs - 1].index);
+		seq_after(sh, index);
+		if (have_ckpt && c->seg_index == index && c->next_seq > sh->next_seq)
+			sh->next_seq = c->next_seq;
 		segs_push(sh, index, 0);
 		sh->seg_index = index;
 		return 1;
@@ -384,6 +400,16 @@ static int recover_last(le__shard *sh, uint64_t index, const le__ckpt *c,
 		return rc;
 	}
 	rc = scan_tail(sh, &s, c, have_ckpt, &valid_end, &damaged);
+	if (rc == 0 && have_ckpt && valid_end < s.file_len) {
+		/* Started from the checkpoint and did not reach the end: the
+		 * checkpoint may have named bytes inside a payload that only
+		 * looked like a frame.  Never cut on its word; scan again from
+		 * the header. */
+		s.off = LE_SEG_HDR;
+		s.next_seq = s.hdr.base_seq;
+		sh->last_ts = 0;
+		rc = scan_tail(sh, &s, c, 0, &valid_end, &damaged);
+	}
 	uint64_t file_len = s.file_len;
 	uint32_t fields = s.hdr.fields;
 	le__scan_close(&s);
@@ -467,11 +493,8 @@ int le__writer_recover(le__shard *sh)
 		goto out;
 	}
 	rc = recover_last(sh, idx[n - 1], &c, have_ckpt);
-	if (rc == 1) {
-		if (have_ckpt && c.next_seq > sh->next_seq)
-			sh->next_seq = c.next_seq;
+	if (rc == 1) /* the checkpoint's word is not enough to skip numbers */
 		rc = seg_create(sh, sh->seg_index + 1);
-	}
 out:
 	free(idx);
 	sh->rd = le__ring_resume(&sh->ring);
