@@ -4,7 +4,8 @@
 #   make check      build and run the whole test suite
 #   make asan|ubsan|tsan   the suite under a sanitizer (own build dir)
 #   make demo       the main job: log millions of records, read them back
-#   make bench      the quick benchmark preset
+#   make bench      the quick benchmark preset (BENCH_FLAGS=--scan or --full
+#                   for every scan; see bench/bench.c)
 
 CC       ?= cc
 BUILD    ?= build
@@ -44,10 +45,30 @@ $(BUILD)/tests/%: tests/%.c tests/harness.h $(wildcard tests/unit/*.h) $(BUILD)/
 $(BUILD)/demo: examples/demo.c $(BUILD)/liblogengine.a
 	$(CC) $(BASEFLAGS) $(CFLAGS) -o $@ $< $(BUILD)/liblogengine.a $(LDLIBS)
 
-$(BUILD)/bench_le: bench/bench.c $(BUILD)/liblogengine.a
-	$(CC) $(BASEFLAGS) $(CFLAGS) -o $@ $< $(BUILD)/liblogengine.a $(LDLIBS)
+# The benchmark driver and its competitors (bench/bench.h).  spdlog and glog
+# come from Debian packages (scripts/deps.sh bench); spdlog's flags are those
+# of Debian's build (pkg-config --cflags spdlog): a shared library using the
+# external fmt.
+SPDLOG_FLAGS = -DSPDLOG_SHARED_LIB -DSPDLOG_COMPILED_LIB -DSPDLOG_FMT_EXTERNAL
+BENCH_CXXFLAGS = -std=c++17 $(OPT) -g -pthread -Wall -Wextra -Werror \
+                 -Iinclude -Ibench $(SPDLOG_FLAGS) $(SAN)
+BENCH_LIBS = -lspdlog -lfmt -lglog -lm -pthread
+BENCH_OBJ := $(patsubst bench/%.c,$(BUILD)/obj/bench/%.o,$(wildcard bench/*.c)) \
+             $(patsubst bench/%.cc,$(BUILD)/obj/bench/%.o,$(wildcard bench/*.cc))
 
-check: all $(TEST_BIN)
+$(BUILD)/obj/bench/%.o: bench/%.c $(wildcard bench/*.h) include/logengine.h | deps
+	@mkdir -p $(dir $@)
+	$(CC) $(BASEFLAGS) $(CFLAGS) -Ibench -c -o $@ $<
+
+$(BUILD)/obj/bench/%.o: bench/%.cc $(wildcard bench/*.h) include/logengine.h | deps
+	@mkdir -p $(dir $@)
+	$(CXX) $(BENCH_CXXFLAGS) $(CXXFLAGS) -c -o $@ $<
+
+$(BUILD)/bench: $(BENCH_OBJ) $(BUILD)/liblogengine.a
+	$(CXX) $(SAN) -o $@ $(BENCH_OBJ) $(BUILD)/liblogengine.a $(BENCH_LIBS)
+
+# deps first: the benchmark smoke test needs the peers' packages.
+check: deps all $(TEST_BIN) $(BUILD)/bench
 	@mkdir -p $(BUILD)/tmp
 	@BUILD=$(BUILD) LE_CLI=$(BUILD)/logengine sh tests/run.sh $(TEST_BIN)
 
@@ -59,19 +80,22 @@ tsan:
 	$(MAKE) BUILD=build-tsan OPT=-O1 SAN="-fsanitize=thread" check
 
 deps:
-	sh scripts/deps.sh core
+	sh scripts/deps.sh bench
 
 demo: deps all $(BUILD)/demo
 	$(BUILD)/demo $(BUILD)/demo-logs
 	$(BUILD)/logengine verify $(BUILD)/demo-logs
 	$(BUILD)/logengine stats $(BUILD)/demo-logs
 
-bench: all $(BUILD)/bench_le
-	@mkdir -p perf/results/bench
-	$(BUILD)/bench_le -j perf/results/bench/logengine.json
+BENCH_FLAGS ?= --quick
+bench: deps all $(BUILD)/bench
+	$(BUILD)/bench $(BENCH_FLAGS)
 
 # Fuzz targets (libFuzzer): rules in tests/fuzz/fuzz.mk.
 -include tests/fuzz/fuzz.mk
+# The process-log pipeline: gateway example, mock backend, capture tests,
+# perf/compare-log-pipeline.sh (examples/examples.mk).
+-include examples/examples.mk
 
 clean:
 	rm -rf build build-asan build-ubsan build-tsan

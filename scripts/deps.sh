@@ -1,7 +1,7 @@
 #!/bin/sh
 # Install what the project needs on a fresh Debian machine (run as root, or
 # it only reports).  Idempotent: packages already present are skipped.
-#   scripts/deps.sh [core|bench|fuzz|all]...
+#   scripts/deps.sh [core|bench|fuzz|profile|pipeline|all]...
 set -eu
 pkgs="build-essential"
 [ $# -eq 0 ] && set -- core
@@ -10,7 +10,9 @@ for what in "$@"; do
 	core) ;;
 	bench) pkgs="$pkgs libspdlog-dev libgoogle-glog-dev" ;;
 	fuzz) pkgs="$pkgs clang libclang-rt-14-dev" ;;
-	all) pkgs="$pkgs libspdlog-dev libgoogle-glog-dev clang libclang-rt-14-dev" ;;
+	profile) pkgs="$pkgs linux-perf valgrind" ;; # perf/profile-bench.sh
+	pipeline) pkgs="$pkgs libmicrohttpd-dev wrk" ;; # examples/, perf/
+	all) pkgs="$pkgs libspdlog-dev libgoogle-glog-dev clang libclang-rt-14-dev libmicrohttpd-dev wrk" ;;
 	esac
 done
 missing=""

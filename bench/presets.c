@@ -1,0 +1,331 @@
+/*
+ * presets.c -- the named presets of seed 003, each a list of points (a
+ * configuration and the competitors it runs).  Presets run in this order;
+ * inside one, repeats are interleaved (bench.c).
+ *
+ * Knobs seed 003 names that logengine has no knob for are mapped, and the
+ * label says how: inflight (outstanding buffers per shard) is the number
+ * of batches the queue holds, queue_capacity / batch_size; write-behind is
+ * what the writer always does (pwrite into the page cache, the kernel
+ * writes back), turned off by durability BATCH (fdatasync every batch).
+ */
+#define _GNU_SOURCE
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "driver.h"
+
+struct point *pts;
+size_t npts;
+static size_t cappts;
+
+static void add_point(const char *preset, unsigned targets,
+                      const struct bench_cfg *cfg, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (npts == cappts) {
+		cappts = cappts ? cappts * 2 : 32;
+		pts = realloc(pts, cappts * sizeof *pts);
+		if (!pts) {
+			perror("bench");
+			exit(1);
+		}
+	}
+	struct point *p = &pts[npts++];
+	memset(p, 0, sizeof *p);
+	p->preset = preset;
+	p->cfg = *cfg;
+	p->targets = targets;
+	va_start(ap, fmt);
+	vsnprintf(p->label, sizeof p->label, fmt, ap);
+	va_end(ap);
+}
+
+/* The base of every preset: the engine's defaults, except durability NONE
+ * (spdlog and glog never fsync either) and overflow BLOCK (nothing may be
+ * dropped, as spdlog's "block" policy drops nothing).  Default fields: all
+ * five, CRC, timestamp, level, shard and sequence. */
+struct bench_cfg preset_base(void)
+{
+	struct bench_cfg c;
+	memset(&c, 0, sizeof c);
+	c.records = O.records;
+	c.payload = O.payload;
+	c.threads = O.threads;
+	c.route_keys = O.route_keys;
+	c.le = O.le;
+	return c;
+}
+
+static void p_compare(const char *name)
+{
+	struct bench_cfg c = preset_base();
+	add_point(name, O.targets, &c, "%ld x %u B, %d producer%s", c.records,
+	          c.payload, c.threads, c.threads > 1 ? "s" : "");
+}
+
+static void p_formatted(const char *name)
+{
+	struct bench_cfg c = preset_base();
+	c.workload = BENCH_FORMATTED;
+	add_point(name, O.targets, &c, "%ld x fmt, %d producer%s", c.records,
+	          c.threads, c.threads > 1 ? "s" : "");
+}
+
+static void p_custom(const char *name)
+{
+	struct bench_cfg c = preset_base();
+	c.workload = O.formatted ? BENCH_FORMATTED : BENCH_RAW;
+	add_point(name, O.targets, &c, "custom");
+}
+
+/* The payload scan moves at most 512 MiB of payload per run (4096 B:
+ * 131,072 records), so that it stays a benchmark and not a disk test. */
+static void p_payload(const char *name)
+{
+	static const uint32_t sz[] = {128, 512, 4096};
+	for (int i = 0; i < 3; i++) {
+		struct bench_cfg c = preset_base();
+		c.payload = sz[i];
+		if ((uint64_t)c.records * sz[i] > (512ull << 20))
+			c.records = (long)((512ull << 20) / sz[i]);
+		add_point(name, T_ALL, &c, "payload=%u", sz[i]);
+	}
+}
+
+static void p_threads(const char *name)
+{
+	for (int t = 1; t <= 4; t *= 2) {
+		struct bench_cfg c = preset_base();
+		c.threads = t;
+		add_point(name, T_ALL, &c, "producers=%d", t);
+	}
+}
+
+static void p_threads_fmt(const char *name)
+{
+	for (int t = 2; t <= 4; t *= 2) {
+		struct bench_cfg c = preset_base();
+		c.threads = t;
+		c.workload = BENCH_FORMATTED;
+		add_point(name, T_ALL, &c, "fmt producers=%d", t);
+	}
+}
+
+static void p_batch(const char *name)
+{
+	static const uint32_t b[] = {64, 256, 1024, 2048};
+	for (int i = 0; i < 4; i++) {
+		struct bench_cfg c = preset_base();
+		c.le.batch_size = b[i];
+		add_point(name, T_LE, &c, "batch_size=%u", b[i]);
+	}
+}
+
+/* Inflight (seed 003: outstanding buffers per shard) has no knob of its
+ * own: the queue holds queue_capacity / batch_size batches, so with
+ * batch_size 256, inflight N is queue_capacity 256 N. */
+static void p_inflight(const char *name)
+{
+	static const uint32_t n[] = {16, 64, 256};
+	for (int i = 0; i < 3; i++) {
+		struct bench_cfg c = preset_base();
+		c.le.batch_size = 256;
+		c.le.queue_capacity = 256 * n[i];
+		add_point(name, T_LE, &c, "inflight=%u (batch 256, queue %u)",
+		          n[i], 256 * n[i]);
+	}
+}
+
+static void p_checkpoint(const char *name)
+{
+	static const uint32_t ms[] = {0, 1000, 10, 1};
+	for (int i = 0; i < 4; i++) {
+		struct bench_cfg c = preset_base();
+		c.le.checkpoint_ms = ms[i];
+		if (ms[i])
+			add_point(name, T_LE, &c, "checkpoint every %u ms",
+			          ms[i]);
+		else
+			add_point(name, T_LE, &c, "checkpoint off");
+	}
+}
+
+static void p_fields(const char *name)
+{
+	static const struct {
+		uint32_t f;
+		const char *label;
+	} f[] = {
+		{LE_FIELD_ALL, "all five"},
+		{0, "none"},
+		{LE_FIELD_ALL & ~LE_FIELD_CRC, "all but CRC"},
+		{LE_FIELD_ALL & ~LE_FIELD_TIMESTAMP, "all but timestamp"},
+		{LE_FIELD_ALL & ~LE_FIELD_LEVEL, "all but level"},
+		{LE_FIELD_ALL & ~LE_FIELD_SHARD, "all but shard id"},
+		{LE_FIELD_ALL & ~LE_FIELD_SEQUENCE, "all but sequence"},
+		{LE_FIELD_CRC, "CRC only"},
+	};
+	for (size_t i = 0; i < sizeof f / sizeof f[0]; i++) {
+		struct bench_cfg c = preset_base();
+		c.le.fields = f[i].f;
+		add_point(name, T_LE, &c, "fields %s (0x%02x)", f[i].label,
+		          f[i].f);
+	}
+}
+
+static void p_shards(const char *name)
+{
+	static const int keys[] = {0, 4, 16};
+	for (unsigned s = 1; s <= 4; s *= 2)
+		for (int k = 0; k < 3; k++) {
+			struct bench_cfg c = preset_base();
+			c.le.shards = s;
+			c.route_keys = keys[k];
+			add_point(name, T_LE, &c, "shards=%u route_keys=%d", s,
+			          keys[k]);
+		}
+}
+
+static void p_pending(const char *name)
+{
+	static const uint32_t kb[] = {16, 64, 256, 1024, 4096};
+	for (int i = 0; i < 5; i++) {
+		struct bench_cfg c = preset_base();
+		c.le.max_pending_bytes = kb[i] << 10;
+		add_point(name, T_LE, &c, "max_pending_bytes=%u KiB", kb[i]);
+	}
+}
+
+static void p_flush_ms(const char *name)
+{
+	static const uint32_t ms[] = {1, 10, 50, 200};
+	for (int i = 0; i < 4; i++) {
+		struct bench_cfg c = preset_base();
+		c.le.flush_ms = ms[i];
+		add_point(name, T_LE, &c, "flush_ms=%u", ms[i]);
+	}
+}
+
+/* Write-behind (seed 003) has no knob of its own: the writer always
+ * pwrite()s into the page cache and lets the kernel write back; what
+ * turns write-behind off is syncing: durability BATCH waits for
+ * fdatasync after every batch. */
+static void p_write_behind(const char *name)
+{
+	static const struct {
+		int d;
+		const char *label;
+	} d[] = {
+		{LE_SYNC_NONE, "write-behind (durability none)"},
+		{LE_SYNC_INTERVAL, "write-behind + fdatasync every 1 s"},
+		{LE_SYNC_BATCH, "write-through (fdatasync every batch)"},
+	};
+	for (int i = 0; i < 3; i++) {
+		struct bench_cfg c = preset_base();
+		c.le.durability = d[i].d;
+		add_point(name, T_LE, &c, "%s", d[i].label);
+	}
+}
+
+static void p_direct(const char *name)
+{
+	for (int i = 0; i < 2; i++) {
+		struct bench_cfg c = preset_base();
+		c.le.direct_io = i;
+		add_point(name, T_LE, &c, "direct_io=%s", i ? "on" : "off");
+	}
+}
+
+/* The ring behind the queue is sized for queue_capacity_bytes (every byte
+ * could be queued in one shard), so this knob sets how much memory the
+ * producers walk through: page faults on the first lap, TLB and cache
+ * misses after.  8,192 records of 128 B need 1 MiB. */
+static void p_queue_bytes(const char *name)
+{
+	static const uint32_t mb[] = {1, 4, 16};
+	for (int i = 0; i < 3; i++) {
+		struct bench_cfg c = preset_base();
+		c.le.queue_capacity_bytes = (uint64_t)mb[i] << 20;
+		add_point(name, T_LE, &c, "queue_capacity_bytes=%u MiB", mb[i]);
+	}
+}
+
+static void p_overflow(const char *name)
+{
+	for (int i = 0; i < 2; i++) {
+		struct bench_cfg c = preset_base();
+		c.le.overflow = i ? LE_OVERFLOW_DROP : LE_OVERFLOW_BLOCK;
+		add_point(name, T_LE, &c, "overflow=%s", i ? "drop" : "block");
+	}
+}
+
+const struct preset presets[] = {
+	{"compare", IN_QUICK, p_compare,
+	 "the judged run: all competitors, raw payloads"},
+	{"formatted", IN_QUICK, p_formatted,
+	 "\"" BENCH_FMT "\": le_logf vs spdlog vs glog vs snprintf+write"},
+	{"payload", IN_SCAN, p_payload, "payload 128/512/4096 B, all"},
+	{"threads", IN_SCAN, p_threads, "producers 1/2/4, all"},
+	{"threads-fmt", IN_SCAN, p_threads_fmt,
+	 "formatted, producers 2/4, all"},
+	{"batch", IN_SCAN, p_batch, "batch_size 64/256/1024/2048"},
+	{"inflight", IN_SCAN, p_inflight,
+	 "batches the queue holds: 16/64/256"},
+	{"checkpoint", IN_SCAN, p_checkpoint, "checkpoint off/1000/10/1 ms"},
+	{"fields", IN_SCAN, p_fields, "record fields on/off"},
+	{"shards", IN_SCAN, p_shards, "shards 1/2/4 x route keys 0/4/16"},
+	{"pending", IN_SCAN, p_pending, "max_pending_bytes 16 KiB..4 MiB"},
+	{"flush-ms", IN_SCAN, p_flush_ms, "flush_ms 1/10/50/200"},
+	{"write-behind", IN_SCAN, p_write_behind,
+	 "durability none/interval/batch"},
+	{"direct-io", IN_SCAN, p_direct, "O_DIRECT off/on"},
+	{"queue-bytes", IN_SCAN, p_queue_bytes,
+	 "queue_capacity_bytes 1/4/16 MiB (ring size)"},
+	{"overflow", IN_SCAN, p_overflow, "queue full: block/drop"},
+	{"custom", IN_CUSTOM, p_custom, "the knobs given on the command line"},
+	{"soak", IN_QUICK, NULL, "a long run: figures per interval"},
+};
+const size_t npresets = sizeof presets / sizeof presets[0];
+
+static int in_list(const char *list, const char *name)
+{
+	size_t n = strlen(name);
+	for (const char *p = list; p && *p;) {
+		const char *e = strchr(p, ',');
+		size_t len = e ? (size_t)(e - p) : strlen(p);
+		if (len == n && !strncmp(p, name, n))
+			return 1;
+		p = e ? e + 1 : NULL;
+	}
+	return 0;
+}
+
+int preset_selected(const struct preset *p)
+{
+	if (O.only)
+		return in_list(O.only, p->name);
+	if (O.custom)
+		return p->in == IN_CUSTOM;
+	if (p->in & IN_QUICK)
+		return 1;
+	return (p->in & IN_SCAN) && O.mode >= 1;
+}
+
+unsigned parse_targets(const char *list)
+{
+	unsigned t = 0;
+	for (int i = 0; i < NCOMP; i++)
+		if (in_list(list, comps[i]->name) ||
+		    (i == 0 && in_list(list, "le")))
+			t |= 1u << i;
+	if (!t) {
+		fprintf(stderr, "bench: no known target in \"%s\"\n", list);
+		exit(2);
+	}
+	return t;
+}
+

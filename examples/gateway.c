@@ -1,0 +1,450 @@
+/*
+ * gateway.c -- the service of seed 001: a small HTTP gateway that, for each
+ * request, calls an upstream (examples/mock_backend.c, 1 ms per answer) and
+ * writes one access-log line through logengine to its stdout.  It is what
+ * perf/compare-log-pipeline.sh loads with wrk; it is also the example of
+ * logging from request threads to a pipe that may stall.
+ *
+ *   usage: gateway [--port N] [--backend-port N] [--log sync|async|off]
+ *                  [--format raw|text|json] [--stuck-ms N]
+ *
+ *   --log async   store 0, stream_fd 1: the request thread queues the line
+ *                 (no lock, no syscall) and returns; the engine's threads
+ *                 write it, and drop (counting) what a stalled stdout
+ *                 cannot take.  The default.
+ *   --log sync    the same, with stream_sync 1: the request thread writes
+ *                 the line itself with a blocking write(2) -- the baseline
+ *                 that a stalled stdout brings to a halt.
+ *   --log off     no access log.
+ *
+ * Threads: libmicrohttpd with one thread per client connection (so one
+ * blocked write stalls one connection, and a stalled pipe soon all of
+ * them); each connection thread keeps its own keep-alive connection to the
+ * backend (a thread-specific socket, closed when the thread ends).
+ *
+ * On SIGTERM or SIGINT it prints one JSON line on stderr -- requests,
+ * backend errors, the longest log line, the engine's counters and
+ * high-water marks (queue_hwm_records, queue_hwm_bytes, stream_dropped,
+ * ...), CPU and max RSS -- then stops.  Listens on 127.0.0.1 only.
+ *
+ * Requests that never get an answer: wrk counts a response slower than
+ * its --timeout, but not one that never comes (a thread stuck in write).
+ * So each connection thread publishes the start time of the request it is
+ * in; SIGUSR1 marks the start of the measured window; the JSON line's
+ * "stuck" counts requests begun since the mark and still unanswered after
+ * --stuck-ms (default 2000, wrk's default timeout).
+ */
+#define _GNU_SOURCE
+#include <arpa/inet.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <microhttpd.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "logengine.h"
+
+enum { LOG_OFF, LOG_SYNC, LOG_ASYNC };
+
+static struct {
+	int port, backend_port, log, format, stuck_ms;
+} opt = {18080, 18081, LOG_ASYNC, LE_STREAM_TEXT, 2000};
+
+#define MAX_SLOTS 4096 /* connection threads tracked, one slot each */
+/* Start (CLOCK_MONOTONIC ns) of the request slot i's thread is in, 0 when
+ * idle.  Written by that thread, read by report(); relaxed is enough for
+ * a count taken after the load stopped. */
+static _Atomic uint64_t inflight[MAX_SLOTS];
+static atomic_int next_slot;
+static _Atomic uint64_t window_mark; /* SIGUSR1: measured window begins */
+
+static le_engine *eng;          /* NULL with --log off */
+static pthread_key_t backend_key; /* per connection thread: its socket */
+static atomic_uint_fast64_t n_requests, n_backend_errors, n_log_errors;
+static atomic_uint_fast64_t max_line; /* longest access-log payload */
+static atomic_uint_fast64_t next_conn;
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static double now_ms(void)
+{
+	return (double)now_ns() / 1e6;
+}
+
+/* ---- the upstream call ---- */
+
+struct backend {
+	int fd;        /* keep-alive connection, -1 when none */
+	uint64_t conn; /* this connection thread's number (the route key) */
+	int slot;      /* in inflight[], or -1 past MAX_SLOTS */
+};
+
+static void backend_free(void *p)
+{
+	struct backend *b = p;
+	if (b->fd >= 0)
+		close(b->fd);
+	free(b);
+}
+
+static struct backend *my_backend(void)
+{
+	struct backend *b = pthread_getspecific(backend_key);
+	if (!b && (b = malloc(sizeof *b)) != NULL) {
+		b->fd = -1;
+		b->conn = atomic_fetch_add(&next_conn, 1);
+		b->slot = atomic_fetch_add(&next_slot, 1);
+		if (b->slot >= MAX_SLOTS)
+			b->slot = -1;
+		pthread_setspecific(backend_key, b);
+	}
+	return b;
+}
+
+static int backend_connect(void)
+{
+	struct sockaddr_in a = {.sin_family = AF_INET,
+	                        .sin_port = htons((uint16_t)opt.backend_port),
+	                        .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	int one = 1, fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -1;
+	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+	if (connect(fd, (struct sockaddr *)&a, sizeof a) < 0) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+/* Read one response with a Content-Length body into buf (cap bytes).
+ * @return the body's offset in buf and *body_len, or -1. */
+static int read_response(int fd, char *buf, size_t cap, size_t *body_len)
+{
+	size_t len = 0;
+	char *hdr_end = NULL;
+
+	while (!hdr_end) {
+		ssize_t n = recv(fd, buf + len, cap - 1 - len, 0);
+		if (n <= 0)
+			return -1;
+		len += (size_t)n;
+		buf[len] = '\0';
+		hdr_end = strstr(buf, "\r\n\r\n");
+		if (!hdr_end && len == cap - 1)
+			return -1;
+	}
+	if (strncmp(buf, "HTTP/1.1 200", 12) != 0)
+		return -1;
+	char *cl = strcasestr(buf, "\r\ncontent-length:");
+	if (!cl || cl > hdr_end)
+		return -1;
+	size_t want = strtoul(cl + 17, NULL, 10);
+	size_t off = (size_t)(hdr_end + 4 - buf);
+	if (off + want >= cap)
+		return -1;
+	while (len < off + want) {
+		ssize_t n = recv(fd, buf + len, off + want - len, 0);
+		if (n <= 0)
+			return -1;
+		len += (size_t)n;
+	}
+	*body_len = want;
+	return (int)off;
+}
+
+/* GET the backend on this thread's connection (reconnecting once when a
+ * kept-alive connection turns out closed).  @return body offset or -1. */
+static int backend_get(struct backend *b, char *buf, size_t cap,
+                       size_t *body_len)
+{
+	static const char req[] = "GET /v1/complete HTTP/1.1\r\n"
+	                          "Host: 127.0.0.1\r\n\r\n";
+	for (int attempt = 0; attempt < 2; attempt++) {
+		if (b->fd < 0 && (b->fd = backend_connect()) < 0)
+			return -1;
+		if (send(b->fd, req, sizeof req - 1, MSG_NOSIGNAL) ==
+		    (ssize_t)(sizeof req - 1)) {
+			int off = read_response(b->fd, buf, cap, body_len);
+			if (off >= 0)
+				return off;
+		}
+		close(b->fd);
+		b->fd = -1;
+	}
+	return -1;
+}
+
+/* ---- the access log ---- */
+
+static void access_log(struct backend *b, struct MHD_Connection *c,
+                       const char *method, const char *url,
+                       const char *version, unsigned status, size_t bytes,
+                       double total_ms, double upstream_ms)
+{
+	char line[512], ip[INET6_ADDRSTRLEN] = "-";
+	const union MHD_ConnectionInfo *ci =
+	        MHD_get_connection_info(c, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+
+	if (!eng)
+		return;
+	if (ci && ci->client_addr && ci->client_addr->sa_family == AF_INET)
+		inet_ntop(AF_INET,
+		          &((const struct sockaddr_in *)ci->client_addr)->sin_addr,
+		          ip, sizeof ip);
+	int n = snprintf(line, sizeof line,
+	                 "%s \"%s %.200s %s\" %u %zu rt=%.3fms upstream=%.3fms "
+	                 "conn=%" PRIu64,
+	                 ip, method, url, version, status, bytes, total_ms,
+	                 upstream_ms, b ? b->conn : 0);
+	size_t len = n < 0 ? 0 : (size_t)n < sizeof line ? (size_t)n
+	                                                 : sizeof line - 1;
+	uint64_t m = atomic_load(&max_line);
+	while (len > m && !atomic_compare_exchange_weak(&max_line, &m, len))
+		;
+	/* async: queued, returns at once (LE_EFULL counted if full).
+	 * sync: written here, blocking while stdout is full. */
+	if (le_write(eng, b ? b->conn : 0, LE_INFO, line, len) < 0)
+		atomic_fetch_add(&n_log_errors, 1);
+}
+
+static enum MHD_Result handle(void *cls, struct MHD_Connection *c,
+                              const char *url, const char *method,
+                              const char *version, const char *upload,
+                              size_t *upload_len, void **req)
+{
+	static int seen;
+	char buf[4096];
+	size_t body_len = 0;
+
+	(void)cls, (void)upload;
+	/* libmicrohttpd's protocol: the first call only announces the
+	 * request; answering there makes it close the connection.  A body,
+	 * if any, is skipped over. */
+	if (!*req) {
+		*req = &seen;
+		return MHD_YES;
+	}
+	if (*upload_len) {
+		*upload_len = 0;
+		return MHD_YES;
+	}
+	double t0 = now_ms();
+	struct backend *b = my_backend();
+	if (b && b->slot >= 0)
+		atomic_store_explicit(&inflight[b->slot], now_ns(),
+		                      memory_order_relaxed);
+	int off = b ? backend_get(b, buf, sizeof buf, &body_len) : -1;
+	double t1 = now_ms();
+	unsigned status = off >= 0 ? MHD_HTTP_OK : MHD_HTTP_BAD_GATEWAY;
+	const char *body = off >= 0 ? buf + off : "{\"error\":\"backend\"}";
+	if (off < 0) {
+		body_len = strlen(body);
+		atomic_fetch_add(&n_backend_errors, 1);
+	}
+	struct MHD_Response *r = MHD_create_response_from_buffer(
+	        body_len, (void *)body, MHD_RESPMEM_MUST_COPY);
+	MHD_add_response_header(r, "Content-Type", "application/json");
+	enum MHD_Result ok = MHD_queue_response(c, status, r);
+	MHD_destroy_response(r);
+	atomic_fetch_add(&n_requests, 1);
+	access_log(b, c, method, url, version, status, body_len,
+	           now_ms() - t0, t1 - t0);
+	if (b && b->slot >= 0)
+		atomic_store_explicit(&inflight[b->slot], 0, memory_order_relaxed);
+	return ok;
+}
+
+/* ---- start, stop, report ---- */
+
+static void usage(void)
+{
+	fputs("usage: gateway [--port N] [--backend-port N] "
+	      "[--log sync|async|off] [--format raw|text|json] "
+	      "[--stuck-ms N]\n", stderr);
+	exit(2);
+}
+
+static void parse(int argc, char **argv)
+{
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+		if (!v)
+			usage();
+		i++;
+		if (!strcmp(a, "--port"))
+			opt.port = atoi(v);
+		else if (!strcmp(a, "--backend-port"))
+			opt.backend_port = atoi(v);
+		else if (!strcmp(a, "--stuck-ms"))
+			opt.stuck_ms = atoi(v);
+		else if (!strcmp(a, "--log"))
+			opt.log = !strcmp(v, "sync")    ? LOG_SYNC
+			          : !strcmp(v, "async") ? LOG_ASYNC
+			          : !strcmp(v, "off")   ? LOG_OFF
+			                                : (usage(), 0);
+		else if (!strcmp(a, "--format"))
+			opt.format = !strcmp(v, "raw")    ? LE_STREAM_RAW
+			             : !strcmp(v, "text") ? LE_STREAM_TEXT
+			             : !strcmp(v, "json") ? LE_STREAM_JSON
+			                                  : (usage(), 0);
+		else
+			usage();
+	}
+}
+
+static le_config cfg;
+
+static int open_log(void)
+{
+	if (opt.log == LOG_OFF)
+		return 0;
+	le_config_init(&cfg); /* queue: 8192 records, 16 MiB, 64 KiB max */
+	cfg.store = 0;
+	cfg.stream_fd = 1;
+	cfg.stream_format = opt.format;
+	cfg.stream_sync = opt.log == LOG_SYNC;
+	int rc = le_open(&eng, &cfg);
+	if (rc < 0)
+		fprintf(stderr, "gateway: le_open: %s (%s)\n", le_strerror(rc),
+		        le_errmsg());
+	return rc;
+}
+
+/* Requests begun since the window mark, unanswered for stuck_ms; and
+ * all requests in progress. */
+static void count_stuck(uint64_t *stuck, uint64_t *busy)
+{
+	uint64_t now = now_ns(), mark = atomic_load(&window_mark);
+	uint64_t limit = (uint64_t)opt.stuck_ms * 1000000u;
+	int n = atomic_load(&next_slot);
+
+	*stuck = *busy = 0;
+	for (int i = 0; i < n && i < MAX_SLOTS; i++) {
+		uint64_t t = atomic_load_explicit(&inflight[i],
+		                                  memory_order_relaxed);
+		if (!t)
+			continue;
+		(*busy)++;
+		if (mark && t >= mark && now - t >= limit)
+			(*stuck)++;
+	}
+}
+
+/* The one JSON line the harness reads: the bounds come from the engine. */
+static void report(void)
+{
+	le_stats st;
+	struct rusage ru;
+	const char *mode[] = {"off", "sync", "async"};
+	uint64_t stuck, busy;
+
+	count_stuck(&stuck, &busy);
+
+	memset(&st, 0, sizeof st);
+	if (eng)
+		le_stats_get(eng, &st);
+	getrusage(RUSAGE_SELF, &ru);
+	fprintf(stderr,
+	        "{\"log\":\"%s\",\"requests\":%" PRIu64
+	        ",\"stuck\":%" PRIu64 ",\"in_progress\":%" PRIu64
+	        ",\"backend_errors\":%" PRIu64 ",\"log_errors\":%" PRIu64
+	        ",\"max_line_bytes\":%" PRIu64 ",\"accepted\":%" PRIu64
+	        ",\"written\":%" PRIu64 ",\"dropped\":%" PRIu64
+	        ",\"truncated\":%" PRIu64 ",\"rejected\":%" PRIu64
+	        ",\"queue_hwm_records\":%" PRIu64 ",\"queue_hwm_bytes\":%" PRIu64
+	        ",\"queue_capacity\":%" PRIu32 ",\"queue_capacity_bytes\":%" PRIu64
+	        ",\"max_record_bytes\":%" PRIu32 ",\"stream_lines\":%" PRIu64
+	        ",\"stream_dropped\":%" PRIu64 ",\"stream_bytes\":%" PRIu64
+	        ",\"writer_cpu_ns\":%" PRIu64 ",\"cpu_user_s\":%.3f"
+	        ",\"cpu_sys_s\":%.3f,\"maxrss_kb\":%ld}\n",
+	        mode[opt.log], (uint64_t)atomic_load(&n_requests), stuck, busy,
+	        (uint64_t)atomic_load(&n_backend_errors),
+	        (uint64_t)atomic_load(&n_log_errors),
+	        (uint64_t)atomic_load(&max_line), st.accepted, st.written,
+	        st.dropped, st.truncated, st.rejected, st.queue_hwm_records,
+	        st.queue_hwm_bytes, eng ? cfg.queue_capacity : 0,
+	        eng ? cfg.queue_capacity_bytes : 0,
+	        eng ? cfg.max_record_bytes : 0, st.stream_lines,
+	        st.stream_dropped, st.stream_bytes, st.writer_cpu_ns,
+	        (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec / 1e6,
+	        (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec / 1e6,
+	        ru.ru_maxrss);
+	fflush(stderr);
+}
+
+/* A connection thread stuck in a blocking write (sync, stalled stdout)
+ * never returns: stopping gives them this long, then exits anyway. */
+static void *watchdog(void *arg)
+{
+	(void)arg;
+	sleep(3);
+	_exit(0);
+	return NULL;
+}
+
+int main(int argc, char **argv)
+{
+	sigset_t ss;
+	int sig = 0;
+	pthread_t wd;
+
+	parse(argc, argv);
+	/* Every thread (ours, libmicrohttpd's, the engine's) inherits this
+	 * mask; the main thread takes the signals with sigwait.  A closed
+	 * stdout must be EPIPE, not death. */
+	sigemptyset(&ss);
+	sigaddset(&ss, SIGINT);
+	sigaddset(&ss, SIGTERM);
+	sigaddset(&ss, SIGUSR1);
+	pthread_sigmask(SIG_BLOCK, &ss, NULL);
+	signal(SIGPIPE, SIG_IGN);
+	pthread_key_create(&backend_key, backend_free);
+	if (open_log() < 0)
+		return 1;
+	struct sockaddr_in a = {.sin_family = AF_INET,
+	                        .sin_port = htons((uint16_t)opt.port),
+	                        .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	struct MHD_Daemon *d = MHD_start_daemon(
+	        MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD |
+	                MHD_USE_ERROR_LOG,
+	        (uint16_t)opt.port, NULL, NULL, handle, NULL,
+	        MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&a,
+	        MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)30,
+	        MHD_OPTION_CONNECTION_LIMIT, (unsigned)1000,
+	        MHD_OPTION_LISTEN_BACKLOG_SIZE, (unsigned)1024,
+	        MHD_OPTION_THREAD_STACK_SIZE, (size_t)(256 << 10), MHD_OPTION_END);
+	if (!d) {
+		fprintf(stderr, "gateway: cannot listen on 127.0.0.1:%d\n",
+		        opt.port);
+		le_close(eng);
+		return 1;
+	}
+	fprintf(stderr, "gateway: listening on 127.0.0.1:%d, backend %d, "
+	        "log %s\n", opt.port, opt.backend_port,
+	        opt.log == LOG_OFF ? "off" : opt.log == LOG_SYNC ? "sync" : "async");
+	while (sigwait(&ss, &sig) != 0 || sig == SIGUSR1)
+		if (sig == SIGUSR1)
+			atomic_store(&window_mark, now_ns());
+	report();
+	pthread_create(&wd, NULL, watchdog, NULL);
+	MHD_stop_daemon(d);
+	le_close(eng);
+	return 0;
+}

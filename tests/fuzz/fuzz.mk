@@ -1,0 +1,96 @@
+# tests/fuzz/fuzz.mk -- libFuzzer targets, one per decoder; included by the
+# main Makefile.  The library is gcc-built; fuzzers need clang (libFuzzer),
+# so src/*.c are compiled again here, instrumented (ASan + UBSan), into
+# $(BUILD)/fuzz/obj.  Clang comes from `sh scripts/deps.sh fuzz`.
+#
+#   fuzz_frame       le__frame_decode (every field set), le__seg_hdr_decode
+#   fuzz_checkpoint  le__ckpt_decode, le__ckpt_pick
+#   fuzz_segment     segment files read with le_reader_* in all four modes
+#   fuzz_recover     the same files and a CHECKPOINT recovered by le_open
+#
+#   make fuzz          build $(BUILD)/fuzz/fuzz_* and run each briefly on its
+#                      seed corpus (FUZZ_RUNS runs, at most FUZZ_SMOKE_SECONDS);
+#                      fails on any crash, leak or broken invariant
+#   make fuzz-long     each target for FUZZ_SECONDS (300), one after another
+#   make fuzz-corpus   regenerate the seed corpus tests/fuzz/corpus/
+#   FUZZ_TARGETS="segment recover"   only those
+#   FUZZ_SRC=DIR       fuzz the library sources in DIR (a fix, before it lands)
+#
+# What a fuzzer finds goes to $(BUILD)/fuzz/work/TARGET (its growing
+# corpus) and $(BUILD)/fuzz/crash/TARGET-*.  To see why an input fails:
+#   FUZZ_TRACE=1 build/fuzz/fuzz_segment build/fuzz/crash/segment-crash-...
+# (prints every record and problem each read saw); to shrink it first:
+#   build/fuzz/fuzz_recover -minimize_crash=1 -max_total_time=60 FILE
+# The seed corpus is only read; `make check` runs each target a little
+# (tests/unit/test_fuzz_smoke.c).
+
+FUZZ_CC       ?= clang
+# The library sources to fuzz (another tree: try a fix before it lands).
+FUZZ_SRC      ?= src
+FUZZ_TARGETS  := frame checkpoint segment recover
+FUZZ_OUT       = $(BUILD)/fuzz
+FUZZ_SAN      ?= -fsanitize=address,undefined -fno-sanitize-recover=undefined
+FUZZ_CFLAGS   ?= -std=c11 -O1 -g -fno-omit-frame-pointer -pthread -Wall -Wextra
+FUZZ_RUNS     ?= 20000
+FUZZ_SMOKE_SECONDS ?= 15
+FUZZ_SECONDS  ?= 300
+FUZZ_ARGS     ?=
+# Inputs larger than these bring nothing new and only slow a run down.
+FUZZ_MAXLEN_frame      ?= 4096
+FUZZ_MAXLEN_segment    ?= 8192
+FUZZ_MAXLEN_checkpoint ?= 1200
+FUZZ_MAXLEN_recover    ?= 8192
+# fuzz_segment writes files on every run: a RAM file system when there is one.
+FUZZ_TMPDIR   ?= $(shell [ -d /dev/shm ] && [ -w /dev/shm ] && echo /dev/shm || echo $${TMPDIR:-/tmp})
+
+FUZZ_LIB_OBJ   = $(patsubst $(FUZZ_SRC)/%.c,$(FUZZ_OUT)/obj/%.o,$(wildcard $(FUZZ_SRC)/*.c))
+FUZZ_BINS      = $(FUZZ_TARGETS:%=$(FUZZ_OUT)/fuzz_%)
+
+.PHONY: fuzz fuzz-build fuzz-long fuzz-corpus
+# Objects reached through two pattern rules; keep them between builds.
+.PRECIOUS: $(FUZZ_OUT)/obj/%.o
+
+fuzz-build: $(FUZZ_BINS)
+
+$(FUZZ_OUT)/obj/%.o: $(FUZZ_SRC)/%.c $(wildcard $(FUZZ_SRC)/*.h) include/logengine.h
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) $(FUZZ_SAN) -fsanitize=fuzzer-no-link -Iinclude -I$(FUZZ_SRC) -c -o $@ $<
+
+$(FUZZ_OUT)/fuzz_recover: tests/fuzz/fuzz_segment.c
+$(FUZZ_OUT)/fuzz_%: tests/fuzz/fuzz_%.c $(FUZZ_LIB_OBJ)
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) $(FUZZ_SAN) -fsanitize=fuzzer -Iinclude -I$(FUZZ_SRC) -o $@ $< $(FUZZ_LIB_OBJ) -pthread
+
+# $(call fuzz_run,TARGET,LIMITS): one fuzzer on its own corpus and the seeds.
+fuzz_run = mkdir -p $(FUZZ_OUT)/work/$(1) $(FUZZ_OUT)/crash && \
+	TMPDIR=$(FUZZ_TMPDIR) $(FUZZ_OUT)/fuzz_$(1) $(2) \
+	    -max_len=$(FUZZ_MAXLEN_$(1)) -print_final_stats=1 \
+	    -artifact_prefix=$(FUZZ_OUT)/crash/$(1)- $(FUZZ_ARGS) \
+	    $(FUZZ_OUT)/work/$(1) tests/fuzz/corpus/$(1)
+
+# Every target runs even when one fails, so one report shows them all.
+fuzz: $(FUZZ_BINS)
+	@st=0; $(foreach t,$(FUZZ_TARGETS),echo "== fuzz_$(t)"; \
+	    if $(call fuzz_run,$(t),-runs=$(FUZZ_RUNS) -max_total_time=$(FUZZ_SMOKE_SECONDS)) \
+	        2>$(FUZZ_OUT)/fuzz_$(t).log; \
+	    then grep -E '^stat::number_of_executed_units' $(FUZZ_OUT)/fuzz_$(t).log; \
+	    else grep -v '^    #' $(FUZZ_OUT)/fuzz_$(t).log | tail -n 30; st=1; fi;) \
+	[ $$st -eq 0 ] && echo "fuzz: all targets ran clean" || \
+	    { echo "fuzz: FAILED (inputs in $(FUZZ_OUT)/crash/)"; exit 1; }
+
+fuzz-long: $(FUZZ_BINS)
+	@st=0; $(foreach t,$(FUZZ_TARGETS),echo "== fuzz_$(t) for $(FUZZ_SECONDS) s"; \
+	    if $(call fuzz_run,$(t),-max_total_time=$(FUZZ_SECONDS)) \
+	        2>$(FUZZ_OUT)/fuzz_$(t)-long.log; \
+	    then grep -E '^stat::' $(FUZZ_OUT)/fuzz_$(t)-long.log; \
+	    else grep -v '^    #' $(FUZZ_OUT)/fuzz_$(t)-long.log | tail -n 30; st=1; fi;) \
+	[ $$st -eq 0 ] && echo "fuzz-long: all targets ran clean" || \
+	    { echo "fuzz-long: FAILED (inputs in $(FUZZ_OUT)/crash/)"; exit 1; }
+
+$(FUZZ_OUT)/mkcorpus: tests/fuzz/mkcorpus.c $(BUILD)/liblogengine.a
+	@mkdir -p $(dir $@)
+	$(CC) $(BASEFLAGS) $(CFLAGS) -o $@ $< $(BUILD)/liblogengine.a $(LDLIBS)
+
+fuzz-corpus: $(FUZZ_OUT)/mkcorpus
+	rm -rf tests/fuzz/corpus
+	$(FUZZ_OUT)/mkcorpus tests/fuzz/corpus
