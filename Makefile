@@ -21,7 +21,7 @@ LIB_OBJ  := $(LIB_SRC:src/%.c=$(BUILD)/obj/%.o)
 TEST_SRC := $(wildcard tests/unit/*.c) $(wildcard tests/fault/*.c)
 TEST_BIN := $(patsubst tests/%.c,$(BUILD)/tests/%,$(TEST_SRC))
 
-.PHONY: all check asan ubsan tsan demo bench clean deps
+.PHONY: all check check-long asan ubsan tsan demo bench clean deps
 all: $(BUILD)/liblogengine.a $(BUILD)/liblogengine.so $(BUILD)/logengine
 
 $(BUILD)/obj/%.o: src/%.c $(wildcard src/*.h) include/logengine.h
@@ -71,6 +71,11 @@ $(BUILD)/bench: $(BENCH_OBJ) $(BUILD)/liblogengine.a
 check: deps all $(TEST_BIN) $(BUILD)/bench
 	@mkdir -p $(BUILD)/tmp
 	@BUILD=$(BUILD) LE_CLI=$(BUILD)/logengine sh tests/run.sh $(TEST_BIN)
+
+# The fault tests for longer: hundreds of kill -9 cycles, minutes of fuzz.
+check-long: check
+	LE_KILL_CYCLES=300 LE_CLI=$(BUILD)/logengine $(BUILD)/tests/fault/test_kill9
+	$(MAKE) fuzz-long
 
 asan:
 	$(MAKE) BUILD=build-asan OPT=-O1 SAN="-fsanitize=address -fno-omit-frame-pointer" check
