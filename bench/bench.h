@@ -52,6 +52,7 @@ struct bench_cfg {
 	                        cycle over K route keys (logengine shards) */
 	int soak;            /* 1: long run: bound the files (rotation,
 	                        retention) because they cannot all be kept */
+	int untimed;         /* driver only: calls are not timed one by one */
 	le_config le;        /* logengine's knobs; the others ignore them */
 };
 

@@ -6,7 +6,7 @@
  * logging from request threads to a pipe that may stall.
  *
  *   usage: gateway [--port N] [--backend-port N] [--log sync|async|off]
- *                  [--format raw|text|json] [--stuck-ms N]
+ *                  [--format raw|text|json] [--stuck-ms N] [--queue-bytes N]
  *
  *   --log async   store 0, stream_fd 1: the request thread queues the line
  *                 (no lock, no syscall) and returns; the engine's threads
@@ -59,7 +59,8 @@ enum { LOG_OFF, LOG_SYNC, LOG_ASYNC };
 
 static struct {
 	int port, backend_port, log, format, stuck_ms;
-} opt = {18080, 18081, LOG_ASYNC, LE_STREAM_TEXT, 2000};
+	uint64_t queue_bytes; /* le_config.queue_capacity_bytes; 0: default */
+} opt = {18080, 18081, LOG_ASYNC, LE_STREAM_TEXT, 2000, 0};
 
 #define MAX_SLOTS 4096 /* connection threads tracked, one slot each */
 /* Start (CLOCK_MONOTONIC ns) of the request slot i's thread is in, 0 when
@@ -82,10 +83,6 @@ static uint64_t now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-static double now_ms(void)
-{
-	return (double)now_ns() / 1e6;
-}
 
 /* ---- the upstream call ---- */
 
@@ -196,7 +193,7 @@ static int backend_get(struct backend *b, char *buf, size_t cap,
 static void access_log(struct backend *b, struct MHD_Connection *c,
                        const char *method, const char *url,
                        const char *version, unsigned status, size_t bytes,
-                       double total_ms, double upstream_ms)
+                       uint64_t total_us, uint64_t upstream_us)
 {
 	char line[512], ip[INET6_ADDRSTRLEN] = "-";
 	const union MHD_ConnectionInfo *ci =
@@ -209,10 +206,10 @@ static void access_log(struct backend *b, struct MHD_Connection *c,
 		          &((const struct sockaddr_in *)ci->client_addr)->sin_addr,
 		          ip, sizeof ip);
 	int n = snprintf(line, sizeof line,
-	                 "%s \"%s %.200s %s\" %u %zu rt=%.3fms upstream=%.3fms "
-	                 "conn=%" PRIu64,
-	                 ip, method, url, version, status, bytes, total_ms,
-	                 upstream_ms, b ? b->conn : 0);
+	                 "%s \"%s %.200s %s\" %u %zu rt_us=%" PRIu64
+	                 " upstream_us=%" PRIu64 " conn=%" PRIu64,
+	                 ip, method, url, version, status, bytes, total_us,
+	                 upstream_us, b ? b->conn : 0);
 	size_t len = n < 0 ? 0 : (size_t)n < sizeof line ? (size_t)n
 	                                                 : sizeof line - 1;
 	uint64_t m = atomic_load(&max_line);
@@ -245,13 +242,13 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c,
 		*upload_len = 0;
 		return MHD_YES;
 	}
-	double t0 = now_ms();
+	uint64_t t0 = now_ns();
 	struct backend *b = my_backend();
 	if (b && b->slot >= 0)
 		atomic_store_explicit(&inflight[b->slot], now_ns(),
 		                      memory_order_relaxed);
 	int off = b ? backend_get(b, buf, sizeof buf, &body_len) : -1;
-	double t1 = now_ms();
+	uint64_t t1 = now_ns();
 	unsigned status = off >= 0 ? MHD_HTTP_OK : MHD_HTTP_BAD_GATEWAY;
 	const char *body = off >= 0 ? buf + off : "{\"error\":\"backend\"}";
 	if (off < 0) {
@@ -265,7 +262,7 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c,
 	MHD_destroy_response(r);
 	atomic_fetch_add(&n_requests, 1);
 	access_log(b, c, method, url, version, status, body_len,
-	           now_ms() - t0, t1 - t0);
+	           (now_ns() - t0) / 1000, (t1 - t0) / 1000);
 	if (b && b->slot >= 0)
 		atomic_store_explicit(&inflight[b->slot], 0, memory_order_relaxed);
 	return ok;
@@ -277,7 +274,7 @@ static void usage(void)
 {
 	fputs("usage: gateway [--port N] [--backend-port N] "
 	      "[--log sync|async|off] [--format raw|text|json] "
-	      "[--stuck-ms N]\n", stderr);
+	      "[--stuck-ms N] [--queue-bytes N]\n", stderr);
 	exit(2);
 }
 
@@ -294,6 +291,8 @@ static void parse(int argc, char **argv)
 			opt.backend_port = atoi(v);
 		else if (!strcmp(a, "--stuck-ms"))
 			opt.stuck_ms = atoi(v);
+		else if (!strcmp(a, "--queue-bytes"))
+			opt.queue_bytes = strtoull(v, NULL, 10);
 		else if (!strcmp(a, "--log"))
 			opt.log = !strcmp(v, "sync")    ? LOG_SYNC
 			          : !strcmp(v, "async") ? LOG_ASYNC
@@ -320,6 +319,8 @@ static int open_log(void)
 	cfg.stream_fd = 1;
 	cfg.stream_format = opt.format;
 	cfg.stream_sync = opt.log == LOG_SYNC;
+	if (opt.queue_bytes)
+		cfg.queue_capacity_bytes = opt.queue_bytes;
 	int rc = le_open(&eng, &cfg);
 	if (rc < 0)
 		fprintf(stderr, "gateway: le_open: %s (%s)\n", le_strerror(rc),

@@ -451,6 +451,7 @@ cpu_model=$(awk -F': ' '/^model name/ { print $2; exit }' /proc/cpuinfo)
 	echo "Seed gates failed: $seed_fail; house bars missed: $house_fail."
 } >"$OUT/comparison.md"
 
+cp "$OUT/comparison.md" "$OUT/summary.json" "$raw/" # the run's own copy
 cat "$OUT/comparison.md"
 echo
 echo "compare-log-pipeline: results in $OUT (comparison.md, summary.json, *.json)"

@@ -33,6 +33,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -237,13 +238,19 @@ int le__stream_open(le__stream *s, const le_config *c)
 	pthread_cond_init(&s->cv, NULL);
 	if (s->sync)
 		return 0;
-	/* A description of our own, non-blocking, for pipes and ttys. */
-	snprintf(path, sizeof path, "/proc/self/fd/%d", s->fd);
-	s->wfd = open(path, O_WRONLY | O_NONBLOCK | O_CLOEXEC | O_APPEND);
-	if (s->wfd >= 0) {
-		s->own_nonblock = 1;
-	} else {
-		s->wfd = s->fd;
+	/* A description of our own, non-blocking, for pipes, FIFOs and
+	 * terminals only: those have no file offset to share.  A regular
+	 * file never stalls, and reopening it would give us an offset of
+	 * our own, writing over whoever else writes to that stdout. */
+	struct stat st;
+	s->wfd = s->fd;
+	if (fstat(s->fd, &st) == 0 && (S_ISFIFO(st.st_mode) || S_ISCHR(st.st_mode))) {
+		snprintf(path, sizeof path, "/proc/self/fd/%d", s->fd);
+		int fd = open(path, O_WRONLY | O_NONBLOCK | O_CLOEXEC);
+		if (fd >= 0) {
+			s->wfd = fd;
+			s->own_nonblock = 1;
+		}
 	}
 	s->cap = c->stream_buffer_bytes;
 	s->ring = malloc(s->cap);

@@ -10,6 +10,8 @@
  *   logengine cat [-o text|json] [--mode M] DIR   records, oldest first
  *   logengine verify DIR                          every problem, exit 0/1
  *   logengine stats [--mode M] DIR                per-shard summary
+ *   logengine recover DIR                         drain a dead process's queue
+ *   logengine capture [--dir D] [-p] -- CMD ...   log a program's output
  *
  * Exit status: 0 success; 1 the log is damaged (cat, stats: damage stopped
  * the read; verify: any problem at all); 2 usage error or the log could
@@ -67,6 +69,12 @@ static const char usage_text[] =
 	"  stats [--mode MODE] DIR\n"
 	"        per shard: segments, records, bytes, first/last sequence and\n"
 	"        timestamp; then totals.\n"
+	"  capture [--dir DIR] [--passthrough] [--format raw|text|json] -- CMD\n"
+	"        run CMD with its stdout and stderr on pipes read continuously;\n"
+	"        each line becomes a record (stdout INFO, stderr ERROR), also\n"
+	"        copied to our stdout with --passthrough, where a stalled\n"
+	"        reader costs dropped lines, never a blocked CMD.  Exit status\n"
+	"        is CMD's.  `logengine capture --help` says more.\n"
 	"  recover DIR\n"
 	"        open the log as an engine would, and close it: torn tails\n"
 	"        are cut, and records a crashed process left in its queue\n"
