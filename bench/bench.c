@@ -26,7 +26,8 @@
  *   - `threads` producers log `records` records (a 16-digit hex index,
  *     then letters; never a newline) or the NanoLog/Quill formatted
  *     message; each call is timed alone with the TSC (lfence; rdtsc;
- *     call; rdtscp), which adds the timer's own cost (reported);
+ *     call; rdtscp), which adds the timer's own cost (reported), or not
+ *     timed at all (points marked untimed: the raw baseline's limit);
  *   - the clock starts when the producers start and stops when finish()
  *     says every record is in its file; the files are then read back and
  *     counted, and a run whose files lack a record that was not reported
@@ -51,6 +52,7 @@
 #include <limits.h>
 #include <math.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdatomic.h>
@@ -373,7 +375,7 @@ static void *produce(void *arg)
 	payload_fill(buf, w->cfg->payload);
 	payload_index(buf, w->cfg->payload, (uint64_t)w->first);
 	while (!atomic_load_explicit(&go, memory_order_acquire))
-		;
+		sched_yield(); /* let the others (and valgrind's) start */
 	if (w->cfg->untimed) {
 		produce_untimed(w, buf);
 		free(buf);
@@ -448,7 +450,10 @@ static void measure(const struct competitor *c, const struct bench_cfg *cfg,
 	uint32_t *lat = malloc(sizeof *lat * (size_t)total);
 	if (!lat)
 		return fail_run(r, "out of memory");
-	memset(lat, 0, sizeof *lat * (size_t)total); /* fault it in */
+	/* Fault it in now, not in the timed loop (not with zeros: the
+	 * compiler would make malloc + memset a calloc, which touches no
+	 * page of a fresh mapping). */
+	memset(lat, 0xff, sizeof *lat * (size_t)total);
 	/* Thread names, for perf report --sort comm: the competitor's own
 	 * threads inherit "logger" from us; producers are "producer"; the
 	 * rest of this process is "driver". */
@@ -645,7 +650,7 @@ static void *soak_produce(void *arg)
 	payload_fill(buf, w->cfg->payload);
 	payload_index(buf, w->cfg->payload, (uint64_t)w->first);
 	while (!atomic_load_explicit(&go, memory_order_acquire))
-		;
+		sched_yield(); /* let the others (and valgrind's) start */
 	double edge = s->t0 + s->iv; /* t0 was set before go */
 	for (long i = w->first; k < s->intervals;) {
 		pace(s, w->sent);
@@ -728,7 +733,7 @@ static void soak_child(const struct competitor *c, const struct bench_cfg *cfg,
 		pthread_create(&th[i], NULL, soak_produce, &w[i]);
 		pthread_setname_np(th[i], "producer");
 	}
-	double c0 = cpu_now(), cprev = c0;
+	double c0 = cpu_now(), cprev = c0, peak_mb = 0;
 	struct rusage ru;
 	getrusage(RUSAGE_SELF, &ru);
 	long flt_prev = ru.ru_minflt;
@@ -759,6 +764,8 @@ static void soak_child(const struct competitor *c, const struct bench_cfg *cfg,
 		v.minflt = (uint64_t)(ru.ru_minflt - flt_prev);
 		flt_prev = ru.ru_minflt;
 		v.rss_mb = (double)rss_kb() / 1024.0;
+		if (v.rss_mb > peak_mb)
+			peak_mb = v.rss_mb;
 		if (c->progress)
 			c->progress(st, &v.written, &v.dropped, &v.queued);
 		write_all(fd, &v, sizeof v);
@@ -786,7 +793,10 @@ static void soak_child(const struct competitor *c, const struct bench_cfg *cfg,
 	out.msgs = (double)sent / out.t;
 	out.cpu = cpu_now() - c0;
 	getrusage(RUSAGE_SELF, &ru);
+	/* ru_maxrss can miss a mapping unmapped by close: take the larger */
 	out.rss_mb = (double)ru.ru_maxrss / 1024.0;
+	if (peak_mb > out.rss_mb)
+		out.rss_mb = peak_mb;
 	out.written = written;
 	out.dropped = c->progress ? dropped : (uint64_t)drops;
 	out.valid = !err && frc == 0;
@@ -809,7 +819,7 @@ static void soak_progress(const struct competitor *c, const struct soak_iv *v)
 	char a[32], b[32], d[32];
 	if (O.quiet)
 		return;
-	fprintf(stderr, "soak %-9s t=%6.0f s  %s msg/s  p99 %s  p99.9 %s  "
+	fprintf(stderr, "soak %-9s t=%6g s  %s msg/s  p99 %s  p99.9 %s  "
 	        "rss %.1f MB", c->name, v->t, fmt_rate(v->msgs, a, 32),
 	        fmt_dur(v->p99, b, 32), fmt_dur(v->p999, d, 32), v->rss_mb);
 	if (c->progress)
@@ -1103,6 +1113,7 @@ int main(int argc, char **argv)
 						any_invalid = 1;
 				}
 	report_md(stdout);
+	fflush(stdout);
 	rmdir(O.work); /* only if empty: it may be the user's */
 	fprintf(stderr, "bench: results in %s%s\n", report_dir(),
 	        any_invalid ? " -- SOME RUNS WERE INVALID" : "");

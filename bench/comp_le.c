@@ -1,10 +1,11 @@
 /*
  * comp_le.c -- logengine as a benchmark competitor.  The configuration is
  * the driver's (cfg->le: fields, shards, batch, queue, durability, ...);
- * finish() returns when le_flush says every record is in a segment file,
- * so the close (which also fdatasyncs, whatever the durability) stays
- * outside the clock, as spdlog's and glog's own closes do nothing of the
- * kind.  count() reads the directory back with the reader API.
+ * finish() returns when le_flush says every record is in a segment file
+ * (the page cache, with LE_SYNC_NONE: where spdlog and glog leave theirs);
+ * le_close, which also fdatasyncs whatever the durability, runs in close()
+ * after the clock has stopped.  count() reads the directory back with the
+ * reader API and adds up the segment files' sizes.
  */
 #define _GNU_SOURCE
 #include <stdio.h>

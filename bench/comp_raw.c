@@ -59,7 +59,7 @@ static int raw_open(const struct bench_cfg *cfg, void **st)
 			perror(path);
 			return -errno;
 		}
-		memset(o->buf, 0, BUF_CAP + s->max_rec); /* fault it in */
+		memset(o->buf, 0xff, BUF_CAP + s->max_rec); /* fault it in */
 	}
 	*st = s;
 	return 0;

@@ -37,6 +37,7 @@ struct point {
 	char label[80];
 	struct bench_cfg cfg;  /* cfg.dir is set when it runs */
 	unsigned targets;      /* T_* bits */
+	int variant;           /* compare: 1 = logengine with a small queue */
 	struct run_result res[NCOMP][MAXREP];
 	int nres[NCOMP];
 };

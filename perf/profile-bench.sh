@@ -8,9 +8,9 @@
 # Three looks, each saved under perf/results/bench/profile-<date>/:
 #   perf-stat.txt     software events (this VM has no hardware counters):
 #                     task-clock, page faults, context switches, migrations
-#   perf-report.txt   perf record -e cpu-clock -g: samples by thread and
-#                     symbol, kernel included (producer = "bench", writer
-#                     thread = "bench" too: see the per-thread callgrind)
+#   perf-report.txt   perf record -e cpu-clock -g: samples by thread
+#                     ("producer", "logger" = the engine's writer,
+#                     "driver") and symbol, kernel included
 #   callgrind.*       valgrind --tool=callgrind --separate-threads=yes on a
 #                     tenth of the records: instructions per function and
 #                     per thread (producer and writer apart), exact and
@@ -35,21 +35,33 @@ perf stat -e task-clock,page-faults,context-switches,cpu-migrations \
 	-o "$out/perf-stat.txt" -- $run -n "$N" "$@" >"$out/run-stat.md"
 cat "$out/perf-stat.txt"
 
-echo "== perf record ($N records)"
+echo "== perf record ($N records): by thread, then each thread's top symbols"
 perf record -q -e cpu-clock -F 4999 -g -o "$out/perf.data" -- \
 	$run -n "$N" "$@" >/dev/null 2>&1
 perf report -i "$out/perf.data" --no-children --sort comm,dso,symbol \
 	--stdio 2>/dev/null >"$out/perf-report.txt"
-grep -E '^ +[0-9.]+%' "$out/perf-report.txt" | head -30
+perf report -i "$out/perf.data" --no-children --sort comm --stdio \
+	2>/dev/null | grep -E '^ +[0-9.]+%' | head -6
+# The driver names its threads: "producer" (the calls), "logger" (the
+# logger's own threads: logengine's writer), "driver" (counting, sorting).
+for comm in producer logger; do
+	echo "--- $comm"
+	perf report -i "$out/perf.data" --no-children --comm "$comm" \
+		--sort dso,symbol --stdio 2>/dev/null |
+		grep -E '^ +[0-9.]+%' | head -15
+done
 
-echo "== callgrind ($((N / 10)) records)"
+echo "== callgrind ($((N / 10)) records): instructions per record, per thread"
 valgrind --tool=callgrind --separate-threads=yes \
 	--callgrind-out-file="$out/callgrind.%p" -q -- \
 	$run -n $((N / 10)) "$@" >/dev/null 2>&1 || true
-for f in "$out"/callgrind.*; do
+for f in "$out"/callgrind.*-*; do
 	[ -s "$f" ] || continue
-	callgrind_annotate --inclusive=no "$f" 2>/dev/null | head -40 >"$f.txt"
-	echo "--- $f"
-	sed -n '1,/^Ir/d; 1,25p' "$f.txt" | head -25
+	callgrind_annotate --inclusive=no "$f" 2>/dev/null >"$f.txt"
+	total=$(awk '/PROGRAM TOTALS/ { gsub(",", "", $1); print $1 }' "$f.txt")
+	echo "--- $f: $((total / (N / 10))) instructions per record"
+	awk '/file:function/ { on = 1; next }
+	     on && /^ *[0-9,]+ \(/ { print; if (++n == 12) exit }
+	     on && /Auto-annotated/ { exit }' "$f.txt"
 done
 echo "profile-bench: results in $out"
