@@ -42,8 +42,22 @@ static void geometry(le__ring *r, uint64_t size)
 	}
 }
 
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23
+#endif
+
+/* Fault the whole ring in now, writable, without changing a byte: left to
+ * the producers, the first lap costs one page fault (~5 us) per 4 KiB, and
+ * those faults were all of le_write's p99.9 (docs/BENCHMARKS.md).  Best
+ * effort: kernels before 5.14 lack it, and then the faults happen later. */
+static void prefault(void *map, size_t len)
+{
+	madvise(map, len, MADV_POPULATE_WRITE);
+}
+
 static void attach(le__ring *r, void *map, size_t len)
 {
+	prefault(map, len);
 	r->map = map;
 	r->map_len = len;
 	r->data = (unsigned char *)map + LE_QUEUE_HDR;
