@@ -265,6 +265,18 @@ static void p_direct(const char *name)
 	}
 }
 
+/* The queue as a shared file mapping (records survive kill -9) against
+ * process memory: what crash safety costs on the hot path. */
+static void p_mapped(const char *name)
+{
+	for (int i = 1; i >= 0; i--) {
+		struct bench_cfg c = preset_base();
+		c.le.mapped_queue = i;
+		add_point(name, T_LE, &c, "mapped_queue=%s",
+		          i ? "on (file)" : "off (memory)");
+	}
+}
+
 /* The ring behind the queue is sized for queue_capacity_bytes (every byte
  * could be queued in one shard), so this knob sets how much memory the
  * producers walk through: page faults on the first lap, TLB and cache
@@ -308,6 +320,8 @@ const struct preset presets[] = {
 	{"write-behind", IN_SCAN, p_write_behind,
 	 "durability none/interval/batch"},
 	{"direct-io", IN_SCAN, p_direct, "O_DIRECT off/on"},
+	{"mapped-queue", IN_SCAN, p_mapped,
+	 "queue in a shared file (survives kill -9) vs process memory"},
 	{"queue-bytes", IN_SCAN, p_queue_bytes,
 	 "queue_capacity_bytes 1/4/16 MiB (ring size)"},
 	{"overflow", IN_SCAN, p_overflow, "queue full: block/drop"},
