@@ -242,8 +242,13 @@ typedef struct le_stats {
 	uint64_t accepted;      /* well-formed records handed to le_write/logf */
 	uint64_t dropped;       /* of those, discarded (queue full or I/O) */
 	uint64_t dropped_full;  /*   ... because the queue was full */
-	uint64_t dropped_io;    /*   ... because their segment write failed */
-	uint64_t written;       /* records in segment files (markers excluded) */
+	uint64_t dropped_io;    /*   ... because their segment write failed,
+	                           or (store = 0) the stream sink had no
+	                           room for them or its reader was gone */
+	uint64_t written;       /* records in segment files (markers excluded);
+	                           with store = 0, records handed to the
+	                           stream sink.  stream_sync records bypass
+	                           the queue and are counted only in stream_* */
 	uint64_t bytes_written; /* bytes written to segment files (all framing) */
 	uint64_t truncated;     /* records cut to max_record_bytes */
 	uint64_t rejected;      /* records refused: too big (REJECT) */

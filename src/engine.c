@@ -564,7 +564,7 @@ static int write_sync(le_engine *e, int level, uint8_t flags,
                       const void *payload, size_t len)
 {
 	unsigned char small[4096], *b = small;
-	size_t cap = 6 * len + 256; /* JSON escapes at most 6 bytes per byte */
+	size_t cap = le__stream_line_max(len);
 	if (cap > sizeof small && !(b = malloc(cap)))
 		return LE_ENOMEM;
 	size_t n = le__stream_format(b, cap > sizeof small ? cap : sizeof small,

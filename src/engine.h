@@ -38,6 +38,13 @@ typedef struct le__stream {
 	_Atomic uint64_t lines, dropped, bytes;
 } le__stream;
 
+/* Room a formatted line may need for a payload of len bytes: JSON escapes
+ * at most 6 bytes per byte, plus the fixed fields and the newline. */
+static inline size_t le__stream_line_max(size_t len)
+{
+	return 6 * len + 256;
+}
+
 size_t le__stream_format(unsigned char *out, size_t cap, int format,
                          uint64_t ts, int level, uint32_t shard, uint64_t seq,
                          uint32_t flags, const void *payload, uint32_t len);

@@ -460,7 +460,8 @@ int le__writer_recover(le__shard *sh)
 	}
 	if (e->has_stream) {
 		sh->stage_max = e->batch + 64;
-		sh->stage_cap = e->cfg.max_pending_bytes * 2 + 6 * (size_t)e->max_rec + 512;
+		sh->stage_cap = e->cfg.max_pending_bytes * 2 +
+		                le__stream_line_max(e->max_rec) + 256;
 		sh->stage = malloc(sh->stage_cap);
 		sh->stage_lens = malloc(sh->stage_max * sizeof *sh->stage_lens);
 		if (!sh->stage || !sh->stage_lens)
@@ -542,7 +543,7 @@ static le__slot *peek_slot(le__shard *sh, uint32_t *bytes)
 static void stage(le__shard *sh, uint64_t ts, int level, uint64_t seq,
                   uint32_t flags, const void *payload, uint32_t len)
 {
-	size_t need = 6 * (size_t)len + 256;
+	size_t need = le__stream_line_max(len);
 	if (sh->nstage == sh->stage_max || sh->stage_len + need > sh->stage_cap) {
 		sh->stage_dropped++;
 		return;

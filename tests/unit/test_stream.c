@@ -190,6 +190,31 @@ TEST(a_stalled_reader_that_returns_gets_a_drop_count_line)
 	close(p[0]);
 }
 
+/* A stdout redirected to a regular file is shared with whoever else writes
+ * to it (the shell, the program itself): the sink must write through that
+ * shared offset, never through an offset of its own over their bytes. */
+TEST(regular_file_stdout_keeps_its_shared_offset)
+{
+	char path[300];
+	snprintf(path, sizeof path, "%s/out", t_tmpdir(dir));
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	CHECK(fd >= 0);
+	CHECK_EQ(write(fd, "before\n", 7), 7);
+	le_engine *e = open_stream(fd, 0, LE_STREAM_RAW, 0);
+	CHECK_EQ(le_write(e, 0, LE_INFO, "rec", 3), 0);
+	CHECK_EQ(le_flush(e, 5000), 0);
+	CHECK_EQ(le_close(e), 0);
+	CHECK_EQ(write(fd, "after\n", 6), 6);
+	close(fd);
+	size_t n = 0;
+	unsigned char *b = t_slurp(path, &n);
+	CHECK(b != NULL);
+	CHECK_EQ(n, 17);
+	CHECK(memcmp(b, "before\nrec\nafter\n", 17) == 0);
+	free(b);
+	t_rmrf(dir);
+}
+
 TEST(bad_stream_config_is_refused)
 {
 	le_config c;
@@ -215,6 +240,7 @@ int main(int argc, char **argv)
 	RUN(lines_arrive_whole_and_in_order_beside_the_segments);
 	RUN(sync_mode_writes_in_the_callers_thread);
 	RUN(a_stalled_reader_that_returns_gets_a_drop_count_line);
+	RUN(regular_file_stdout_keeps_its_shared_offset);
 	RUN(bad_stream_config_is_refused);
 	return t_done();
 }
