@@ -73,7 +73,11 @@ void le__futex_wake(_Atomic uint32_t *w, int n)
 
 void le__wake_writer(le__shard *sh)
 {
-	if (atomic_exchange_explicit(&sh->sleeping, 0, memory_order_seq_cst))
+	/* A plain load first: a producer dropping records as fast as it can
+	 * (queue full) calls this for every drop, and must not take the
+	 * shard's line exclusive each time while the writer is awake. */
+	if (atomic_load_explicit(&sh->sleeping, memory_order_relaxed) &&
+	    atomic_exchange_explicit(&sh->sleeping, 0, memory_order_seq_cst))
 		le__futex_wake(&sh->sleeping, 1);
 }
 
