@@ -38,7 +38,7 @@ $(BUILD)/liblogengine.so: $(LIB_OBJ)
 $(BUILD)/logengine: tools/logengine.c $(BUILD)/liblogengine.a
 	$(CC) $(BASEFLAGS) $(CFLAGS) -o $@ $< $(BUILD)/liblogengine.a $(LDLIBS)
 
-$(BUILD)/tests/%: tests/%.c tests/harness.h $(wildcard tests/unit/*.h) $(BUILD)/liblogengine.a
+$(BUILD)/tests/%: tests/%.c tests/harness.h tests/logtest.h $(wildcard tests/unit/*.h) $(BUILD)/liblogengine.a
 	@mkdir -p $(dir $@)
 	$(CC) $(BASEFLAGS) $(CFLAGS) -Itests -o $@ $< $(BUILD)/liblogengine.a $(LDLIBS)
 

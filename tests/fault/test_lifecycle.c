@@ -7,25 +7,9 @@
 #include <stdatomic.h>
 
 #include "logengine.h"
+#include "logtest.h"
 
 static char dir[256];
-
-static long count_records(const char *d)
-{
-	le_reader *r;
-	le_reader_opts o;
-	le_record rec;
-	long n = 0;
-	int rc;
-	le_reader_opts_init(&o);
-	o.mode = LE_RECOVER_ABSOLUTE;
-	CHECK_RC(le_reader_open(&r, d, &o));
-	while ((rc = le_reader_next(r, &rec)) == 1)
-		n += !(rec.flags & LE_REC_MARKER);
-	le_reader_close(r);
-	CHECK_EQ(rc, 0);
-	return n;
-}
 
 static void write_n(le_engine *e, int n)
 {

@@ -10,6 +10,7 @@
 #include <stdatomic.h>
 
 #include "logengine.h"
+#include "logtest.h"
 
 static char dirbuf[256];
 
@@ -32,31 +33,6 @@ static le_config base_cfg(void)
 	c.dir = t_tmpdir(dirbuf);
 	c.durability = LE_SYNC_NONE;
 	return c;
-}
-
-/* Read every record of dir (TOLERATE_TAIL); calls fn for each. */
-typedef void (*rec_fn)(const le_record *r, void *arg);
-
-static long read_all(const char *dir, int mode, rec_fn fn, void *arg)
-{
-	le_reader *r;
-	le_reader_opts o;
-	le_record rec;
-	long n = 0;
-	int rc;
-
-	le_reader_opts_init(&o);
-	o.mode = mode;
-	CHECK_RC(le_reader_open(&r, dir, &o));
-	while ((rc = le_reader_next(r, &rec)) == 1) {
-		if (fn)
-			fn(&rec, arg);
-		n++;
-	}
-	le_reader_close(r);
-	if (rc < 0)
-		return rc;
-	return n;
 }
 
 /* Payloads are not NUL-terminated: copy one into a C string. */
