@@ -122,7 +122,12 @@ TEST(disk_full_never_blocks_producers_and_drops_are_counted)
 	}
 	CHECK(full > 190000);
 	le_stats st;
-	le_stats_get(e, &st);
+	/* The producers may finish before the writer's first attempt (it
+	 * wakes within flush_ms): wait for it, the alarm bounds the wait. */
+	do {
+		usleep(1000);
+		le_stats_get(e, &st);
+	} while (st.write_errors == 0);
 	CHECK(st.write_errors > 0);
 	CHECK_EQ(st.last_error, -ENOSPC);
 	atomic_store(&disk_full, 0); /* space returns */
