@@ -314,7 +314,9 @@ static int open_log(void)
 {
 	if (opt.log == LOG_OFF)
 		return 0;
-	le_config_init(&cfg); /* queue: 8192 records, 16 MiB, 64 KiB max */
+	le_config_init(&cfg);
+	/* Seed 001's async pipeline: 8,192 records, 16 MiB, 64 KiB max. */
+	cfg.queue_capacity_bytes = 16u << 20;
 	cfg.store = 0;
 	cfg.stream_fd = 1;
 	cfg.stream_format = opt.format;

@@ -136,7 +136,11 @@ typedef struct le_config {
 	int create_dir;           /* 1: mkdir dir (one level) if missing. 0 */
 	unsigned shards;          /* writer threads / shard dirs, 1..256. 1 */
 	uint32_t queue_capacity;  /* max records queued, all shards. 8192 */
-	uint64_t queue_capacity_bytes; /* max payload bytes queued. 16 MiB */
+	uint64_t queue_capacity_bytes; /* max payload bytes queued.  Each
+	                             shard's ring is sized to hold it, and
+	                             producers walk the whole ring, so it
+	                             sets the cache footprint (and the tail
+	                             latency) as well as the memory. 1 MiB */
 	uint32_t max_record_bytes;     /* max payload of one record. 64 KiB */
 	int overflow;             /* enum le_overflow. LE_OVERFLOW_DROP */
 	int oversize;             /* enum le_oversize. LE_OVERSIZE_TRUNCATE */

@@ -39,7 +39,7 @@ void le_config_init(le_config *c)
 	memset(c, 0, sizeof *c);
 	c->shards = 1;
 	c->queue_capacity = 8192;
-	c->queue_capacity_bytes = 16u << 20;
+	c->queue_capacity_bytes = 1u << 20;
 	c->max_record_bytes = 64u << 10;
 	c->overflow = LE_OVERFLOW_DROP;
 	c->oversize = LE_OVERSIZE_TRUNCATE;

@@ -161,6 +161,8 @@ static inline void le__budget_give(_Atomic uint64_t *b, uint64_t recs,
  * publishes it), or NULL when the ring has no room.  *used gets the ring
  * bytes in use after the claim, for the caller's wake-up decision.
  */
+#define LE_PRODUCER_AHEAD 1024u
+
 static inline le__slot *le__ring_reserve(le__ring *r, uint32_t need,
                                          uint64_t *used)
 {
@@ -200,6 +202,12 @@ static inline le__slot *le__ring_reserve(le__ring *r, uint32_t need,
 				memory_order_relaxed);
 			if (pad)
 				continue;
+			/* Ask for the lines a few records on, for writing: their
+			 * trip from the writer's core (or from memory) then
+			 * overlaps this record instead of stalling a later one. */
+			for (uint64_t p = h + need + LE_PRODUCER_AHEAD,
+			              e = p + need; p < e; p += LE_SLOT_ALIGN)
+				__builtin_prefetch(r->data + (p & mask), 1);
 			*used = h + need - t;
 			return s;
 		}

@@ -274,7 +274,7 @@ TEST(queue_file_past_ulimit_f_fails_le_open_cleanly)
 		struct rlimit rl = {200 << 10, 200 << 10};
 		setrlimit(RLIMIT_FSIZE, &rl);
 		le_engine *e;
-		int rc = le_open(&e, &c); /* the 16 MiB queue file cannot be */
+		int rc = le_open(&e, &c); /* the ~1.8 MB queue file cannot be */
 		_exit(rc == -EFBIG && strstr(le_errmsg(), "queue") ? 0 : 1);
 	}
 	int st;
