@@ -33,21 +33,79 @@
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
 /* ---- formatting ---- */
 
+/* Decimal digits of v, exactly n of them (leading zeros). */
+static void put_fixed(char *o, uint64_t v, int n)
+{
+	while (n--) {
+		o[n] = (char)('0' + v % 10);
+		v /= 10;
+	}
+}
+
+/* Decimal v.  @return digits written (at most 20). */
+static size_t put_u64(char *o, uint64_t v)
+{
+	char t[20];
+	size_t n = 0;
+	do {
+		t[sizeof t - ++n] = (char)('0' + v % 10);
+		v /= 10;
+	} while (v);
+	memcpy(o, t + sizeof t - n, n);
+	return n;
+}
+
+/*
+ * "2026-11-30T21:30:27.123456789Z", 30 bytes.  The calendar part changes
+ * once a second, and gmtime_r with snprintf cost more than all the rest of
+ * a line, so each thread (a shard's writer; a caller in stream_sync mode)
+ * keeps the text of the last second it formatted.
+ */
+#define TS_LEN 30
+static _Thread_local struct {
+	uint64_t sec;
+	char text[64]; /* "YYYY-MM-DDTHH:MM:SS.", 20 used */
+} ts_cache = {UINT64_MAX, ""};
+
 static size_t put_ts(char *out, uint64_t ns)
 {
-	time_t sec = (time_t)(ns / 1000000000u);
-	struct tm tm;
-	gmtime_r(&sec, &tm);
-	return (size_t)snprintf(out, 40, "%04d-%02d-%02dT%02d:%02d:%02d.%09uZ",
-	                        tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday,
-	                        tm.tm_hour, tm.tm_min, tm.tm_sec,
-	                        (unsigned)(ns % 1000000000u));
+	uint64_t sec = ns / 1000000000u;
+	if (sec != ts_cache.sec) {
+		time_t t = (time_t)sec;
+		struct tm tm;
+		gmtime_r(&t, &tm);
+		snprintf(ts_cache.text, sizeof ts_cache.text,
+		         "%04d-%02d-%02dT%02d:%02d:%02d.", tm.tm_year + 1900,
+		         tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min,
+		         tm.tm_sec);
+		ts_cache.sec = sec;
+	}
+	memcpy(out, ts_cache.text, 20);
+	put_fixed(out + 20, ns % 1000000000u, 9);
+	out[29] = 'Z';
+	return TS_LEN;
+}
+
+/* Level names padded to five, as " %-5s " would. */
+static const char level_pad[6][5] = {{'T', 'R', 'A', 'C', 'E'},
+                                     {'D', 'E', 'B', 'U', 'G'},
+                                     {'I', 'N', 'F', 'O', ' '},
+                                     {'W', 'A', 'R', 'N', ' '},
+                                     {'E', 'R', 'R', 'O', 'R'},
+                                     {'F', 'A', 'T', 'A', 'L'}};
+
+static size_t put_str(unsigned char *o, const char *str)
+{
+	size_t n = strlen(str);
+	memcpy(o, str, n);
+	return n;
 }
 
 /* JSON string body: escapes ", \, control bytes; bytes that are not valid
@@ -99,31 +157,49 @@ size_t le__stream_format(unsigned char *out, size_t cap, int format,
 	if (cap < 256)
 		return 0;
 	if (format == LE_STREAM_JSON) {
-		char t[40];
-		put_ts(t, ts);
-		w = (size_t)snprintf((char *)out, cap,
-		                     "{\"seq\":%" PRIu64 ",\"ts\":\"%s\",\"level\":"
-		                     "\"%s\",\"shard\":%u,%s%s\"msg\":\"",
-		                     seq, t, le_level_name(level), shard,
-		                     (flags & LE_REC_TRUNCATED) ? "\"truncated\":true,"
-		                                                : "",
-		                     (flags & LE_REC_MARKER) ? "\"marker\":true," : "");
+		/* {"seq":..,"ts":"..","level":"..","shard":..,"msg":".."} */
+		w = put_str(out, "{\"seq\":");
+		w += put_u64((char *)out + w, seq);
+		w += put_str(out + w, ",\"ts\":\"");
+		w += put_ts((char *)out + w, ts);
+		w += put_str(out + w, "\",\"level\":\"");
+		w += put_str(out + w, le_level_name(level));
+		w += put_str(out + w, "\",\"shard\":");
+		w += put_u64((char *)out + w, shard);
+		out[w++] = ',';
+		if (flags & LE_REC_TRUNCATED)
+			w += put_str(out + w, "\"truncated\":true,");
+		if (flags & LE_REC_MARKER)
+			w += put_str(out + w, "\"marker\":true,");
+		w += put_str(out + w, "\"msg\":\"");
 		w += json_escape(out + w, cap - w - 4, p, len);
 		out[w++] = '"';
 		out[w++] = '}';
 	} else {
 		if (format == LE_STREAM_TEXT) {
 			w = put_ts((char *)out, ts);
-			w += (size_t)snprintf((char *)out + w, cap - w, " %-5s ",
-			                      le_level_name(level));
+			out[w++] = ' ';
+			if (level >= LE_TRACE && level <= LE_FATAL)
+				memcpy(out + w, level_pad[level], 5);
+			else
+				memcpy(out + w, "?    ", 5);
+			w += 5;
+			out[w++] = ' ';
 		}
 		/* One record, one line: a newline inside becomes "\n". */
-		for (uint32_t i = 0; i < len && w + 3 < cap; i++) {
-			if (p[i] == '\n') {
+		const unsigned char *q = p, *end = p + len;
+		while (q < end && w + 3 < cap) {
+			const unsigned char *nl = memchr(q, '\n', (size_t)(end - q));
+			size_t k = (size_t)((nl ? nl : end) - q);
+			if (k > cap - 3 - w)
+				k = cap - 3 - w;
+			memcpy(out + w, q, k);
+			w += k;
+			q += k;
+			if (q < end && *q == '\n' && w + 3 < cap) {
 				out[w++] = '\\';
 				out[w++] = 'n';
-			} else {
-				out[w++] = p[i];
+				q++;
 			}
 		}
 	}

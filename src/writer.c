@@ -659,7 +659,8 @@ static int collect(le__shard *sh)
 	const uint64_t mask = r->lap - 1;
 	const uint32_t fields = e->cfg.fields;
 	const uint32_t fixed = le__frame_fixed(fields);
-	const uint64_t limit = e->cfg.store ? seg_limit(sh) : UINT64_MAX;
+	const int store = e->cfg.store;
+	const uint64_t limit = store ? seg_limit(sh) : UINT64_MAX;
 	const size_t cap = sh->buf_cap - ALIGN;
 	const uint32_t batch = e->batch;
 	const size_t max_new = e->cfg.max_pending_bytes;
@@ -710,14 +711,18 @@ static int collect(le__shard *sh)
 			ts = last_ts; /* keep a shard's timestamps monotonic */
 		last_ts = ts;
 		last_off = sh->buf_off + len;
-		le__frame_put(buf + len, fields, sl->flags, sl->level, sh->id,
-		              seq, ts, sl + 1, plen);
 		if (e->has_stream)
 			stage(sh, ts, sl->level, seq, sl->flags, sl + 1, plen);
-		if (fields & LE_FIELD_CRC) {
-			sh->unsealed[sh->nunsealed++] = len;
-			if (sh->nunsealed == 4)
-				seal(sh);
+		/* Without a store the lines are the output: no frame, no CRC
+		 * (len still counts them, as the batch's measure). */
+		if (store) {
+			le__frame_put(buf + len, fields, sl->flags, sl->level,
+			              sh->id, seq, ts, sl + 1, plen);
+			if (fields & LE_FIELD_CRC) {
+				sh->unsealed[sh->nunsealed++] = len;
+				if (sh->nunsealed == 4)
+					seal(sh);
+			}
 		}
 		if (recs++ == 0)
 			sh->pend_since = le__mono_ns();

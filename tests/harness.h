@@ -53,6 +53,18 @@
 		}                                                             \
 	} while (0)
 
+#define CHECK_STR_EQ(a, b)                                                    \
+	do {                                                                  \
+		const char *a_ = (a), *b_ = (b);                              \
+		if (strcmp(a_, b_) != 0) {                                    \
+			fprintf(stderr,                                       \
+			        "  %s:%d: CHECK_STR_EQ(%s, %s):\n"            \
+			        "    got  \"%s\"\n    want \"%s\"\n",            \
+			        __FILE__, __LINE__, #a, #b, a_, b_);          \
+			_exit(1);                                             \
+		}                                                             \
+	} while (0)
+
 #define CHECK_RC(expr)                                                        \
 	do {                                                                  \
 		int rc_ = (expr);                                             \

@@ -9,9 +9,11 @@
 #include <stdatomic.h>
 
 #include "logengine.h"
+#include "engine.h" /* le__stream_format */
 
 static char dir[256];
 static int overflow = LE_OVERFLOW_DROP;
+static uint32_t stream_buffer; /* 0: the default */
 
 static le_engine *open_stream(int fd, int store, int format, int sync)
 {
@@ -25,6 +27,8 @@ static le_engine *open_stream(int fd, int store, int format, int sync)
 	c.stream_sync = sync;
 	c.flush_ms = 5;
 	c.overflow = overflow;
+	if (stream_buffer)
+		c.stream_buffer_bytes = stream_buffer;
 	le_engine *e;
 	int rc = le_open(&e, &c);
 	if (rc < 0) {
@@ -110,7 +114,11 @@ TEST(lines_arrive_whole_and_in_order_beside_the_segments)
 	pthread_t th;
 	pthread_create(&th, NULL, drain_pipe, &rd);
 	overflow = LE_OVERFLOW_BLOCK;
+	/* The whole burst fits the sink's buffer (2 MB of lines), so none
+	 * may be dropped however the reader thread is scheduled. */
+	stream_buffer = 8u << 20;
 	le_engine *e = open_stream(p[1], 1, LE_STREAM_JSON, 0);
+	stream_buffer = 0;
 	for (int i = 0; i < 20000; i++)
 		CHECK_EQ(le_logf(e, LE_WARN, "msg \"%d\"", i), 0);
 	CHECK_RC(le_flush(e, 10000));
@@ -232,6 +240,70 @@ TEST(bad_stream_config_is_refused)
 	CHECK(strstr(le_errmsg(), "stream_format") != NULL);
 }
 
+/* The line formats, byte for byte: the per-thread cache of the calendar
+ * part must turn over at each second (and back), levels pad to five, a
+ * newline inside a payload is escaped, JSON carries the flags. */
+static const char *fmt_line(int format, uint64_t ts, int level, uint64_t seq,
+                            uint32_t flags, const char *payload)
+{
+	static unsigned char out[1024];
+	size_t n = le__stream_format(out, sizeof out, format, ts, level, 3, seq,
+	                             flags, payload, (uint32_t)strlen(payload));
+	out[n] = 0;
+	return (const char *)out;
+}
+
+static const char *expect_ts(uint64_t ns)
+{
+	static char t[64];
+	time_t sec = (time_t)(ns / 1000000000u);
+	struct tm tm;
+	gmtime_r(&sec, &tm);
+	snprintf(t, sizeof t, "%04d-%02d-%02dT%02d:%02d:%02d.%09uZ",
+	         tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour,
+	         tm.tm_min, tm.tm_sec, (unsigned)(ns % 1000000000u));
+	return t;
+}
+
+TEST(stream_line_formats_are_exact_across_seconds_and_levels)
+{
+	static const char *pad[] = {"TRACE", "DEBUG", "INFO ", "WARN ", "ERROR",
+	                            "FATAL"};
+	static const char *name[] = {"TRACE", "DEBUG", "INFO", "WARN", "ERROR",
+	                             "FATAL"};
+	/* 2026-11-30T23:59:59.999999999Z, then across midnight, a year
+	 * boundary, the epoch, and back to an earlier second. */
+	const uint64_t ts[] = {1796083199999999999ull, 1796083200000000000ull,
+	                       1796083200000000001ull, 1798761599123456789ull,
+	                       1798761600000000007ull, 0, 999999999ull,
+	                       1796083199000000000ull, 1796083199999999999ull};
+	char want[1024];
+	for (size_t i = 0; i < sizeof ts / sizeof ts[0]; i++) {
+		int lv = (int)(i % 6);
+		snprintf(want, sizeof want, "%s %s a\\nb\n", expect_ts(ts[i]),
+		         pad[lv]);
+		CHECK_STR_EQ(fmt_line(LE_STREAM_TEXT, ts[i], lv, 7, 0, "a\nb"),
+		             want);
+		snprintf(want, sizeof want,
+		         "{\"seq\":%zu,\"ts\":\"%s\",\"level\":\"%s\","
+		         "\"shard\":3,\"msg\":\"q\\\"\\u000a\"}\n",
+		         i * 1000000007u, expect_ts(ts[i]), name[lv]);
+		CHECK_STR_EQ(fmt_line(LE_STREAM_JSON, ts[i], lv,
+		                      i * 1000000007u, 0, "q\"\n"),
+		             want);
+	}
+	CHECK_STR_EQ(fmt_line(LE_STREAM_RAW, 5, LE_INFO, 1, 0, "\nx\n\n"),
+	             "\\nx\\n\\n\n");
+	CHECK_STR_EQ(fmt_line(LE_STREAM_RAW, 5, LE_INFO, 1, 0, ""), "\n");
+	snprintf(want, sizeof want,
+	         "{\"seq\":18446744073709551615,\"ts\":\"%s\",\"level\":"
+	         "\"WARN\",\"shard\":3,\"truncated\":true,\"marker\":true,"
+	         "\"msg\":\"m\"}\n", expect_ts(42));
+	CHECK_STR_EQ(fmt_line(LE_STREAM_JSON, 42, LE_WARN, UINT64_MAX,
+	                      LE_REC_TRUNCATED | LE_REC_MARKER, "m"),
+	             want);
+}
+
 int main(int argc, char **argv)
 {
 	T_INIT(argc, argv);
@@ -242,5 +314,6 @@ int main(int argc, char **argv)
 	RUN(a_stalled_reader_that_returns_gets_a_drop_count_line);
 	RUN(regular_file_stdout_keeps_its_shared_offset);
 	RUN(bad_stream_config_is_refused);
+	RUN(stream_line_formats_are_exact_across_seconds_and_levels);
 	return t_done();
 }
