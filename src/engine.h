@@ -131,6 +131,8 @@ typedef struct le__shard {
 	uint64_t pend_last_off;      /* start offset of the last pending frame */
 	le__clock clock;             /* slot stamps -> ns */
 	uint64_t last_recal_mono;
+	uint64_t last_collect_mono;  /* when collect last ran */
+	int busy;                    /* records arrive fast: spin, not sleep */
 	uint64_t w_next_seq;         /* next_seq as of the last write */
 	uint64_t w_last_ts;          /* last_ts as of the last write */
 	/* [writer] sync and checkpoint state */

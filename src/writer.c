@@ -1072,6 +1072,9 @@ static int has_work(le__shard *sh)
 	       atomic_load(&sh->flush_req) > atomic_load(&sh->done_pos);
 }
 
+/* 64 ring bytes a microsecond: ~330,000 records/s of 128 bytes. */
+#define BUSY_BYTES_PER_US 64u
+
 static void nap(le__shard *sh, uint64_t now)
 {
 	le_engine *e = sh->e;
@@ -1087,7 +1090,11 @@ static void nap(le__shard *sh, uint64_t now)
 		sched_yield();
 		return;
 	}
-	for (int i = 0; i < 64; i++) {
+	/* While records arrive fast, the next ones are a few microseconds
+	 * away: yield a while rather than pay for a sleep and the producer's
+	 * wake-up call.  A trickle (an access log) sleeps at once: spinning
+	 * there cost more than everything else the writer did per record. */
+	for (int i = 0; sh->busy && i < 64; i++) {
 		if (has_work(sh))
 			return;
 		sched_yield();
@@ -1212,8 +1219,15 @@ void *le__writer_main(void *arg)
 	sh->last_sync_mono = sh->last_ckpt_mono = le__mono_ns();
 	sh->last_recal_mono = sh->last_sync_mono;
 	while (!atomic_load(&e->stopping)) {
+		uint64_t rd0 = sh->rd;
 		int why = collect(sh);
 		uint64_t now = le__mono_ns();
+		/* Busy: this pass found at least BUSY_BYTES_PER_US ring bytes
+		 * per microsecond since the last one (or filled a batch). */
+		sh->busy = why != C_MORE ||
+		           (sh->rd - rd0) * 1000 >=
+		                   (now - sh->last_collect_mono) * BUSY_BYTES_PER_US;
+		sh->last_collect_mono = now;
 		if ((sh->pend_recs || sh->buf_new || why == C_ROTATE) &&
 		    due(sh, why, now)) {
 			if (write_batch(sh) < 0) {
