@@ -281,8 +281,11 @@ typedef struct le_stats {
 	uint64_t stream_dropped;    /* records the stream sink had no room for
 	                               (or whose reader was gone) */
 	uint64_t stream_bytes;      /* bytes written to stream_fd */
-	uint64_t writer_cpu_ns;     /* CPU time of the writer threads, as of
-	                               their last once-a-second update */
+	uint64_t writer_cpu_ns;     /* CPU time of the writer threads */
+	uint64_t stream_cpu_ns;     /* CPU time of the stream sink's thread
+	                               (0 without one) */
+	uint64_t record_hwm_bytes;  /* largest payload accepted (after
+	                               truncation to max_record_bytes) */
 	int last_error;             /* most recent I/O error, 0 if none */
 } le_stats;
 

@@ -538,11 +538,20 @@ static le__shard *route(le_engine *e, uint64_t key)
 	return &e->shards[key % e->nshards];
 }
 
-/* Cut len to max_record_bytes or refuse it; *flags gets LE_REC_TRUNCATED. */
+/* Cut len to max_record_bytes or refuse it; *flags gets LE_REC_TRUNCATED.
+ * Notes the largest payload (a shared line read by every call, written
+ * only when a record is larger than all before it). */
 static int clip(le_engine *e, size_t *len, uint8_t *flags)
 {
-	if (*len <= e->max_rec)
+	if (*len <= e->max_rec) {
+		uint64_t h = atomic_load_explicit(&e->hwm_len,
+		                                  memory_order_relaxed);
+		while (*len > h && !atomic_compare_exchange_weak_explicit(
+			                   &e->hwm_len, &h, *len,
+			                   memory_order_relaxed, memory_order_relaxed))
+			;
 		return 0;
+	}
 	if (e->cfg.oversize == LE_OVERSIZE_REJECT) {
 		atomic_fetch_add_explicit(&e->rejected, 1, memory_order_relaxed);
 		return LE_ETOOBIG;
@@ -550,6 +559,7 @@ static int clip(le_engine *e, size_t *len, uint8_t *flags)
 	atomic_fetch_add_explicit(&e->truncated, 1, memory_order_relaxed);
 	*len = e->max_rec;
 	*flags = LE_REC_TRUNCATED;
+	atomic_store_explicit(&e->hwm_len, e->max_rec, memory_order_relaxed);
 	return 0;
 }
 
@@ -755,6 +765,19 @@ int le_flush(le_engine *e, int timeout_ms)
 	return rc;
 }
 
+/* CPU time of one of the engine's threads, now; `last` (the thread's own
+ * last note of it) in a fork child, where the thread does not exist. */
+static uint64_t thread_cpu_ns(const le_engine *e, pthread_t t, uint64_t last)
+{
+	clockid_t cid;
+	struct timespec ts;
+
+	if (e->forked || pthread_getcpuclockid(t, &cid) != 0 ||
+	    clock_gettime(cid, &ts) != 0)
+		return last;
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
 int le_stats_get(le_engine *e, le_stats *o)
 {
 	if (!e || !o)
@@ -779,7 +802,8 @@ int le_stats_get(le_engine *e, le_stats *o)
 		o->sync_errors += atomic_load(&sh->sync_errors);
 		o->recovered_truncated_bytes +=
 		        atomic_load(&sh->recovered_truncated);
-		o->writer_cpu_ns += atomic_load(&sh->cpu_ns);
+		o->writer_cpu_ns += thread_cpu_ns(e, sh->thread,
+		                                  atomic_load(&sh->cpu_ns));
 		o->recovered_records += atomic_load(&sh->recovered);
 		o->abandoned_slots += atomic_load(&sh->abandoned);
 		o->sync_lost += atomic_load(&sh->sync_lost);
@@ -791,11 +815,14 @@ int le_stats_get(le_engine *e, le_stats *o)
 	o->blocked = atomic_load(&e->blocked);
 	o->queue_hwm_records = atomic_load(&e->hwm_rec);
 	o->queue_hwm_bytes = atomic_load(&e->hwm_bytes);
+	o->record_hwm_bytes = atomic_load(&e->hwm_len);
 	o->last_error = atomic_load(&e->last_error);
 	if (e->cfg.stream_fd > 0) {
 		o->stream_lines = atomic_load(&e->stream.lines);
 		o->stream_dropped = atomic_load(&e->stream.dropped);
 		o->stream_bytes = atomic_load(&e->stream.bytes);
+		if (e->stream.started)
+			o->stream_cpu_ns = thread_cpu_ns(e, e->stream.thread, 0);
 	}
 	return 0;
 }

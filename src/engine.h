@@ -162,6 +162,7 @@ struct le_engine {
 	/* [atomic] high-water marks, CAS-max by producers (rarely written). */
 	_Alignas(64) _Atomic uint64_t hwm_rec;
 	_Atomic uint64_t hwm_bytes;
+	_Atomic uint64_t hwm_len;     /* largest payload accepted */
 	/* [atomic] producers, on uncommon paths only */
 	_Alignas(64) _Atomic uint64_t truncated;
 	_Atomic uint64_t rejected;

@@ -279,10 +279,11 @@ TEST(oversize_record_is_truncated_and_flagged_or_rejected)
 	le_engine *e = open_cfg(&c);
 	char big[300];
 	memset(big, 'x', sizeof big);
-	CHECK_EQ(le_write(e, 0, LE_INFO, big, sizeof big), 0);
 	le_stats st;
+	CHECK_EQ(le_write(e, 0, LE_INFO, big, sizeof big), 0);
 	le_stats_get(e, &st);
 	CHECK_EQ(st.truncated, 1);
+	CHECK_EQ(st.record_hwm_bytes, 100); /* as stored: cut to the limit */
 	le_close(e);
 	size_t len = 0;
 	CHECK_EQ(read_all(c.dir, 0, grab_payload, &len), 1);
@@ -290,10 +291,20 @@ TEST(oversize_record_is_truncated_and_flagged_or_rejected)
 
 	c.oversize = LE_OVERSIZE_REJECT;
 	e = open_cfg(&c);
+	CHECK_EQ(le_write(e, 0, LE_INFO, big, 7), 0);
+	CHECK_EQ(le_write(e, 0, LE_INFO, big, 3), 0);
+	le_stats_get(e, &st);
+	CHECK_EQ(st.record_hwm_bytes, 7); /* the largest, not the last */
 	CHECK_EQ(le_write(e, 0, LE_INFO, big, sizeof big), LE_ETOOBIG);
+	le_stats_get(e, &st);
+	CHECK_EQ(st.record_hwm_bytes, 7); /* a refused one is not counted */
 	CHECK_EQ(le_write(e, 0, LE_INFO, big, 100), 0);
 	le_stats_get(e, &st);
 	CHECK_EQ(st.rejected, 1);
+	CHECK_EQ(st.record_hwm_bytes, 100);
+	CHECK_RC(le_flush(e, 5000)); /* the writer has run: its CPU shows */
+	le_stats_get(e, &st);
+	CHECK(st.writer_cpu_ns > 0);
 	le_close(e);
 	t_rmrf(c.dir);
 }
