@@ -32,6 +32,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "fmt.h"
 #include "os.h"
 
 void le_config_init(le_config *c)
@@ -644,7 +645,7 @@ int le_vlogf(le_engine *e, int level, const char *fmt, va_list ap)
 	if (atomic_load_explicit(&e->closing, memory_order_relaxed))
 		return LE_ECLOSED;
 	va_copy(ap2, ap);
-	int n = vsnprintf(small, sizeof small, fmt, ap);
+	int n = le__vsnprintf(small, sizeof small, fmt, ap); /* src/fmt.c */
 	if (n < 0) {
 		va_end(ap2);
 		return LE_EINVAL;
@@ -662,7 +663,7 @@ int le_vlogf(le_engine *e, int level, const char *fmt, va_list ap)
 			va_copy(ap3, ap2);
 			t = malloc(len + 1);
 			if (t)
-				vsnprintf(t, len + 1, fmt, ap3);
+				le__vsnprintf(t, len + 1, fmt, ap3);
 			va_end(ap3);
 		}
 		rc = t ? write_sync(e, level, flags, t, len) : LE_ENOMEM;
@@ -685,7 +686,7 @@ int le_vlogf(le_engine *e, int level, const char *fmt, va_list ap)
 	if ((size_t)n < sizeof small)
 		memcpy(s + 1, small, len);
 	else
-		vsnprintf((char *)(s + 1), len + 1, fmt, ap2);
+		le__vsnprintf((char *)(s + 1), len + 1, fmt, ap2);
 	va_end(ap2);
 	fill(e, s, level, flags, (uint32_t)len);
 	publish_and_wake(sh, s, wake);

@@ -7,6 +7,7 @@
 #   fuzz_checkpoint  le__ckpt_decode, le__ckpt_pick
 #   fuzz_segment     segment files read with le_reader_* in all four modes
 #   fuzz_recover     the same files and a CHECKPOINT recovered by le_open
+#   fuzz_fmt         le__vfmt (le_logf's formatter) against glibc's snprintf
 #
 #   make fuzz          build $(BUILD)/fuzz/fuzz_* and run each briefly on its
 #                      seed corpus (FUZZ_RUNS runs, at most FUZZ_SMOKE_SECONDS);
@@ -27,7 +28,7 @@
 FUZZ_CC       ?= clang
 # The library sources to fuzz (another tree: try a fix before it lands).
 FUZZ_SRC      ?= src
-FUZZ_TARGETS  := frame checkpoint segment recover
+FUZZ_TARGETS  := frame checkpoint segment recover fmt
 FUZZ_OUT       = $(BUILD)/fuzz
 FUZZ_SAN      ?= -fsanitize=address,undefined -fno-sanitize-recover=undefined
 FUZZ_CFLAGS   ?= -std=c11 -O1 -g -fno-omit-frame-pointer -pthread -Wall -Wextra
@@ -40,6 +41,7 @@ FUZZ_MAXLEN_frame      ?= 4096
 FUZZ_MAXLEN_segment    ?= 8192
 FUZZ_MAXLEN_checkpoint ?= 1200
 FUZZ_MAXLEN_recover    ?= 8192
+FUZZ_MAXLEN_fmt        ?= 1024
 # fuzz_segment writes files on every run: a RAM file system when there is one.
 FUZZ_TMPDIR   ?= $(shell [ -d /dev/shm ] && [ -w /dev/shm ] && echo /dev/shm || echo $${TMPDIR:-/tmp})
 
@@ -57,6 +59,7 @@ $(FUZZ_OUT)/obj/%.o: $(FUZZ_SRC)/%.c $(wildcard $(FUZZ_SRC)/*.h) include/logengi
 	$(FUZZ_CC) $(FUZZ_CFLAGS) $(FUZZ_SAN) -fsanitize=fuzzer-no-link -Iinclude -I$(FUZZ_SRC) -c -o $@ $<
 
 $(FUZZ_OUT)/fuzz_recover: tests/fuzz/fuzz_segment.c
+$(FUZZ_OUT)/fuzz_fmt: tests/unit/fmt_gen.h
 $(FUZZ_OUT)/fuzz_%: tests/fuzz/fuzz_%.c $(FUZZ_LIB_OBJ)
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) $(FUZZ_CFLAGS) $(FUZZ_SAN) -fsanitize=fuzzer -Iinclude -I$(FUZZ_SRC) -o $@ $< $(FUZZ_LIB_OBJ) -pthread

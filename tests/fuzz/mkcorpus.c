@@ -4,7 +4,7 @@
  * from the classic ways they stop decoding) instead of from nothing.
  *
  *   mkcorpus DIR     writes DIR/frame/, DIR/segment/, DIR/recover/ (the
- *                    same inputs as segment/), DIR/checkpoint/
+ *                    same inputs as segment/), DIR/checkpoint/, DIR/fmt/
  *
  * Input layouts are described at the top of each fuzz_*.c; the first byte
  * is always a control byte.  Output is deterministic: regenerating gives
@@ -410,6 +410,39 @@ static void corpus_checkpoint(void)
 	save("checkpoint", "empty", &b);
 }
 
+/* ---- fuzz_fmt: choices for tests/unit/fmt_gen.h ---- */
+
+static void corpus_fmt(void)
+{
+	struct buf b;
+	char name[64];
+	uint64_t x = 0;
+
+	/* All zeros: six conversions in a row, bare (%d%f%s%lld%lu%p), of
+	 * zeros and NULLs; all ones: the other end of every choice. */
+	b.len = 0;
+	for (int i = 0; i < 96; i++)
+		put_byte(&b, 0);
+	save("fmt", "zeros", &b);
+	b.len = 0;
+	for (int i = 0; i < 96; i++)
+		put_byte(&b, 0xff);
+	save("fmt", "ones", &b);
+	/* Pseudo-random choices of a few lengths (splitmix64 of a counter):
+	 * every kind of case, values of every size. */
+	for (int k = 0; k < 6; k++) {
+		b.len = 0;
+		for (size_t i = 0; i < (size_t)48 << k && i < 1024; i++) {
+			uint64_t z = (x += 0x9e3779b97f4a7c15u);
+			z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9u;
+			z = (z ^ (z >> 27)) * 0x94d049bb133111ebu;
+			put_byte(&b, (int)((z ^ (z >> 31)) & 0xff));
+		}
+		snprintf(name, sizeof name, "random-%zu", b.len);
+		save("fmt", name, &b);
+	}
+}
+
 int main(int argc, char **argv)
 {
 	if (argc != 2) {
@@ -424,5 +457,6 @@ int main(int argc, char **argv)
 	corpus_frame();
 	corpus_segment();
 	corpus_checkpoint();
+	corpus_fmt();
 	return 0;
 }

@@ -135,6 +135,11 @@ TEST(fuzz_recover_runs_clean)
 	run_fuzzer("recover", 1500, 8192);
 }
 
+TEST(fuzz_fmt_runs_clean)
+{
+	run_fuzzer("fmt", 30000, 1024);
+}
+
 int main(int argc, char **argv)
 {
 	T_INIT(argc, argv);
@@ -143,5 +148,6 @@ int main(int argc, char **argv)
 	RUN(fuzz_checkpoint_runs_clean);
 	RUN(fuzz_segment_runs_clean);
 	RUN(fuzz_recover_runs_clean);
+	RUN(fuzz_fmt_runs_clean);
 	return t_done();
 }
