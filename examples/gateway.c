@@ -73,7 +73,6 @@ static _Atomic uint64_t window_mark; /* SIGUSR1: measured window begins */
 static le_engine *eng;          /* NULL with --log off */
 static pthread_key_t backend_key; /* per connection thread: its socket */
 static atomic_uint_fast64_t n_requests, n_backend_errors, n_log_errors;
-static atomic_uint_fast64_t max_line; /* longest access-log payload */
 /*
  * What access_log costs a request thread (building the line, handing it
  * over): with the writer's and the stream thread's CPU (le_stats), what
@@ -133,7 +132,7 @@ static uint64_t now_ns(void)
 
 struct backend {
 	int fd;        /* keep-alive connection, -1 when none */
-	uint64_t conn; /* this connection thread's number (the route key) */
+	uint64_t conn; /* this connection thread's number (in the log line) */
 	int slot;      /* in inflight[], or -1 past MAX_SLOTS */
 	/* The client's address as text, kept while the client stays the
 	 * same: inet_ntop on every request cost as much as the rest of the
@@ -247,7 +246,7 @@ static void access_log(struct backend *b, struct MHD_Connection *c,
                        const char *version, unsigned status, size_t bytes,
                        uint64_t total_us, uint64_t upstream_us)
 {
-	char line[512], ipbuf[INET6_ADDRSTRLEN];
+	char ipbuf[INET6_ADDRSTRLEN];
 	const char *ip = "-";
 	const union MHD_ConnectionInfo *ci =
 	        MHD_get_connection_info(c, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
@@ -271,19 +270,14 @@ static void access_log(struct backend *b, struct MHD_Connection *c,
 		if (!ip)
 			ip = "-";
 	}
-	int n = snprintf(line, sizeof line,
-	                 "%s \"%s %.200s %s\" %u %zu rt_us=%" PRIu64
-	                 " upstream_us=%" PRIu64 " conn=%" PRIu64,
-	                 ip, method, url, version, status, bytes, total_us,
-	                 upstream_us, b ? b->conn : 0);
-	size_t len = n < 0 ? 0 : (size_t)n < sizeof line ? (size_t)n
-	                                                 : sizeof line - 1;
-	uint64_t m = atomic_load(&max_line);
-	while (len > m && !atomic_compare_exchange_weak(&max_line, &m, len))
-		;
-	/* async: queued, returns at once (LE_EFULL counted if full).
-	 * sync: written here, blocking while stdout is full. */
-	if (le_write(eng, b ? b->conn : 0, LE_INFO, line, len) < 0)
+	/* le_logf formats straight into the queue (src/fmt.c, not glibc's
+	 * vsnprintf).  async: queued, returns at once (LE_EFULL counted if
+	 * full).  sync: written here, blocking while stdout is full. */
+	if (le_logf(eng, LE_INFO,
+	            "%s \"%s %.200s %s\" %u %zu rt_us=%" PRIu64
+	            " upstream_us=%" PRIu64 " conn=%" PRIu64,
+	            ip, method, url, version, status, bytes, total_us,
+	            upstream_us, b ? b->conn : 0) < 0)
 		atomic_fetch_add(&n_log_errors, 1);
 	if (timed) {
 		uint64_t d = mono_ns() - t0;
@@ -440,7 +434,7 @@ static void report(void)
 	        "{\"log\":\"%s\",\"requests\":%" PRIu64
 	        ",\"stuck\":%" PRIu64 ",\"in_progress\":%" PRIu64
 	        ",\"backend_errors\":%" PRIu64 ",\"log_errors\":%" PRIu64
-	        ",\"max_line_bytes\":%" PRIu64 ",\"accepted\":%" PRIu64
+	        ",\"accepted\":%" PRIu64
 	        ",\"written\":%" PRIu64 ",\"dropped\":%" PRIu64
 	        ",\"truncated\":%" PRIu64 ",\"rejected\":%" PRIu64
 	        ",\"queue_hwm_records\":%" PRIu64 ",\"queue_hwm_bytes\":%" PRIu64
@@ -454,7 +448,7 @@ static void report(void)
 	        mode[opt.log], (uint64_t)atomic_load(&n_requests), stuck, busy,
 	        (uint64_t)atomic_load(&n_backend_errors),
 	        (uint64_t)atomic_load(&n_log_errors),
-	        (uint64_t)atomic_load(&max_line), st.accepted, st.written,
+	        st.accepted, st.written,
 	        st.dropped, st.truncated, st.rejected, st.queue_hwm_records,
 	        st.queue_hwm_bytes, eng ? cfg.queue_capacity : 0,
 	        eng ? cfg.queue_capacity_bytes : 0,
