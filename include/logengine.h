@@ -222,6 +222,10 @@ int le_write(le_engine *e, uint64_t route_key, int level, const void *payload,
  * Format a record as printf would and queue it.  The route key is the
  * calling thread's (a number fixed per thread), so one thread's records stay
  * in order.  Messages longer than max_record_bytes are truncated and flagged.
+ * The conversions logs use (d i u o x X c s p f F, with every flag, width,
+ * precision and length modifier) are formatted by the engine's own code,
+ * byte for byte as glibc's printf would, %f exactly rounded; the rest
+ * (e g a, %ls, positional arguments, ...) by vsnprintf (src/fmt.c).
  * @return as le_write.
  */
 int le_logf(le_engine *e, int level, const char *fmt, ...)

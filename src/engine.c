@@ -240,6 +240,10 @@ static int shard_init(le_engine *e, uint32_t i)
 	sh->ckpt_fd = -1;
 	le__clock_init(&sh->clock);
 	if (!e->cfg.store) {
+		/* stream_sync without a store: every record is written in the
+		 * caller's thread and none is queued; the ring stays a page. */
+		if (e->cfg.stream_sync)
+			size = le__ring_size_for(1, 0, 0);
 		rc = le__ring_open(&sh->ring, NULL, size, i);
 		return rc < 0 ? rc : le__writer_recover(sh);
 	}
