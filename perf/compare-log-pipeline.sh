@@ -56,6 +56,7 @@ BACKEND_DELAY_US=${BACKEND_DELAY_US:-1000}
 FORMAT=${FORMAT:-text}
 OUT=${OUT:-perf/results/log-pipeline}
 STRICT=${STRICT:-0}
+GATEWAY_ARGS=${GATEWAY_ARGS:-}  # more gateway options, e.g. --queue-bytes N
 LUA=$(dirname "$0")/wrk-report.lua
 # All seven by default; a subset (CASES="sync:fast async:fast") is for
 # development: the gates that need a missing case then fail.
@@ -159,7 +160,7 @@ run_case() {
 	esac
 	rpid=$!
 	"$GATEWAY" --port "$PORT" --backend-port "$BACKEND_PORT" --log "$v" \
-		--format "$FORMAT" --stuck-ms $((WRK_TIMEOUT_S * 1000)) \
+		--format "$FORMAT" --stuck-ms $((WRK_TIMEOUT_S * 1000)) $GATEWAY_ARGS \
 		>"$fifo" 2>"$raw/$tag.gw" &
 	gpid=$!
 	pids="$pids $rpid $gpid"
