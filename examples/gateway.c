@@ -86,7 +86,7 @@ static atomic_uint_fast64_t n_requests, n_backend_errors, n_log_errors;
  */
 #define LOG_SAMPLE 16
 #define LOG_SAMPLES (1u << 16)
-static uint32_t log_samples[LOG_SAMPLES];
+static _Atomic uint32_t log_samples[LOG_SAMPLES]; /* threads still run at exit */
 static atomic_uint_fast32_t n_log_samples;
 static _Thread_local unsigned log_tick;
 
@@ -109,13 +109,17 @@ static uint64_t log_call_ns(void)
 	uint32_t n = (uint32_t)atomic_load(&n_log_samples);
 	if (n > LOG_SAMPLES)
 		n = LOG_SAMPLES;
-	if (!n)
+	uint32_t *v = n ? malloc(n * sizeof *v) : NULL;
+	if (!v)
 		return 0;
-	qsort(log_samples, n, sizeof log_samples[0], cmp_u32);
+	for (uint32_t i = 0; i < n; i++)
+		v[i] = atomic_load_explicit(&log_samples[i], memory_order_relaxed);
+	qsort(v, n, sizeof *v, cmp_u32);
 	uint32_t keep = n - n / 100;
 	uint64_t sum = 0;
 	for (uint32_t i = 0; i < keep; i++)
-		sum += log_samples[i];
+		sum += v[i];
+	free(v);
 	return sum / keep;
 }
 static atomic_uint_fast64_t next_conn;
@@ -283,7 +287,10 @@ static void access_log(struct backend *b, struct MHD_Connection *c,
 		uint64_t d = mono_ns() - t0;
 		uint32_t i = (uint32_t)atomic_fetch_add(&n_log_samples, 1);
 		if (i < LOG_SAMPLES)
-			log_samples[i] = d > UINT32_MAX ? UINT32_MAX : (uint32_t)d;
+			atomic_store_explicit(&log_samples[i],
+			                      d > UINT32_MAX ? UINT32_MAX
+			                                     : (uint32_t)d,
+			                      memory_order_relaxed);
 	}
 }
 
