@@ -285,6 +285,7 @@ static void engine_free(le_engine *e)
 		le__close(e->lock_fd); /* drops the flock */
 	if (e->has_stream)
 		le__stream_close(&e->stream);
+	le__reaper_free(e);
 	pthread_mutex_destroy(&e->flush_mu);
 	pthread_cond_destroy(&e->flush_cv);
 	free(e);
@@ -302,6 +303,7 @@ static void stop_writers(le_engine *e)
 		pthread_join(sh->thread, NULL);
 		sh->started = 0;
 	}
+	le__reaper_stop(e); /* after the writers: their last rotation */
 }
 
 static int open_engine(le_engine **out, const le_config *cfg);
@@ -403,11 +405,17 @@ static int open_engine(le_engine **out, const le_config *cfg)
 		if (rc < 0)
 			goto fail;
 	}
-	/* Writers block every signal (inherited from this mask). */
+	/* Writers and the reaper block every signal (inherited from this
+	 * mask).  The reaper first: a writer may rotate at once. */
 	sigset_t all, old;
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
-	for (uint32_t i = 0; i < e->nshards; i++) {
+	if (cfg->store && cfg->retention_bytes) {
+		rc = le__reaper_start(e);
+		if (rc < 0)
+			le__seterr("le_open: cannot start the retention thread");
+	}
+	for (uint32_t i = 0; rc >= 0 && i < e->nshards; i++) {
 		le__shard *sh = &e->shards[i];
 		rc = -pthread_create(&sh->thread, NULL, le__writer_main, sh);
 		if (rc < 0) {
@@ -842,6 +850,7 @@ int le_close(le_engine *e)
 		le__unregister(e);
 		for (uint32_t i = 0; i < e->nshards; i++)
 			e->shards[i].started = 0;
+		e->reaper.started = 0;
 		engine_free(e);
 		return 0;
 	}

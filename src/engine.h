@@ -38,6 +38,18 @@ typedef struct le__stream {
 	_Atomic uint64_t lines, dropped, bytes;
 } le__stream;
 
+/* reaper.c: retention's unlinks, off the writer threads (see there). */
+#define LE_REAP_MAX 16
+typedef struct le__reaper {
+	pthread_t thread;
+	int inited, started;
+	pthread_mutex_t mu;      /* guards path, head, n, stop */
+	pthread_cond_t cv;
+	char path[LE_REAP_MAX][LE_PATH_MAX];
+	unsigned head, n;        /* the paths waiting, oldest at head */
+	int stop;
+} le__reaper;
+
 /* Room a formatted line may need for a payload of len bytes: JSON escapes
  * at most 6 bytes per byte, plus the fixed fields and the newline. */
 static inline size_t le__stream_line_max(size_t len)
@@ -190,12 +202,20 @@ struct le_engine {
 	le__shard *shards;
 	int has_stream;                 /* async stream sink running */
 	le__stream stream;
+	le__reaper reaper;              /* started when retention_bytes */
 
 	/* le_flush waiters sleep here; writers signal when flush_waiters. */
 	pthread_mutex_t flush_mu;
 	pthread_cond_t flush_cv;
 	_Atomic int flush_waiters;
 };
+
+/* reaper.c */
+int le__reaper_start(le_engine *e);
+/* 1: the reaper will unlink path; 0: unlink it yourself (list full). */
+int le__reaper_push(le_engine *e, const char *path);
+void le__reaper_stop(le_engine *e); /* every queued unlink done, joined */
+void le__reaper_free(le_engine *e);
 
 /* writer.c */
 int le__writer_recover(le__shard *sh); /* in le_open, before threads */

@@ -96,7 +96,9 @@ static void retention(le__shard *sh)
 		return;
 	while (drop < sh->nsegs && sh->segs_bytes + seg_end(sh) > keep) {
 		le__seg_path(path, sizeof path, sh->dir, sh->segs[drop].index);
-		int rc = le__unlink(path);
+		/* Freeing a big file's blocks takes ext4 tens of ms: the
+		 * reaper thread does it while this one writes on. */
+		int rc = le__reaper_push(sh->e, path) ? 0 : le__unlink(path);
 		if (rc < 0 && rc != -ENOENT) {
 			note_error(sh, rc);
 			break;

@@ -7,6 +7,7 @@
 #include "harness.h"
 
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <sys/resource.h>
 
@@ -284,6 +285,74 @@ TEST(queue_file_past_ulimit_f_fails_le_open_cleanly)
 	t_rmrf(dir);
 }
 
+/* An unlink that takes as long as the test likes: ext4 freeing a big
+ * segment's blocks, made endless until released. */
+static pthread_mutex_t unlink_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t unlink_cv = PTHREAD_COND_INITIALIZER;
+static int unlink_held, unlink_entered;
+
+static int slow_unlink(const char *path)
+{
+	pthread_mutex_lock(&unlink_mu);
+	unlink_entered++;
+	pthread_cond_broadcast(&unlink_cv);
+	while (unlink_held)
+		pthread_cond_wait(&unlink_cv, &unlink_mu);
+	pthread_mutex_unlock(&unlink_mu);
+	return le__os_real.unlink(path);
+}
+
+static void write_recs(le_engine *e, int from, int n)
+{
+	char p[64];
+	for (int i = from; i < from + n; i++) {
+		int len = snprintf(p, sizeof p, "record %08d ........................", i);
+		CHECK_EQ(le_write(e, 0, LE_INFO, p, (size_t)len), 0);
+	}
+}
+
+TEST(slow_retention_unlink_never_stops_the_writer)
+{
+	le_config c = cfg();
+	c.segment_bytes = 16384;
+	c.retention_bytes = 32768;
+	c.overflow = LE_OVERFLOW_BLOCK;
+	unlink_held = 1;
+	unlink_entered = 0;
+	le__os_table.unlink = slow_unlink;
+	le_engine *e;
+	CHECK_RC(le_open(&e, &c));
+	/* Enough to rotate past the retention bound: an unlink starts, and
+	 * hangs. */
+	write_recs(e, 1, 2000);
+	CHECK_RC(le_flush(e, 10000));
+	pthread_mutex_lock(&unlink_mu);
+	while (!unlink_entered)
+		pthread_cond_wait(&unlink_cv, &unlink_mu);
+	pthread_mutex_unlock(&unlink_mu);
+	/* While it hangs the writer rotates on (fewer segments than the
+	 * reaper's list holds, so none is unlinked by the writer itself). */
+	write_recs(e, 2001, 1500);
+	CHECK_EQ(le_flush(e, 10000), 0);
+	le_stats st;
+	le_stats_get(e, &st);
+	CHECK_EQ(st.written, 3500);
+	pthread_mutex_lock(&unlink_mu);
+	CHECK_EQ(unlink_entered, 1); /* still the first one, still hanging */
+	unlink_held = 0;
+	pthread_cond_broadcast(&unlink_cv);
+	pthread_mutex_unlock(&unlink_mu);
+	CHECK_EQ(le_close(e), 0); /* waits for the queued unlinks */
+	le__os_table = le__os_real;
+	CHECK(unlink_entered > 1);
+	/* Retention held once the reaper caught up; the newest records are
+	 * all there, in order, ending at the last one. */
+	long n = count_records(dir);
+	CHECK(n > 0 && n < 3500);
+	CHECK(n * 60 <= 32768 + 2 * 16384);
+	t_rmrf(dir);
+}
+
 int main(int argc, char **argv)
 {
 	T_INIT(argc, argv);
@@ -293,5 +362,6 @@ int main(int argc, char **argv)
 	RUN(eio_on_write_moves_the_batch_to_a_new_segment);
 	RUN(file_size_limit_gives_efbig_not_death_by_sigxfsz);
 	RUN(queue_file_past_ulimit_f_fails_le_open_cleanly);
+	RUN(slow_retention_unlink_never_stops_the_writer);
 	return t_done();
 }

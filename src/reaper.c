@@ -1,0 +1,109 @@
+/*
+ * reaper.c -- retention's unlinks, off the writer threads.
+ *
+ * Deleting a 64 MiB segment on ext4 frees its extents inside unlink(2):
+ * 50-130 ms in the soak (docs/BENCHMARKS.md), during which a writer that
+ * did it itself took no records, and the queue (1 MiB: a few tens of
+ * milliseconds at full rate) filled.  Writers hand the paths to this one
+ * thread per engine instead, through a bounded list; when the list is full
+ * the writer unlinks the file itself, as before.
+ *
+ * A path handed over and not yet unlinked is an old, whole segment: if the
+ * process dies first, the next le_open lists it again, and retention
+ * deletes it then.  Segment indices only grow, so no new segment can take
+ * its name meanwhile.  le_close joins the thread after the writers, once
+ * every queued unlink is done.
+ */
+#include "engine.h"
+
+#include <errno.h>
+#include <string.h>
+
+static void *reaper_main(void *arg)
+{
+	le_engine *e = arg;
+	le__reaper *r = &e->reaper;
+	char path[LE_PATH_MAX];
+
+	for (;;) {
+		pthread_mutex_lock(&r->mu);
+		while (!r->n && !r->stop)
+			pthread_cond_wait(&r->cv, &r->mu);
+		if (!r->n) {
+			pthread_mutex_unlock(&r->mu);
+			break; /* stop, and nothing left */
+		}
+		memcpy(path, r->path[r->head], sizeof path);
+		r->head = (r->head + 1) % LE_REAP_MAX;
+		r->n--;
+		pthread_mutex_unlock(&r->mu);
+		int rc = le__unlink(path);
+		if (rc < 0 && rc != -ENOENT) {
+			atomic_store(&e->last_error, rc);
+			atomic_fetch_add(&e->errors_total, 1);
+		}
+	}
+	return NULL;
+}
+
+int le__reaper_start(le_engine *e)
+{
+	le__reaper *r = &e->reaper;
+	int rc;
+
+	if ((rc = pthread_mutex_init(&r->mu, NULL)) != 0)
+		return -rc;
+	if ((rc = pthread_cond_init(&r->cv, NULL)) != 0) {
+		pthread_mutex_destroy(&r->mu);
+		return -rc;
+	}
+	r->inited = 1;
+	rc = pthread_create(&r->thread, NULL, reaper_main, e);
+	if (rc != 0)
+		return -rc;
+	r->started = 1;
+	return 0;
+}
+
+int le__reaper_push(le_engine *e, const char *path)
+{
+	le__reaper *r = &e->reaper;
+	size_t len = strlen(path);
+
+	if (!r->started || len >= LE_PATH_MAX)
+		return 0;
+	pthread_mutex_lock(&r->mu);
+	int ok = r->n < LE_REAP_MAX && !r->stop;
+	if (ok) {
+		memcpy(r->path[(r->head + r->n) % LE_REAP_MAX], path, len + 1);
+		r->n++;
+		pthread_cond_broadcast(&r->cv);
+	}
+	pthread_mutex_unlock(&r->mu);
+	return ok;
+}
+
+void le__reaper_stop(le_engine *e)
+{
+	le__reaper *r = &e->reaper;
+
+	if (!r->started)
+		return;
+	pthread_mutex_lock(&r->mu);
+	r->stop = 1;
+	pthread_cond_broadcast(&r->cv);
+	pthread_mutex_unlock(&r->mu);
+	pthread_join(r->thread, NULL);
+	r->started = 0;
+}
+
+void le__reaper_free(le_engine *e)
+{
+	le__reaper *r = &e->reaper;
+
+	if (!r->inited)
+		return;
+	pthread_mutex_destroy(&r->mu);
+	pthread_cond_destroy(&r->cv);
+	r->inited = 0;
+}
