@@ -146,6 +146,20 @@ static inline char *t_tmpdir(char *buf)
 	return buf;
 }
 
+/* Path of a program this build made: $ENV_NAME if set, else $BUILD/name
+ * (build/ by default).  One buffer per test file: use it before the next
+ * call. */
+static inline const char *t_build_tool(const char *env_name, const char *name)
+{
+	static char path[512];
+	const char *env = getenv(env_name), *build = getenv("BUILD");
+
+	if (env && *env)
+		return env;
+	snprintf(path, sizeof path, "%s/%s", build ? build : "build", name);
+	return path;
+}
+
 static inline void t_rmrf(const char *path)
 {
 	char cmd[600];

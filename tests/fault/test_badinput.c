@@ -24,19 +24,13 @@
  * a segment file under another segment's name.
  */
 #include "unit/segfile.h"
+#include "unit/allocwatch.h"
 
 #include <fcntl.h>
-#include <sys/resource.h>
 
 #include "logengine.h"
 #include "segment.h"
 
-#if defined(__SANITIZE_ADDRESS__)
-/* From the sanitizer runtime; gcc ships no allocator_interface.h. */
-int __sanitizer_install_malloc_and_free_hooks(
-	void (*malloc_hook)(const volatile void *, size_t),
-	void (*free_hook)(const volatile void *));
-#endif
 
 #define MAX_PROBS 32
 #define MAX_FRAMES 4096
@@ -300,12 +294,7 @@ static void reopen_append(const char *dir, uint64_t first, int n)
 
 static const char *cli(void)
 {
-	static char path[512];
-	const char *env = getenv("LE_CLI"), *build = getenv("BUILD");
-	if (env && *env)
-		return env;
-	snprintf(path, sizeof path, "%s/logengine", build ? build : "build");
-	return path;
+	return t_build_tool("LE_CLI", "logengine");
 }
 
 /* Run `logengine verify DIR`; its stdout in out (NUL-terminated).
@@ -691,43 +680,11 @@ TEST(bit_flip_at_every_byte_never_makes_le_open_lose_records)
  * Absurd lengths
  * ==================================================================== */
 
-#if defined(__SANITIZE_ADDRESS__)
-static size_t max_alloc;
-static void note_malloc(const volatile void *p, size_t len)
-{
-	(void)p;
-	if (len > max_alloc)
-		max_alloc = len;
-}
-static void note_free(const volatile void *p)
-{
-	(void)p;
-}
-#endif
-
-/* From here on, fail (or record) any allocation far above what reading
- * and recovering these small files needs.  Without ASan: an address-space
- * limit a little above what the process maps now (after a warm-up cycle,
- * so thread stacks and TSC calibration are already paid for); under ASan,
- * whose shadow memory makes RLIMIT_AS useless, a malloc hook; under TSan,
- * nothing (the other builds cover it). */
-static void limit_allocations(void)
-{
-#if defined(__SANITIZE_ADDRESS__)
-	__sanitizer_install_malloc_and_free_hooks(note_malloc, note_free);
-#elif !defined(__SANITIZE_THREAD__)
-	struct rlimit rl;
-	unsigned long pages = 0;
-	FILE *f = fopen("/proc/self/statm", "r");
-	CHECK(f && fscanf(f, "%lu", &pages) == 1);
-	fclose(f);
-	/* Room for a 1 MiB read window, a writer's buffers and a small
-	 * queue; not for a 16 MiB frame, let alone a 4 GiB one. */
-	rl.rlim_cur = rl.rlim_max =
-		(rlim_t)pages * (rlim_t)sysconf(_SC_PAGESIZE) + (12u << 20);
-	CHECK(setrlimit(RLIMIT_AS, &rl) == 0);
-#endif
-}
+/* Room for a 1 MiB read window, a writer's buffers and a small queue
+ * (limits taken after a warm-up cycle, so thread stacks and TSC
+ * calibration are already paid for); not for a 16 MiB frame, let alone a
+ * 4 GiB one. */
+#define ALLOC_SLACK (12u << 20)
 
 TEST(absurd_length_never_allocates_absurdly)
 {
@@ -760,7 +717,7 @@ TEST(absurd_length_never_allocates_absurdly)
 			CHECK_EQ(first_offset(out), (long long)m.off[at[a]]);
 		}
 
-	limit_allocations();
+	t_watch_allocations(ALLOC_SLACK);
 	for (size_t w = 0; w < sizeof words / sizeof words[0]; w++) {
 		for (int a = 0; a < 2; a++) {
 			int k = at[a], last = k == N_REC - 1;
@@ -792,9 +749,9 @@ TEST(absurd_length_never_allocates_absurdly)
 		}
 	}
 #if defined(__SANITIZE_ADDRESS__)
-	if (max_alloc > (2u << 20))
-		fprintf(stderr, "  largest allocation: %zu bytes\n", max_alloc);
-	CHECK(max_alloc <= (2u << 20)); /* the 1 MiB window and change */
+	if (t_max_alloc > (2u << 20))
+		fprintf(stderr, "  largest allocation: %zu bytes\n", t_max_alloc);
+	CHECK(t_max_alloc <= (2u << 20)); /* the 1 MiB window and change */
 #endif
 	free(b);
 	img_free(&m);

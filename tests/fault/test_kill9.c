@@ -23,6 +23,7 @@
 #include <sys/mman.h>
 
 #include "logengine.h"
+#include "logtest.h"
 
 #define THREADS 2
 #define MAX_CYCLES 2000
@@ -158,25 +159,15 @@ TEST(accepted_records_survive_kill9_exactly_once_in_order)
 	CHECK_EQ(le_close(e), 0);
 
 	static struct check x;
-	le_reader *r;
-	le_reader_opts o;
-	le_record rec;
-	le_reader_opts_init(&o);
-	o.mode = LE_RECOVER_ABSOLUTE;
-	CHECK_RC(le_reader_open(&r, dir, &o));
-	int rc;
-	while ((rc = le_reader_next(r, &rec)) == 1)
-		check_rec(&rec, &x);
-	le_reader_close(r);
-	if (rc != 0) {
-		char cmd[600];
+	long rc = read_all(dir, LE_RECOVER_ABSOLUTE, check_rec, &x);
+	if (rc < 0) {
+		char cmd[1024];
 		snprintf(cmd, sizeof cmd, "%s verify '%s' | head -5",
-		         getenv("LE_CLI") ? getenv("LE_CLI") : "build/logengine",
-		         dir);
+		         t_build_tool("LE_CLI", "logengine"), dir);
 		if (system(cmd) != 0)
 			fprintf(stderr, "  (verify failed)\n");
 	}
-	CHECK_EQ(rc, 0);
+	CHECK(rc >= 0);
 	CHECK_EQ(x.bad, 0);
 	for (int cy = 0; cy < cycles; cy++)
 		for (int t = 0; t < THREADS; t++) {

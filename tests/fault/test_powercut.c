@@ -22,6 +22,7 @@
 #include <sys/mman.h>
 
 #include "logengine.h"
+#include "logtest.h"
 #include "os.h"
 #include "queue.h"
 
@@ -182,6 +183,18 @@ static void reboot(void)
 	le__boot_id_override = 2222; /* the queue is another boot's */
 }
 
+/* Records read back must be "rec 0", "rec 1", ...: once, in order, no
+ * hole; *arg is the next number expected. */
+static void next_rec(const le_record *r, void *arg)
+{
+	long *next = arg, k;
+	char b[64];
+	snprintf(b, sizeof b, "%.*s", (int)r->len, (const char *)r->payload);
+	CHECK(sscanf(b, "rec %ld", &k) == 1);
+	CHECK_EQ(k, *next);
+	(*next)++;
+}
+
 static void powercut(int durability, int rounds)
 {
 	for (int round = 0; round < rounds; round++) {
@@ -208,25 +221,8 @@ static void powercut(int durability, int rounds)
 		le_stats_get(e, &s);
 		CHECK_EQ(s.recovered_records, 0); /* queue of another boot */
 		le_close(e);
-		le_reader *r;
-		le_reader_opts o;
-		le_record rec;
-		le_reader_opts_init(&o);
-		o.mode = LE_RECOVER_ABSOLUTE;
-		CHECK_RC(le_reader_open(&r, dir, &o));
 		long next = 0;
-		int rc;
-		while ((rc = le_reader_next(r, &rec)) == 1) {
-			char b[64];
-			long k;
-			snprintf(b, sizeof b, "%.*s", (int)rec.len,
-			         (const char *)rec.payload);
-			CHECK(sscanf(b, "rec %ld", &k) == 1);
-			CHECK_EQ(k, next); /* once, in order, no hole */
-			next++;
-		}
-		le_reader_close(r);
-		CHECK_EQ(rc, 0);
+		CHECK(read_all(dir, LE_RECOVER_ABSOLUTE, next_rec, &next) >= 0);
 		if (next < promised) {
 			fprintf(stderr, "  round %d: %ld records survive, %ld "
 			        "were promised\n", round, next, promised);

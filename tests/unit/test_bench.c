@@ -155,13 +155,7 @@ static double jnum(jv *v, const char *key)
 
 static const char *driver(void)
 {
-	static char path[512];
-	const char *env = getenv("LE_BENCH"), *build = getenv("BUILD");
-
-	if (env && *env)
-		return env;
-	snprintf(path, sizeof path, "%s/bench", build ? build : "build");
-	return path;
+	return t_build_tool("LE_BENCH", "bench");
 }
 
 static char out_dir[256], work_dir[256], log_path[300];

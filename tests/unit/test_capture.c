@@ -23,13 +23,7 @@
 
 static const char *cli(void)
 {
-	static char path[512];
-	const char *env = getenv("LE_CLI"), *build = getenv("BUILD");
-
-	if (env && *env)
-		return env;
-	snprintf(path, sizeof path, "%s/logengine", build ? build : "build");
-	return path;
+	return t_build_tool("LE_CLI", "logengine");
 }
 
 static const char *self(void)

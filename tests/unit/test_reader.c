@@ -5,18 +5,14 @@
  * the wrong place, sequence gaps, and the field sets.
  */
 #include "segfile.h"
+#include "allocwatch.h"
 
-#include <sys/resource.h>
 
 #include "crc32c.h"
 #include "logengine.h"
 
 #if defined(__SANITIZE_ADDRESS__)
 #include <sanitizer/lsan_interface.h>
-/* From the sanitizer runtime; gcc ships no allocator_interface.h. */
-int __sanitizer_install_malloc_and_free_hooks(
-	void (*malloc_hook)(const volatile void *, size_t),
-	void (*free_hook)(const volatile void *));
 #endif
 
 #define ALL LE_FIELD_ALL
@@ -680,38 +676,8 @@ TEST(bit_flip_at_every_byte_is_detected)
 
 /* ---- absurd lengths ---- */
 
-#if defined(__SANITIZE_ADDRESS__)
-static size_t max_alloc;
-
-static void note_malloc(const volatile void *p, size_t len)
-{
-	(void)p;
-	if (len > max_alloc)
-		max_alloc = len;
-}
-static void note_free(const volatile void *p)
-{
-	(void)p;
-}
-#endif
-
-/* Fail any allocation far above what a reader needs: under ASan by
- * watching every malloc, otherwise with an address-space limit. */
-static void watch_allocations(void)
-{
-#if defined(__SANITIZE_ADDRESS__)
-	__sanitizer_install_malloc_and_free_hooks(note_malloc, note_free);
-#elif !defined(__SANITIZE_THREAD__)
-	struct rlimit rl;
-	unsigned long pages = 0;
-	FILE *f = fopen("/proc/self/statm", "r");
-	CHECK(f && fscanf(f, "%lu", &pages) == 1);
-	fclose(f);
-	rl.rlim_cur = rl.rlim_max =
-		(rlim_t)pages * (rlim_t)sysconf(_SC_PAGESIZE) + (64u << 20);
-	CHECK(setrlimit(RLIMIT_AS, &rl) == 0);
-#endif
-}
+/* Fail any allocation far above what a reader needs. */
+#define ALLOC_SLACK (64u << 20)
 
 TEST(absurd_length_does_not_allocate)
 {
@@ -722,7 +688,7 @@ TEST(absurd_length_does_not_allocate)
 	                    LE_FRAME_MAX};
 
 	t_tmpdir(dir);
-	watch_allocations();
+	t_watch_allocations(ALLOC_SLACK);
 	for (size_t w = 0; w < sizeof words / sizeof words[0]; w++) {
 		/* In the last frame: a torn tail.  In the middle: damage. */
 		for (int k = 2; k <= 4; k += 2) {
@@ -741,7 +707,7 @@ TEST(absurd_length_does_not_allocate)
 		}
 	}
 #if defined(__SANITIZE_ADDRESS__)
-	CHECK(max_alloc <= (2u << 20)); /* the 1 MiB window and change */
+	CHECK(t_max_alloc <= (2u << 20)); /* the 1 MiB window and change */
 #endif
 	t_rmrf(dir);
 }
