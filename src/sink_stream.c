@@ -209,6 +209,19 @@ size_t le__stream_format(unsigned char *out, size_t cap, int format,
 
 /* ---- the ring and its thread ---- */
 
+/* Wait on s->cv (s->mu held) at most ms milliseconds (ms < 1000). */
+static void wait_ms(le__stream *s, long ms)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_REALTIME, &t);
+	t.tv_nsec += ms * 1000000;
+	if (t.tv_nsec >= 1000000000) {
+		t.tv_sec++;
+		t.tv_nsec -= 1000000000;
+	}
+	pthread_cond_timedwait(&s->cv, &s->mu, &t);
+}
+
 /* Write what is buffered, without ever blocking for long.  Called with mu
  * unlocked; takes it to look at the ring.  @return 0, or -1 when the
  * reader is gone (EPIPE and the like). */
@@ -272,14 +285,7 @@ static void *stream_main(void *arg)
 	for (;;) {
 		pthread_mutex_lock(&s->mu);
 		while (!s->len && !s->stop && !s->drops_pending) {
-			struct timespec dl;
-			clock_gettime(CLOCK_REALTIME, &dl);
-			dl.tv_nsec += 100000000;
-			if (dl.tv_nsec >= 1000000000) {
-				dl.tv_sec++;
-				dl.tv_nsec -= 1000000000;
-			}
-			pthread_cond_timedwait(&s->cv, &s->mu, &dl);
+			wait_ms(s, 100);
 		}
 		put_drops(s);
 		int stop = s->stop, empty = !s->len;
@@ -418,14 +424,7 @@ int le__stream_drained(le__stream *s, int timeout_ms)
 	while (s->len && !atomic_load(&s->dead)) {
 		if (timeout_ms >= 0 && le__mono_ns() > dl)
 			break;
-		struct timespec t;
-		clock_gettime(CLOCK_REALTIME, &t);
-		t.tv_nsec += 10000000;
-		if (t.tv_nsec >= 1000000000) {
-			t.tv_sec++;
-			t.tv_nsec -= 1000000000;
-		}
-		pthread_cond_timedwait(&s->cv, &s->mu, &t);
+		wait_ms(s, 10);
 	}
 	int done = !s->len;
 	pthread_mutex_unlock(&s->mu);
