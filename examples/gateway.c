@@ -90,13 +90,6 @@ static _Atomic uint32_t log_samples[LOG_SAMPLES]; /* threads still run at exit *
 static atomic_uint_fast32_t n_log_samples;
 static _Thread_local unsigned log_tick;
 
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 static int cmp_u32(const void *a, const void *b)
 {
 	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
@@ -258,7 +251,7 @@ static void access_log(struct backend *b, struct MHD_Connection *c,
 	if (!eng)
 		return;
 	int timed = ++log_tick % LOG_SAMPLE == 0;
-	uint64_t t0 = timed ? mono_ns() : 0;
+	uint64_t t0 = timed ? now_ns() : 0;
 	if (ci && ci->client_addr && ci->client_addr->sa_family == AF_INET) {
 		const struct in_addr *a =
 		        &((const struct sockaddr_in *)ci->client_addr)->sin_addr;
@@ -284,7 +277,7 @@ static void access_log(struct backend *b, struct MHD_Connection *c,
 	            upstream_us, b ? b->conn : 0) < 0)
 		atomic_fetch_add(&n_log_errors, 1);
 	if (timed) {
-		uint64_t d = mono_ns() - t0;
+		uint64_t d = now_ns() - t0;
 		uint32_t i = (uint32_t)atomic_fetch_add(&n_log_samples, 1);
 		if (i < LOG_SAMPLES)
 			atomic_store_explicit(&log_samples[i],
