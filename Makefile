@@ -96,6 +96,14 @@ BENCH_FLAGS ?= --quick
 bench: deps all $(BUILD)/bench
 	$(BUILD)/bench $(BENCH_FLAGS)
 
+# Small measurement programs behind figures in docs/BENCHMARKS.md.
+PERF_TOOLS := $(BUILD)/submit-latency $(BUILD)/trickle-cost
+.PHONY: perf-tools
+perf-tools: $(PERF_TOOLS)
+
+$(BUILD)/submit-latency $(BUILD)/trickle-cost: $(BUILD)/%: perf/%.c $(BUILD)/liblogengine.a
+	$(CC) $(BASEFLAGS) $(CFLAGS) -o $@ $< $(BUILD)/liblogengine.a $(LDLIBS)
+
 # Fuzz targets (libFuzzer): rules in tests/fuzz/fuzz.mk.
 -include tests/fuzz/fuzz.mk
 # The process-log pipeline: gateway example, mock backend, capture tests,

@@ -1,0 +1,96 @@
+/*
+ * submit-latency.c -- the tail of le_write, one call at a time, against the
+ * size of the queue: the figures behind "The tail of the producer's call is
+ * the ring's size" in docs/BENCHMARKS.md.
+ *
+ *   build/submit-latency [queue_capacity [queue_capacity_bytes [mapped_queue
+ *                        [batch_size]]]]
+ *
+ * One producer writes 1,000,000 records of 128 B (overflow block,
+ * durability none) into DIR=$TMPDIR/le-submit-latency, each call timed
+ * alone with lfence; rdtsc ... rdtscp, and prints percentiles in TSC cycles
+ * (2.45 GHz on the reference machine), then the gaps, in calls, between
+ * the first calls at or above p99.9 (periodic gaps point at the batch;
+ * irregular ones at the machine).  x86-64 only (the TSC).  Built by
+ * `make perf-tools`.
+ */
+#define _GNU_SOURCE
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <x86intrin.h>
+
+#include "logengine.h"
+
+#define N 1000000
+
+static int cmp(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+int main(int argc, char **argv)
+{
+	char dir[512], cmd[600];
+	const char *tmp = getenv("TMPDIR");
+	le_config c;
+	le_engine *e;
+
+	snprintf(dir, sizeof dir, "%s/le-submit-latency", tmp ? tmp : "/tmp");
+	snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+	if (system(cmd) != 0)
+		return 2;
+	le_config_init(&c);
+	c.dir = dir;
+	c.create_dir = 1;
+	c.durability = LE_SYNC_NONE;
+	c.overflow = LE_OVERFLOW_BLOCK;
+	if (argc > 1)
+		c.queue_capacity = (uint32_t)atoi(argv[1]);
+	if (argc > 2)
+		c.queue_capacity_bytes = strtoull(argv[2], NULL, 0);
+	if (argc > 3)
+		c.mapped_queue = atoi(argv[3]);
+	if (argc > 4)
+		c.batch_size = (uint32_t)atoi(argv[4]);
+	if (le_open(&e, &c) < 0) {
+		fprintf(stderr, "le_open: %s\n", le_errmsg());
+		return 1;
+	}
+	uint32_t *lat = malloc(N * sizeof *lat), *s = malloc(N * sizeof *s);
+	char p[128];
+	if (!lat || !s)
+		return 1;
+	memset(p, 'x', sizeof p);
+	for (int i = 0; i < N; i++) {
+		unsigned aux;
+		_mm_lfence();
+		uint64_t a = __rdtsc();
+		le_write(e, 0, LE_INFO, p, sizeof p);
+		uint64_t b = __rdtscp(&aux);
+		lat[i] = (uint32_t)(b - a);
+	}
+	le_flush(e, -1);
+	le_close(e);
+	memcpy(s, lat, N * sizeof *s);
+	qsort(s, N, sizeof *s, cmp);
+	static const double q[] = {.5, .9, .99, .995, .998, .999, .9995, .9999};
+	for (size_t i = 0; i < sizeof q / sizeof q[0]; i++)
+		printf("p%g=%u ", q[i] * 100, s[(size_t)(q[i] * N)]);
+	printf("cycles\ngaps between slow calls:");
+	uint32_t thr = s[(size_t)(.999 * N)];
+	for (int i = 0, prev = -1, n = 0; i < N && n < 40; i++)
+		if (lat[i] >= thr) {
+			if (prev >= 0) {
+				printf(" %d", i - prev);
+				n++;
+			}
+			prev = i;
+		}
+	printf("\n");
+	free(lat);
+	free(s);
+	return 0;
+}
