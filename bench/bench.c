@@ -531,11 +531,13 @@ static void measure(const struct competitor *c, const struct bench_cfg *cfg,
 		         PRIu64 " written", r->found, fin.written);
 }
 
-static int write_all(int fd, const void *p, size_t n)
+/* All n bytes through fd (pipes between the driver and its children),
+ * resuming after EINTR and short counts.  @return 0, or -1 at EOF/error. */
+static int io_all(int fd, void *p, size_t n, int writing)
 {
-	const char *b = p;
+	char *b = p;
 	while (n) {
-		ssize_t k = write(fd, b, n);
+		ssize_t k = writing ? write(fd, b, n) : read(fd, b, n);
 		if (k < 0 && errno == EINTR)
 			continue;
 		if (k <= 0)
@@ -546,19 +548,14 @@ static int write_all(int fd, const void *p, size_t n)
 	return 0;
 }
 
+static int write_all(int fd, const void *p, size_t n)
+{
+	return io_all(fd, (void *)p, n, 1);
+}
+
 static int read_all(int fd, void *p, size_t n)
 {
-	char *b = p;
-	while (n) {
-		ssize_t k = read(fd, b, n);
-		if (k < 0 && errno == EINTR)
-			continue;
-		if (k <= 0)
-			return -1;
-		b += k;
-		n -= (size_t)k;
-	}
-	return 0;
+	return io_all(fd, p, n, 0);
 }
 
 /* Run measure() in a child; its result comes back through a pipe. */

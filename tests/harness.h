@@ -183,8 +183,19 @@ static inline unsigned char *t_slurp(const char *path, size_t *len)
 		b = NULL;
 	}
 	fclose(f);
+	if (b)
+		b[n] = '\0'; /* room was made for it: text can be read as such */
 	*len = (size_t)n;
 	return b;
+}
+
+/* A whole file as a NUL-terminated string; fails the test if unreadable. */
+static inline char *t_slurp_text(const char *path)
+{
+	size_t len;
+	unsigned char *b = t_slurp(path, &len);
+	CHECK(b);
+	return (char *)b;
 }
 
 static inline int t_spit(const char *path, const void *buf, size_t len)

@@ -180,15 +180,6 @@ static int run(const char *dir, const char *out, const char *err,
 	return finish(pid);
 }
 
-static char *slurp_text(const char *path)
-{
-	size_t len = 0;
-	unsigned char *b = t_slurp(path, &len);
-	CHECK(b);
-	b[len] = '\0';
-	return (char *)b;
-}
-
 /* The records of a capture directory, copied out. */
 struct rec {
 	int level;
@@ -255,7 +246,7 @@ TEST(child_writing_50mb_into_a_stalled_stdout_exits_promptly_losing_nothing)
 	close(pp[1]);
 	CHECK_EQ(finish(pid), 7); /* CMD's status */
 	double total = now_s() - t0;
-	char *t = slurp_text(p.aux);
+	char *t = t_slurp_text(p.aux);
 	double child = atof(t);
 	fprintf(stderr, "  child wrote 50 MB in %.2f s; capture done in %.2f s\n",
 	        child, total);
@@ -264,7 +255,7 @@ TEST(child_writing_50mb_into_a_stalled_stdout_exits_promptly_losing_nothing)
 	CHECK(child < 60.0);
 	CHECK(total < child + 15.0);
 	/* Most passthrough lines were dropped, and said so. */
-	char *err = slurp_text(p.err);
+	char *err = t_slurp_text(p.err);
 	char *pt = strstr(err, "passthrough: ");
 	CHECK(pt != NULL);
 	unsigned long long shown = 0, dropped = 0;
@@ -351,7 +342,7 @@ TEST(exit_status_and_signal_death_are_passed_through)
 	CHECK_EQ(run(p.log, p.out, p.err, ok), 0);
 	const char *missing[] = {"--", "/nonexistent/cmd", NULL};
 	CHECK_EQ(run(p.log, p.out, p.err, missing), 127);
-	CHECK(strstr(slurp_text(p.err), "/nonexistent/cmd") != NULL);
+	CHECK(strstr(t_slurp_text(p.err), "/nonexistent/cmd") != NULL);
 	t_rmrf(p.top);
 }
 
@@ -418,7 +409,7 @@ TEST(passthrough_copies_lines_to_a_stdout_that_keeps_up)
 	                      "i=$((i+1)); done; printf end",
 	                      NULL};
 	CHECK_EQ(run(p.log, p.out, p.err, args), 0);
-	char *out = slurp_text(p.out), *line = out;
+	char *out = t_slurp_text(p.out), *line = out;
 	for (int i = 0; i < 2000; i++) {
 		char want[32];
 		snprintf(want, sizeof want, "line %d\n", i);
@@ -429,7 +420,7 @@ TEST(passthrough_copies_lines_to_a_stdout_that_keeps_up)
 	const char *json[] = {"--passthrough", "--format", "json", "--", "sh",
 	                      "-c", "echo oops >&2", NULL};
 	CHECK_EQ(run(p.log, p.out, p.err, json), 0);
-	out = slurp_text(p.out);
+	out = t_slurp_text(p.out);
 	CHECK(strstr(out, "\"level\":\"ERROR\"") != NULL);
 	CHECK(strstr(out, "\"msg\":\"oops\"") != NULL);
 	t_rmrf(p.top);

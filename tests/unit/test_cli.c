@@ -19,15 +19,6 @@ static const char *cli(void)
 /* Output of the last run(), NUL-terminated, in the child's memory. */
 static char *out_text, *err_text;
 
-static char *slurp_text(const char *path)
-{
-	size_t len = 0;
-	unsigned char *b = t_slurp(path, &len);
-	CHECK(b);
-	b[len] = '\0';
-	return (char *)b;
-}
-
 /* Run "logengine ARGS" (ARGS already shell-quoted) in dir's scratch area;
  * stdout and stderr land in out_text / err_text.  @return exit status. */
 static int run(const char *scratch, const char *args)
@@ -46,8 +37,8 @@ static int run(const char *scratch, const char *args)
 	CHECK(st != -1 && WIFEXITED(st));
 	free(out_text);
 	free(err_text);
-	out_text = slurp_text(o);
-	err_text = slurp_text(e);
+	out_text = t_slurp_text(o);
+	err_text = t_slurp_text(e);
 	return WEXITSTATUS(st);
 }
 
@@ -215,9 +206,9 @@ TEST(cat_into_closed_pipe_exits_quietly)
 	         ">/dev/null", cli(), log, tmp, tmp);
 	CHECK(system(cmd) == 0);
 	snprintf(p, sizeof p, "%s/rc", tmp);
-	char *rc = slurp_text(p);
+	char *rc = t_slurp_text(p);
 	snprintf(p, sizeof p, "%s/err", tmp);
-	char *err = slurp_text(p);
+	char *err = t_slurp_text(p);
 	if (*err)
 		fprintf(stderr, "  stderr: %s\n", err);
 	CHECK(strcmp(rc, "0\n") == 0);
