@@ -234,6 +234,7 @@ void le__clock_init(le__clock *c)
 		return;
 	pair(&c->base_tsc, &c->base_ns);
 	c->ns_per_tick = tsc_ratio;
+	c->mult = (uint64_t)(tsc_ratio * 4294967296.0 + 0.5);
 }
 
 void le__clock_recal(le__clock *c)
@@ -246,6 +247,7 @@ void le__clock_recal(le__clock *c)
 	if (n > c->base_ns + 500000000u && t > c->base_tsc)
 		c->ns_per_tick = (double)(n - c->base_ns) /
 		                 (double)(t - c->base_tsc);
+	c->mult = (uint64_t)(c->ns_per_tick * 4294967296.0 + 0.5);
 	c->base_tsc = t;
 	c->base_ns = n;
 }

@@ -69,6 +69,7 @@ typedef struct le__clock {
 	uint64_t base_tsc;  /* counter at base_ns */
 	uint64_t base_ns;   /* CLOCK_REALTIME, ns */
 	double ns_per_tick; /* 0: timestamps are already ns */
+	uint64_t mult;      /* ns_per_tick in 32.32 fixed point */
 } le__clock;
 
 /* 1 when le__stamp() returns TSC ticks.  Decided once per process. */
@@ -82,8 +83,13 @@ static inline uint64_t le__clock_ns(const le__clock *c, uint64_t stamp)
 {
 	if (c->ns_per_tick == 0)
 		return stamp;
-	double d = (double)(int64_t)(stamp - c->base_tsc) * c->ns_per_tick;
-	return c->base_ns + (uint64_t)(int64_t)d;
+	/* Integer multiply-shift: the writer converts every record, and the
+	 * double round trip (int -> double -> int) was most of it.  32
+	 * fraction bits are 0.6 ns over a second of ticks; recal rebases
+	 * every second or so.  A stamp before base (another thread's, taken
+	 * just before a rebase) gives a negative delta: signed arithmetic. */
+	__int128 d = (__int128)(int64_t)(stamp - c->base_tsc) * (__int128)c->mult;
+	return c->base_ns + (uint64_t)(int64_t)(d >> 32);
 }
 
 #if defined(__x86_64__)

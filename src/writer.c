@@ -674,6 +674,12 @@ static int collect(le__shard *sh)
 	uint64_t rd = sh->rd, seq = sh->next_seq, last_ts = sh->last_ts;
 	uint64_t bytes_sum = 0, last_off = sh->pend_last_off;
 	uint32_t recs = sh->pend_recs, slots = 0;
+	const le__clock clk = sh->clock;
+	/* Frames waiting for their CRC, four at a time (see encode()). */
+	unsigned char *un[4];
+	int nun = sh->nunsealed;
+	for (int i = 0; i < nun; i++)
+		un[i] = buf + sh->unsealed[i];
 
 	while (recs < batch && nw < max_new) {
 		le__slot *sl;
@@ -708,7 +714,7 @@ static int collect(le__shard *sh)
 		/* Recorded so that recovery after a kill -9 between our pwrite
 		 * and the release can tell this slot is already written. */
 		sl->seq = seq;
-		uint64_t ts = le__clock_ns(&sh->clock, sl->ts);
+		uint64_t ts = le__clock_ns(&clk, sl->ts);
 		if (ts < last_ts)
 			ts = last_ts; /* keep a shard's timestamps monotonic */
 		last_ts = ts;
@@ -721,9 +727,11 @@ static int collect(le__shard *sh)
 			le__frame_put(buf + len, fields, sl->flags, sl->level,
 			              sh->id, seq, ts, sl + 1, plen);
 			if (fields & LE_FIELD_CRC) {
-				sh->unsealed[sh->nunsealed++] = len;
-				if (sh->nunsealed == 4)
-					seal(sh);
+				un[nun++] = buf + len;
+				if (nun == 4) {
+					le__frame_seal(un, 4);
+					nun = 0;
+				}
 			}
 		}
 		if (recs++ == 0)
@@ -735,6 +743,9 @@ static int collect(le__shard *sh)
 		bytes_sum += plen;
 		rd += sbytes;
 	}
+	for (int i = 0; i < nun; i++)
+		sh->unsealed[i] = (size_t)(un[i] - buf);
+	sh->nunsealed = nun;
 	sh->buf_len = len;
 	sh->buf_new = nw;
 	sh->rd = rd;

@@ -6,6 +6,7 @@
 
 #include "crc32c.h"
 #include "format.h"
+#include "os.h"
 
 static void unhex(const char *s, unsigned char *out, size_t *n)
 {
@@ -77,22 +78,30 @@ TEST(crc32c_multi_equals_one_at_a_time)
 	for (int k = 0; k < 4; k++)
 		for (int i = 0; i < 300; i++)
 			b[k][i] = (unsigned char)(i * 13 + k * 7 + 1);
-	for (int n = 1; n <= 4; n++)
-		for (size_t base = 0; base < 200; base += 7) {
-			uint32_t crc[4], want[4], pre[4];
-			const unsigned char *p[4];
-			size_t len[4];
-			for (int k = 0; k < n; k++) {
-				len[k] = base + (size_t)k * 5 % 13; /* unequal */
-				p[k] = b[k] + k + 4;                 /* misaligned */
-				memcpy(&pre[k], b[k] + k, 4); /* the 4 bytes before */
-				crc[k] = want[k] = (uint32_t)k * 0x9e3779b9u;
-				want[k] = le__crc32c_sw(want[k], b[k] + k, len[k] + 4);
+	/* equal: four buffers of one length take a path of their own (the
+	 * writer's usual case), so every length 0..199 is tried there too */
+	for (int equal = 0; equal < 2; equal++) {
+		for (int n = 1; n <= 4; n++) {
+			for (size_t base = 0; base < 200; base += equal ? 1 : 7) {
+				uint32_t crc[4], want[4], pre[4];
+				const unsigned char *p[4];
+				size_t len[4];
+				for (int k = 0; k < n; k++) {
+					len[k] = equal ? base /* unequal: */
+					               : base + (size_t)k * 5 % 13;
+					p[k] = b[k] + k + 4; /* misaligned */
+					/* the 4 bytes before */
+					memcpy(&pre[k], b[k] + k, 4);
+					crc[k] = (uint32_t)k * 0x9e3779b9u;
+					want[k] = le__crc32c_sw(crc[k], b[k] + k,
+					                        len[k] + 4);
+				}
+				le__crc32c_multi(crc, pre, p, len, n);
+				for (int k = 0; k < n; k++)
+					CHECK_EQ(crc[k], want[k]);
 			}
-			le__crc32c_multi(crc, pre, p, len, n);
-			for (int k = 0; k < n; k++)
-				CHECK_EQ(crc[k], want[k]);
 		}
+	}
 }
 
 TEST(crc_mask_roundtrips)
@@ -236,6 +245,34 @@ TEST(checkpoint_matches_vector_and_newest_valid_slot_wins)
 	CHECK_EQ(le__ckpt_pick(file, sizeof file, &d), LE_ECORRUPT);
 }
 
+/* The writer turns TSC stamps into ns with a 32.32 fixed-point multiply;
+ * it must agree with the exact ratio to a nanosecond over a second's ticks
+ * either side of the base (a stamp taken just before a rebase is behind
+ * it), at this CPU's ratio and at the extremes of plausible clocks. */
+TEST(tsc_stamps_convert_to_ns_within_a_nanosecond_either_side_of_base)
+{
+	const double ratios[] = {1.0 / 2.445, 1.0 / 0.8, 1.0 / 5.3, 1.0};
+	for (size_t k = 0; k < sizeof ratios / sizeof *ratios; k++) {
+		le__clock c = {
+			.base_tsc = 1000000000000ull,
+			.base_ns = 1764547200000000000ull, /* 2025-12-01 */
+			.ns_per_tick = ratios[k],
+			.mult = (uint64_t)(ratios[k] * 4294967296.0 + 0.5),
+		};
+		double span = 1e9 / ratios[k]; /* ticks in one second */
+		for (int i = -1000; i <= 1000; i++) {
+			int64_t d = (int64_t)(span * i / 1000.0);
+			/* deltas from base: a double holds 1.7e18 to 256 ns */
+			double want = (double)d * ratios[k];
+			double got = (double)(int64_t)(le__clock_ns(
+				&c, c.base_tsc + (uint64_t)d) - c.base_ns);
+			CHECK(got - want < 1.5 && want - got < 1.5);
+		}
+	}
+	le__clock ns = {0}; /* no TSC: stamps are ns already */
+	CHECK_EQ(le__clock_ns(&ns, 123456789), 123456789);
+}
+
 int main(int argc, char **argv)
 {
 	T_INIT(argc, argv);
@@ -248,5 +285,6 @@ int main(int argc, char **argv)
 	RUN(flipped_bit_anywhere_in_a_crc_frame_is_detected);
 	RUN(absurd_size_word_is_rejected_before_use);
 	RUN(checkpoint_matches_vector_and_newest_valid_slot_wins);
+	RUN(tsc_stamps_convert_to_ns_within_a_nanosecond_either_side_of_base);
 	return t_done();
 }
