@@ -21,6 +21,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -53,6 +54,52 @@ static void geometry(le__ring *r, uint64_t size)
 static void prefault(void *map, size_t len)
 {
 	madvise(map, len, MADV_POPULATE_WRITE);
+}
+
+/*
+ * Map len bytes (of fd, or anonymous when fd < 0) at a 2 MiB boundary and
+ * ask for huge pages.  The producers' calls touch a new 4 KiB page every
+ * ~21 records of 128 B, and in a VM each miss in the TLB is a two-level
+ * page walk: timing single calls, a third of the slow ones (p99.9) were
+ * the calls whose prefetch reached into the next page.  One 2 MiB page
+ * covers a default ring.  ext4 maps a file's large folios with one PMD
+ * since Linux 6.16 (other file systems and kernels: small pages, same as
+ * before); a shared file mapping is split back to small pages the first
+ * time writeback cleans it (~30 s), anonymous memory stays huge.
+ * Best effort throughout: a kernel without THP just ignores the advice.
+ */
+#define HUGE_SZ (2ull << 20)
+
+static void *map_aligned(size_t len, int fd)
+{
+	int flags = fd < 0 ? MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE
+	                   : MAP_SHARED;
+	if (len < HUGE_SZ)
+		return mmap(NULL, len, PROT_READ | PROT_WRITE, flags, fd, 0);
+	size_t span = len + HUGE_SZ;
+	unsigned char *res = mmap(NULL, span, PROT_NONE,
+	                          MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+	                          -1, 0);
+	if (res == MAP_FAILED)
+		return MAP_FAILED;
+	unsigned char *at = (unsigned char *)(((uintptr_t)res + HUGE_SZ - 1) &
+	                                      ~(uintptr_t)(HUGE_SZ - 1));
+	void *m = mmap(at, len, PROT_READ | PROT_WRITE, flags | MAP_FIXED, fd,
+	               0);
+	if (m == MAP_FAILED) {
+		int err = errno;
+		munmap(res, span);
+		errno = err;
+		return MAP_FAILED;
+	}
+	if (at > res)
+		munmap(res, (size_t)(at - res));
+	if (res + span > at + len)
+		munmap(at + len, (size_t)(res + span - (at + len)));
+#ifdef MADV_HUGEPAGE
+	madvise(m, len, MADV_HUGEPAGE);
+#endif
+	return m;
 }
 
 static void attach(le__ring *r, void *map, size_t len)
@@ -129,7 +176,7 @@ static int get_header(const unsigned char *h, uint64_t file_len,
 static int map_file(le__ring *r, int fd, uint64_t size)
 {
 	size_t len = LE_QUEUE_HDR + size;
-	void *m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	void *m = map_aligned(len, fd);
 	if (m == MAP_FAILED)
 		return -errno;
 	geometry(r, size);
@@ -164,8 +211,7 @@ int le__ring_open(le__ring *r, const char *path, uint64_t size,
 	r->fd = -1;
 	if (!path) {
 		size_t len = LE_QUEUE_HDR + size;
-		void *m = mmap(NULL, len, PROT_READ | PROT_WRITE,
-		               MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+		void *m = map_aligned(len, -1);
 		if (m == MAP_FAILED)
 			return -errno;
 		geometry(r, size);
@@ -281,5 +327,12 @@ uint64_t le__ring_size_for(uint64_t cap_rec, uint64_t cap_bytes,
 	uint64_t max_slot = le__slot_bytes(max_record + 1);
 	uint64_t s = cap_bytes + cap_rec * (LE_SLOT_HDR + LE_SLOT_ALIGN) +
 	             2 * max_slot;
+	/* Header page + ring up to a whole number of huge pages (see
+	 * map_aligned) when that costs at most an eighth more memory: the
+	 * default 1 MiB queue's 1.97 MB ring becomes one 2 MiB page. */
+	uint64_t file = LE_QUEUE_HDR + s;
+	uint64_t huge = (file + HUGE_SZ - 1) & ~(HUGE_SZ - 1);
+	if (file >= HUGE_SZ / 2 && huge - file <= file / 8)
+		return huge - LE_QUEUE_HDR;
 	return (s + 4095) & ~(uint64_t)4095;
 }
