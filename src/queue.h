@@ -204,10 +204,16 @@ static inline le__slot *le__ring_reserve(le__ring *r, uint32_t need,
 				continue;
 			/* Ask for the lines a few records on, for writing: their
 			 * trip from the writer's core (or from memory) then
-			 * overlaps this record instead of stalling a later one. */
-			for (uint64_t p = h + need + LE_PRODUCER_AHEAD,
-			              e = p + need; p < e; p += LE_SLOT_ALIGN)
-				__builtin_prefetch(r->data + (p & mask), 1);
+			 * overlaps this record instead of stalling a later one.
+			 * Only lines already released: in a full ring they
+			 * hold records the writer has yet to read, and taking
+			 * them now only makes both sides miss twice. */
+			uint64_t pf = h + need + LE_PRODUCER_AHEAD;
+			if (pf + need - t <= r->lap)
+				for (uint64_t p = pf, e = pf + need; p < e;
+				     p += LE_SLOT_ALIGN)
+					__builtin_prefetch(r->data + (p & mask),
+					                   1);
 			*used = h + need - t;
 			return s;
 		}
