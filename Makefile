@@ -97,11 +97,11 @@ bench: deps all $(BUILD)/bench
 	$(BUILD)/bench $(BENCH_FLAGS)
 
 # Small measurement programs behind figures in docs/BENCHMARKS.md.
-PERF_TOOLS := $(BUILD)/submit-latency $(BUILD)/trickle-cost
+PERF_TOOLS := $(BUILD)/submit-latency $(BUILD)/trickle-cost $(BUILD)/writer-cost
 .PHONY: perf-tools
 perf-tools: $(PERF_TOOLS)
 
-$(BUILD)/submit-latency $(BUILD)/trickle-cost: $(BUILD)/%: perf/%.c $(BUILD)/liblogengine.a
+$(PERF_TOOLS): $(BUILD)/%: perf/%.c $(BUILD)/liblogengine.a
 	$(CC) $(BASEFLAGS) $(CFLAGS) -o $@ $< $(BUILD)/liblogengine.a $(LDLIBS)
 
 # Fuzz targets (libFuzzer): rules in tests/fuzz/fuzz.mk.

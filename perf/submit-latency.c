@@ -11,8 +11,15 @@
  * alone with lfence; rdtsc ... rdtscp, and prints percentiles in TSC cycles
  * (2.45 GHz on the reference machine), then the gaps, in calls, between
  * the first calls at or above p99.9 (periodic gaps point at the batch;
- * irregular ones at the machine).  x86-64 only (the TSC).  Built by
- * `make perf-tools`.
+ * irregular ones at the machine), how many calls took 200 ns or more and
+ * 2 us or more (those wait for space: overflow block), and, for the slow
+ * calls below 2 us, where in its 4 KiB page of the ring the call's slot
+ * was: 64 counts, one per 64-byte line (every slot is 192 bytes, laps
+ * restart at offset 0).  A pile at lines 43-45 is the prefetch of the slot
+ * after next reaching into a new page (a TLB walk): it goes away when the
+ * ring is in a huge page (`grep -i pmd /proc/PID/smaps`, or compare with
+ * /sys/kernel/mm/transparent_hugepage/enabled set to never).
+ * x86-64 only (the TSC).  Built by `make perf-tools`.
  */
 #define _GNU_SOURCE
 #include <stdint.h>
@@ -22,6 +29,7 @@
 #include <x86intrin.h>
 
 #include "logengine.h"
+#include "queue.h" /* le__ring_size_for: the ring's laps */
 
 #define N 1000000
 
@@ -89,6 +97,24 @@ int main(int argc, char **argv)
 			}
 			prev = i;
 		}
+	printf("\n");
+	unsigned slow = 0, waited = 0, line[64] = {0};
+	uint64_t size = le__ring_size_for(c.queue_capacity,
+	                                  c.queue_capacity_bytes,
+	                                  c.max_record_bytes);
+	for (uint64_t i = 0, pos = 0; i < N; i++, pos += 192) {
+		if (pos + 192 > size)
+			pos = 0; /* the rest of the lap is padding */
+		slow += lat[i] >= 490;   /* 200 ns at 2.45 GHz */
+		waited += lat[i] >= 4900; /* 2 us */
+		if (lat[i] >= 490 && lat[i] < 4900)
+			line[(pos % 4096) / 64]++;
+	}
+	printf("calls >= 200 ns: %u, >= 2 us: %u\n"
+	       "slow calls < 2 us by the line of its page the slot began at:",
+	       slow, waited);
+	for (int k = 0; k < 64; k++)
+		printf(" %u", line[k]);
 	printf("\n");
 	free(lat);
 	free(s);
