@@ -76,24 +76,17 @@ uint32_t le__frame_put(unsigned char *out, uint32_t fields, uint32_t flags,
 	return total;
 }
 
-/* CRC input of a frame: its size word, then everything after the crc word. */
-void le__frame_seal(unsigned char *const *frames, int n)
+/* CRC input of a frame: its size word, then everything after the crc word.
+ * Inline, so that le__frame_seal's call with n = 4 (the writer's) gets
+ * loops of a constant count, unrolled (with multi_hw4 in crc32c.c: put +
+ * seal of a 156-byte frame in L1 went from 58-68 to 38-45 TSC cycles). */
+static inline __attribute__((always_inline)) void
+seal_n(unsigned char *const *frames, int n)
 {
 	uint32_t crc[4] = {0}, pre[4] = {0};
 	const unsigned char *p[4] = {0};
 	size_t len[4] = {0};
 
-	if (n == 4) { /* the writer's case: the same, unrolled */
-		for (int i = 0; i < 4; i++) {
-			pre[i] = le__get32(frames[i]);
-			p[i] = frames[i] + 8;
-			len[i] = pre[i] - 4;
-		}
-		le__crc32c_multi(crc, pre, p, len, 4);
-		for (int i = 0; i < 4; i++)
-			le__put32(frames[i] + 4, le__crc_mask(crc[i]));
-		return;
-	}
 	for (int i = 0; i < n; i++) {
 		pre[i] = le__get32(frames[i]);
 		p[i] = frames[i] + 8;
@@ -102,6 +95,14 @@ void le__frame_seal(unsigned char *const *frames, int n)
 	le__crc32c_multi(crc, pre, p, len, n);
 	for (int i = 0; i < n; i++)
 		le__put32(frames[i] + 4, le__crc_mask(crc[i]));
+}
+
+void le__frame_seal(unsigned char *const *frames, int n)
+{
+	if (n == 4)
+		seal_n(frames, 4);
+	else
+		seal_n(frames, n);
 }
 
 uint32_t le__frame_encode(unsigned char *out, uint32_t fields, uint32_t flags,

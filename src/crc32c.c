@@ -99,9 +99,10 @@ static uint32_t crc_hw(uint32_t crc, const void *buf, size_t len)
 }
 
 /* Four streams of one length (the writer's usual case: records of one
- * size), with everything inline: in L1 this is ~45 TSC cycles a 156-byte
- * frame for frame_put + seal against ~66 through the general path below,
- * whose four crc_hw calls for the tails cost as much as the main loop. */
+ * size), with everything inline: in L1, frame_put + seal of a 156-byte
+ * frame takes 38-45 TSC cycles this way against 58-68 through the general
+ * path below, whose four crc_hw calls for the tails cost as much as its
+ * main loop. */
 __attribute__((target("sse4.2")))
 static void multi_hw4(uint32_t *crc, const uint32_t *pre,
                       const unsigned char *const *p, size_t n)
