@@ -353,6 +353,62 @@ TEST(slow_retention_unlink_never_stops_the_writer)
 	t_rmrf(dir);
 }
 
+/* A write that stalls for a while (a disk that stops answering) on its
+ * first call, then works. */
+static atomic_int stall_ms;
+
+static ssize_t stalled_pwrite(int fd, const void *buf, size_t len, off_t off)
+{
+	int ms = atomic_exchange(&stall_ms, 0);
+	if (ms)
+		usleep((useconds_t)ms * 1000);
+	return le__os_real.pwrite(fd, buf, len, off);
+}
+
+static double thread_cpu_s(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+	return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+/*
+ * A producer blocked on a full queue (overflow block) yields for up to a
+ * millisecond, in case the writer is about to free a batch, and then
+ * sleeps until it does: through a write that stalls for 400 ms it must
+ * not burn the CPU for 400 ms, and it must lose nothing.  (A rule that
+ * spun until space came back would use ~400 ms of CPU here.)
+ */
+TEST(blocked_producer_sleeps_through_a_stalled_write_instead_of_spinning)
+{
+	le_config c = cfg();
+	c.queue_capacity = 64;
+	c.overflow = LE_OVERFLOW_BLOCK;
+	atomic_store(&stall_ms, 400);
+	le__os_table.pwrite = stalled_pwrite;
+	le_engine *e;
+	CHECK_RC(le_open(&e, &c));
+	double cpu0 = thread_cpu_s();
+	uint64_t t0 = le__mono_ns();
+	write_recs(e, 1, 1000); /* blocks while the first write stalls */
+	double cpu = thread_cpu_s() - cpu0;
+	double wall = (double)(le__mono_ns() - t0) * 1e-9;
+	CHECK_EQ(le_flush(e, 10000), 0);
+	le_stats st;
+	le_stats_get(e, &st);
+	CHECK_EQ(st.written, 1000);
+	CHECK_EQ(st.dropped, 0);
+	CHECK(st.blocked >= 1);
+	CHECK_EQ(le_close(e), 0);
+	restore();
+	fprintf(stderr, "  (blocked for %.0f ms of wall time, %.1f ms of CPU)\n",
+	        wall * 1e3, cpu * 1e3);
+	CHECK(wall >= 0.3);      /* it did wait for the stalled write */
+	CHECK(cpu < wall / 4);   /* ... mostly asleep */
+	CHECK_EQ(count_records(dir), 1000);
+	t_rmrf(dir);
+}
+
 int main(int argc, char **argv)
 {
 	T_INIT(argc, argv);
@@ -363,5 +419,6 @@ int main(int argc, char **argv)
 	RUN(file_size_limit_gives_efbig_not_death_by_sigxfsz);
 	RUN(queue_file_past_ulimit_f_fails_le_open_cleanly);
 	RUN(slow_retention_unlink_never_stops_the_writer);
+	RUN(blocked_producer_sleeps_through_a_stalled_write_instead_of_spinning);
 	return t_done();
 }
