@@ -325,6 +325,34 @@ TEST(markdown_table_names_every_competitor_and_target)
 	cleanup();
 }
 
+/* With repeats, each judged target of compare also counts the paired
+ * repeats (logengine's repeat r against the peer's repeat r) that met it:
+ * three lines, each "(k of 2 paired repeats)" with k <= 2. */
+TEST(judged_targets_count_the_paired_repeats_that_met_them)
+{
+	char path[600];
+	size_t len;
+
+	CHECK_EQ(bench("--only compare -n 2000 -r 2"), 0);
+	snprintf(path, sizeof path, "%s/latest/BENCH.md", out_dir);
+	char *md = (char *)t_slurp(path, &len);
+	CHECK(md);
+	md[len] = '\0';
+	int lines = 0;
+	for (char *p = md; (p = strstr(p, " paired repeats)")); p++) {
+		char *open = p;
+		while (open > md && *open != '(')
+			open--;
+		int k = -1, n = -1;
+		CHECK(sscanf(open, "(%d of %d", &k, &n) == 2);
+		CHECK_EQ(n, 2);
+		CHECK(k >= 0 && k <= 2);
+		lines++;
+	}
+	CHECK_EQ(lines, 3); /* 10x spdlog, 2x raw, p99.9 under spdlog's p50 */
+	cleanup();
+}
+
 TEST(soak_reports_every_interval_and_accounts_for_every_record)
 {
 	int rc = bench("--only soak --soak 1 --soak-interval 0.25 "
@@ -357,6 +385,7 @@ int main(int argc, char **argv)
 	RUN(every_competitor_writes_and_counts_all_its_records);
 	RUN(run_whose_files_lack_records_is_invalid);
 	RUN(markdown_table_names_every_competitor_and_target);
+	RUN(judged_targets_count_the_paired_repeats_that_met_them);
 	RUN(soak_reports_every_interval_and_accounts_for_every_record);
 	return t_done();
 }
