@@ -455,7 +455,8 @@ static void measure(const struct competitor *c, const struct bench_cfg *cfg,
 	 * page of a fresh mapping). */
 	memset(lat, 0xff, sizeof *lat * (size_t)total);
 	/* Thread names, for perf report --sort comm: the competitor's own
-	 * threads inherit "logger" from us; producers are "producer"; the
+	 * threads inherit "logger" from us (logengine renames its own:
+	 * le-writer-N, le-reaper, le-stream); producers are "producer"; the
 	 * rest of this process is "driver". */
 	pthread_setname_np(pthread_self(), "logger");
 	if (c->open(cfg, &st) < 0)

@@ -9,7 +9,7 @@
 #   perf-stat.txt     software events (this VM has no hardware counters):
 #                     task-clock, page faults, context switches, migrations
 #   perf-report.txt   perf record -e cpu-clock -g: samples by thread
-#                     ("producer", "logger" = the engine's writer,
+#                     ("producer", "le-writer-0" = the engine's writer,
 #                     "driver") and symbol, kernel included
 #   callgrind.*       valgrind --tool=callgrind --separate-threads=yes on a
 #                     tenth of the records: instructions per function and
@@ -42,9 +42,10 @@ perf report -i "$out/perf.data" --no-children --sort comm,dso,symbol \
 	--stdio 2>/dev/null >"$out/perf-report.txt"
 perf report -i "$out/perf.data" --no-children --sort comm --stdio \
 	2>/dev/null | grep -E '^ +[0-9.]+%' | head -6
-# The driver names its threads: "producer" (the calls), "logger" (the
-# logger's own threads: logengine's writer), "driver" (counting, sorting).
-for comm in producer logger; do
+# The driver names its threads "producer" (the calls) and "driver"
+# (counting, sorting); logengine names its own ("le-writer-0", the shard's
+# writer; "le-reaper", "le-stream" when configured).
+for comm in producer le-writer-0; do
 	echo "--- $comm"
 	perf report -i "$out/perf.data" --no-children --comm "$comm" \
 		--sort dso,symbol --stdio 2>/dev/null |

@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -250,4 +251,9 @@ void le__clock_recal(le__clock *c)
 	c->mult = (uint64_t)(c->ns_per_tick * 4294967296.0 + 0.5);
 	c->base_tsc = t;
 	c->base_ns = n;
+}
+
+void le__name_self(const char *name)
+{
+	prctl(PR_SET_NAME, name, 0, 0, 0);
 }

@@ -55,6 +55,9 @@ int le__prealloc(int fd, uint64_t off, uint64_t len);
 /* Time in ns: wall clock (for record timestamps) and monotonic. */
 uint64_t le__now_ns(void);
 uint64_t le__mono_ns(void);
+/* Name the calling thread (top -H, perf --sort comm, /proc/PID/task/N/comm;
+ * at most 15 bytes kept).  Best effort. */
+void le__name_self(const char *name);
 
 
 /*

@@ -25,6 +25,7 @@ static void *reaper_main(void *arg)
 	le__reaper *r = &e->reaper;
 	char path[LE_PATH_MAX];
 
+	le__name_self("le-reaper");
 	for (;;) {
 		pthread_mutex_lock(&r->mu);
 		while (!r->n && !r->stop)

@@ -282,6 +282,7 @@ static void *stream_main(void *arg)
 {
 	le__stream *s = arg;
 
+	le__name_self("le-stream");
 	for (;;) {
 		pthread_mutex_lock(&s->mu);
 		while (!s->len && !s->stop && !s->drops_pending) {

@@ -863,11 +863,60 @@ TEST(default_queue_is_one_aligned_mapping_of_whole_huge_pages)
 	t_rmrf(c.dir);
 }
 
+/* 1 when a thread of this process is named `name` (/proc/self/task). */
+static int thread_named(const char *name)
+{
+	DIR *d = opendir("/proc/self/task");
+	struct dirent *de;
+	int found = 0;
+	CHECK(d != NULL);
+	while (!found && (de = readdir(d))) {
+		char p[300], comm[32] = "";
+		if (de->d_name[0] == '.')
+			continue;
+		snprintf(p, sizeof p, "/proc/self/task/%s/comm", de->d_name);
+		FILE *f = fopen(p, "r");
+		if (f && fgets(comm, sizeof comm, f))
+			comm[strcspn(comm, "\n")] = '\0';
+		if (f)
+			fclose(f);
+		found = strcmp(comm, name) == 0;
+	}
+	closedir(d);
+	return found;
+}
+
+/* The engine's threads say what they are in top -H, perf and
+ * /proc/PID/task: le-writer-N per shard, le-reaper for retention,
+ * le-stream for the stream sink. */
+TEST(engine_threads_are_named_for_top_and_perf)
+{
+	le_config c = base_cfg();
+	int fds[2];
+	CHECK(pipe(fds) == 0);
+	c.shards = 2;
+	c.retention_bytes = 1u << 30;
+	c.stream_fd = fds[1];
+	le_engine *e = open_cfg(&c);
+	CHECK_EQ(le_write(e, 0, LE_INFO, "x", 1), 0);
+	CHECK_EQ(le_flush(e, 10000), 0); /* the writers are running */
+	CHECK(thread_named("le-writer-0"));
+	CHECK(thread_named("le-writer-1"));
+	CHECK(thread_named("le-reaper"));
+	CHECK(thread_named("le-stream"));
+	CHECK_EQ(le_close(e), 0);
+	CHECK(!thread_named("le-writer-0")); /* joined */
+	close(fds[0]);
+	close(fds[1]);
+	t_rmrf(c.dir);
+}
+
 int main(int argc, char **argv)
 {
 	T_INIT(argc, argv);
 	RUN(open_creates_shard_dirs_and_close_is_clean);
 	RUN(default_queue_is_one_aligned_mapping_of_whole_huge_pages);
+	RUN(engine_threads_are_named_for_top_and_perf);
 	RUN(block_mode_loses_nothing_and_keeps_per_shard_order);
 	RUN(drops_are_counted_exactly_and_reported_by_markers);
 	RUN(concurrent_producers_never_exceed_queue_bounds);
