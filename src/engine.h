@@ -20,6 +20,7 @@
 #include "segment.h"
 
 /* sink_stream.c: the stream sink (see its header comment). */
+#define LE_STREAM_MARKS 64       /* marker lines the ring may hold */
 typedef struct le__stream {
 	int fd;                  /* the caller's descriptor */
 	int wfd;                 /* ours: a non-blocking reopen, or fd */
@@ -27,11 +28,23 @@ typedef struct le__stream {
 	int format, sync;
 	pthread_t thread;
 	int started;
-	pthread_mutex_t mu;      /* guards ring, head, len, drops_pending */
+	pthread_mutex_t mu;      /* guards ring, head, len, drops_pending and
+	                            the line accounting below */
 	pthread_cond_t cv;
 	unsigned char *ring;
 	size_t cap, head, len;
 	uint64_t drops_pending;  /* to report with a line */
+	/* Line accounting, so that lines thrown away (reader gone, or still
+	 * buffered when le_close gives up) are counted as dropped: every
+	 * line ends in its only '\n', so the lines in the ring are the lines
+	 * put minus the newlines written; the "N records dropped" lines among
+	 * them (not records) are known by where they end. */
+	uint64_t put_lines;      /* record and marker lines put, ever */
+	uint64_t put_bytes;      /* bytes put, ever */
+	uint64_t out_lines;      /* newlines written (or thrown away), ever */
+	uint64_t out_bytes;      /* bytes written (or thrown away), ever */
+	uint64_t mark_end[LE_STREAM_MARKS]; /* put_bytes at a marker's end */
+	unsigned mark_head, mark_n;
 	int stop;
 	uint64_t stop_deadline;
 	_Atomic int dead;        /* EPIPE or the like: the reader is gone */

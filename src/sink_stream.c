@@ -222,6 +222,33 @@ static void wait_ms(le__stream *s, long ms)
 	pthread_cond_timedwait(&s->cv, &s->mu, &t);
 }
 
+/* Bytes and lines have left the ring (written, or thrown away): the
+ * markers that ended in them are gone too.  Caller holds mu. */
+static void consumed(le__stream *s, uint64_t bytes, uint64_t lines)
+{
+	s->out_bytes += bytes;
+	s->out_lines += lines;
+	while (s->mark_n && s->mark_end[s->mark_head] <= s->out_bytes) {
+		s->mark_head = (s->mark_head + 1) % LE_STREAM_MARKS;
+		s->mark_n--;
+	}
+}
+
+/* Throw away what is buffered (the reader is gone, or le_close's second
+ * is up), counting its record lines as dropped.  Caller holds mu. */
+static void discard(le__stream *s)
+{
+	uint64_t lines = s->put_lines - s->out_lines; /* whole lines only: a
+		                                          * half-written one
+		                                          * is still here */
+	uint64_t records = lines - s->mark_n;
+	atomic_fetch_add(&s->dropped, records);
+	consumed(s, s->len, lines);
+	s->head = (s->head + s->len) % s->cap;
+	s->len = 0;
+	s->mark_n = 0;
+}
+
 /* Write what is buffered, without ever blocking for long.  Called with mu
  * unlocked; takes it to look at the ring.  @return 0, or -1 when the
  * reader is gone (EPIPE and the like). */
@@ -245,9 +272,14 @@ static int pump(le__stream *s, int timeout_ms)
 	ssize_t w = write(s->wfd, s->ring + start, n);
 	if (w < 0)
 		return (errno == EAGAIN || errno == EINTR) ? 0 : -1;
+	uint64_t nl = 0;
+	for (const unsigned char *q = s->ring + start, *e = q + w;
+	     (q = memchr(q, '\n', (size_t)(e - q))) != NULL; q++)
+		nl++;
 	pthread_mutex_lock(&s->mu);
 	s->head = (s->head + (size_t)w) % s->cap;
 	s->len -= (size_t)w;
+	consumed(s, (uint64_t)w, nl);
 	atomic_fetch_add(&s->bytes, (uint64_t)w);
 	pthread_cond_broadcast(&s->cv);
 	pthread_mutex_unlock(&s->mu);
@@ -263,18 +295,23 @@ static void ring_put(le__stream *s, const void *p, size_t n)
 	memcpy(s->ring + at, p, first);
 	memcpy(s->ring, (const char *)p + first, n - first);
 	s->len += n;
+	s->put_bytes += n;
+	s->put_lines++; /* one line per put */
 }
 
 /* The "N records dropped" line, if any are pending; caller holds mu and
  * has 64 bytes of room. */
 static void put_drops(le__stream *s)
 {
-	if (!s->drops_pending || s->cap - s->len < 64)
-		return;
+	if (!s->drops_pending || s->cap - s->len < 64 ||
+	    s->mark_n == LE_STREAM_MARKS)
+		return; /* later, with the count so far */
 	char m[64];
 	int k = snprintf(m, sizeof m, "%" PRIu64 " records dropped\n",
 	                 s->drops_pending);
 	ring_put(s, m, (size_t)k);
+	s->mark_end[(s->mark_head + s->mark_n) % LE_STREAM_MARKS] = s->put_bytes;
+	s->mark_n++;
 	s->drops_pending = 0;
 }
 
@@ -290,14 +327,19 @@ static void *stream_main(void *arg)
 		}
 		put_drops(s);
 		int stop = s->stop, empty = !s->len;
-		pthread_mutex_unlock(&s->mu);
 		if (stop && (empty || s->dead ||
-		             le__mono_ns() > s->stop_deadline))
+		             le__mono_ns() > s->stop_deadline)) {
+			/* le_close: what the reader did not take in its
+			 * second is dropped, and counted */
+			discard(s);
+			pthread_mutex_unlock(&s->mu);
 			break;
+		}
+		pthread_mutex_unlock(&s->mu);
 		if (s->dead) {
 			/* The reader is gone: throw away what is buffered. */
 			pthread_mutex_lock(&s->mu);
-			s->len = 0;
+			discard(s);
 			pthread_cond_broadcast(&s->cv);
 			pthread_mutex_unlock(&s->mu);
 			continue;
