@@ -303,16 +303,23 @@ TEST(run_whose_files_lack_records_is_invalid)
 	cleanup();
 }
 
-TEST(markdown_table_names_every_competitor_and_target)
+/* Run the suite with args; its BENCH.md, NUL-terminated. */
+static char *bench_md(const char *args)
 {
 	char path[600];
 	size_t len;
 
-	CHECK_EQ(bench("--only compare,formatted -n 2000 -r 1"), 0);
+	CHECK_EQ(bench(args), 0);
 	snprintf(path, sizeof path, "%s/latest/BENCH.md", out_dir);
 	char *md = (char *)t_slurp(path, &len);
 	CHECK(md);
 	md[len] = '\0';
+	return md;
+}
+
+TEST(markdown_table_names_every_competitor_and_target)
+{
+	char *md = bench_md("--only compare,formatted -n 2000 -r 1");
 	for (int t = 0; t < 4; t++) {
 		char row[40];
 		snprintf(row, sizeof row, "| %s |", targets[t]);
@@ -330,14 +337,7 @@ TEST(markdown_table_names_every_competitor_and_target)
  * three lines, each "(k of 2 paired repeats)" with k <= 2. */
 TEST(judged_targets_count_the_paired_repeats_that_met_them)
 {
-	char path[600];
-	size_t len;
-
-	CHECK_EQ(bench("--only compare -n 2000 -r 2"), 0);
-	snprintf(path, sizeof path, "%s/latest/BENCH.md", out_dir);
-	char *md = (char *)t_slurp(path, &len);
-	CHECK(md);
-	md[len] = '\0';
+	char *md = bench_md("--only compare -n 2000 -r 2");
 	int lines = 0;
 	for (char *p = md; (p = strstr(p, " paired repeats)")); p++) {
 		char *open = p;
