@@ -425,6 +425,9 @@ static int open_engine(le_engine **out, const le_config *cfg)
 			le__seterr("le_open: cannot start writer %u", i);
 			break;
 		}
+		char name[32]; /* "le-writer-255" at most: shards <= 256 */
+		snprintf(name, sizeof name, "le-writer-%u", i);
+		le__name_thread(sh->thread, name);
 		sh->started = 1;
 	}
 	pthread_sigmask(SIG_SETMASK, &old, NULL);

@@ -10,7 +10,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
-#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -253,7 +252,7 @@ void le__clock_recal(le__clock *c)
 	c->base_ns = n;
 }
 
-void le__name_self(const char *name)
+void le__name_thread(pthread_t t, const char *name)
 {
-	prctl(PR_SET_NAME, name, 0, 0, 0);
+	pthread_setname_np(t, name);
 }

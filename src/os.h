@@ -10,6 +10,7 @@
 #define LE_OS_H
 
 #include <stddef.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -55,9 +56,10 @@ int le__prealloc(int fd, uint64_t off, uint64_t len);
 /* Time in ns: wall clock (for record timestamps) and monotonic. */
 uint64_t le__now_ns(void);
 uint64_t le__mono_ns(void);
-/* Name the calling thread (top -H, perf --sort comm, /proc/PID/task/N/comm;
- * at most 15 bytes kept).  Best effort. */
-void le__name_self(const char *name);
+/* Name a thread (top -H, perf --sort comm, /proc/PID/task/N/comm; at
+ * most 15 bytes).  Called by its creator right after pthread_create, so
+ * the name is there when le_open returns.  Best effort. */
+void le__name_thread(pthread_t t, const char *name);
 
 
 /*

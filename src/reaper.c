@@ -25,7 +25,6 @@ static void *reaper_main(void *arg)
 	le__reaper *r = &e->reaper;
 	char path[LE_PATH_MAX];
 
-	le__name_self("le-reaper");
 	for (;;) {
 		pthread_mutex_lock(&r->mu);
 		while (!r->n && !r->stop)
@@ -62,6 +61,7 @@ int le__reaper_start(le_engine *e)
 	rc = pthread_create(&r->thread, NULL, reaper_main, e);
 	if (rc != 0)
 		return -rc;
+	le__name_thread(r->thread, "le-reaper");
 	r->started = 1;
 	return 0;
 }

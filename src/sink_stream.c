@@ -319,7 +319,6 @@ static void *stream_main(void *arg)
 {
 	le__stream *s = arg;
 
-	le__name_self("le-stream");
 	for (;;) {
 		pthread_mutex_lock(&s->mu);
 		while (!s->len && !s->stop && !s->drops_pending) {
@@ -390,6 +389,7 @@ int le__stream_open(le__stream *s, const le_config *c)
 		le__seterr("stream_fd: cannot start the stream thread");
 		return rc;
 	}
+	le__name_thread(s->thread, "le-stream");
 	s->started = 1;
 	return 0;
 }

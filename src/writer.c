@@ -1228,10 +1228,6 @@ void *le__writer_main(void *arg)
 	le__shard *sh = arg;
 	le_engine *e = sh->e;
 	uint64_t backoff = 0;
-	char name[16];
-
-	snprintf(name, sizeof name, "le-writer-%u", sh->id);
-	le__name_self(name);
 	sh->last_sync_mono = sh->last_ckpt_mono = le__mono_ns();
 	sh->last_recal_mono = sh->last_sync_mono;
 	while (!atomic_load(&e->stopping)) {
