@@ -78,17 +78,21 @@ TEST(crc32c_multi_equals_one_at_a_time)
 	for (int k = 0; k < 4; k++)
 		for (int i = 0; i < 300; i++)
 			b[k][i] = (unsigned char)(i * 13 + k * 7 + 1);
-	/* equal: four buffers of one length take a path of their own (the
-	 * writer's usual case), so every length 0..199 is tried there too */
-	for (int equal = 0; equal < 2; equal++) {
+	/* Shapes: 0 unequal lengths; 1 all equal (four of one length take
+	 * a path of their own, the writer's usual case, so every length
+	 * 0..199 is tried there); 2 the first longer than the three others,
+	 * which are equal (not four of one length, though the last three
+	 * match the shortest). */
+	for (int shape = 0; shape < 3; shape++) {
 		for (int n = 1; n <= 4; n++) {
-			for (size_t base = 0; base < 200; base += equal ? 1 : 7) {
+			for (size_t base = 0; base < 200; base += shape ? 1 : 7) {
 				uint32_t crc[4], want[4], pre[4];
 				const unsigned char *p[4];
 				size_t len[4];
 				for (int k = 0; k < n; k++) {
-					len[k] = equal ? base /* unequal: */
-					               : base + (size_t)k * 5 % 13;
+					len[k] = shape == 0 ? base + (size_t)k * 5 % 13
+					         : shape == 1 ? base
+					                      : base + (k ? 0 : 9);
 					p[k] = b[k] + k + 4; /* misaligned */
 					/* the 4 bytes before */
 					memcpy(&pre[k], b[k] + k, 4);
