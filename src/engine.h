@@ -34,15 +34,12 @@ typedef struct le__stream {
 	unsigned char *ring;
 	size_t cap, head, len;
 	uint64_t drops_pending;  /* to report with a line */
-	/* Line accounting, so that lines thrown away (reader gone, or still
-	 * buffered when le_close gives up) are counted as dropped: every
-	 * line ends in its only '\n', so the lines in the ring are the lines
-	 * put minus the newlines written; the "N records dropped" lines among
-	 * them (not records) are known by where they end. */
-	uint64_t put_lines;      /* record and marker lines put, ever */
-	uint64_t put_bytes;      /* bytes put, ever */
-	uint64_t out_lines;      /* newlines written (or thrown away), ever */
-	uint64_t out_bytes;      /* bytes written (or thrown away), ever */
+	/* So that lines thrown away (the reader gone) are counted as
+	 * dropped: every line ends in its only '\n', so the ring's newlines
+	 * are its lines; the "N records dropped" lines among them (not
+	 * records) are known by where they end, in bytes ever put (the ring's
+	 * bytes ever taken out are put_bytes - len). */
+	uint64_t put_bytes;
 	uint64_t mark_end[LE_STREAM_MARKS]; /* put_bytes at a marker's end */
 	unsigned mark_head, mark_n;
 	int stop;

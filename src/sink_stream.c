@@ -222,28 +222,33 @@ static void wait_ms(le__stream *s, long ms)
 	pthread_cond_timedwait(&s->cv, &s->mu, &t);
 }
 
-/* Bytes and lines have left the ring (written, or thrown away): the
- * markers that ended in them are gone too.  Caller holds mu. */
-static void consumed(le__stream *s, uint64_t bytes, uint64_t lines)
+/* Forget the markers whose bytes have left the ring.  Caller holds mu. */
+static void pop_marks(le__stream *s)
 {
-	s->out_bytes += bytes;
-	s->out_lines += lines;
-	while (s->mark_n && s->mark_end[s->mark_head] <= s->out_bytes) {
+	uint64_t out = s->put_bytes - s->len;
+	while (s->mark_n && s->mark_end[s->mark_head] <= out) {
 		s->mark_head = (s->mark_head + 1) % LE_STREAM_MARKS;
 		s->mark_n--;
 	}
 }
 
-/* Throw away what is buffered (the reader is gone, or le_close's second
- * is up), counting its record lines as dropped.  Caller holds mu. */
+static uint64_t newlines(const unsigned char *p, size_t n)
+{
+	uint64_t k = 0;
+	for (const unsigned char *e = p + n;
+	     (p = memchr(p, '\n', (size_t)(e - p))) != NULL; p++)
+		k++;
+	return k;
+}
+
+/* Throw away what is buffered (the reader is gone), counting its record
+ * lines as dropped; a line half written counts too.  Caller holds mu. */
 static void discard(le__stream *s)
 {
-	uint64_t lines = s->put_lines - s->out_lines; /* whole lines only: a
-		                                          * half-written one
-		                                          * is still here */
-	uint64_t records = lines - s->mark_n;
-	atomic_fetch_add(&s->dropped, records);
-	consumed(s, s->len, lines);
+	size_t first = s->cap - s->head < s->len ? s->cap - s->head : s->len;
+	uint64_t lines = newlines(s->ring + s->head, first) +
+	                 newlines(s->ring, s->len - first);
+	atomic_fetch_add(&s->dropped, lines - s->mark_n);
 	s->head = (s->head + s->len) % s->cap;
 	s->len = 0;
 	s->mark_n = 0;
@@ -272,14 +277,10 @@ static int pump(le__stream *s, int timeout_ms)
 	ssize_t w = write(s->wfd, s->ring + start, n);
 	if (w < 0)
 		return (errno == EAGAIN || errno == EINTR) ? 0 : -1;
-	uint64_t nl = 0;
-	for (const unsigned char *q = s->ring + start, *e = q + w;
-	     (q = memchr(q, '\n', (size_t)(e - q))) != NULL; q++)
-		nl++;
 	pthread_mutex_lock(&s->mu);
 	s->head = (s->head + (size_t)w) % s->cap;
 	s->len -= (size_t)w;
-	consumed(s, (uint64_t)w, nl);
+	pop_marks(s);
 	atomic_fetch_add(&s->bytes, (uint64_t)w);
 	pthread_cond_broadcast(&s->cv);
 	pthread_mutex_unlock(&s->mu);
@@ -296,7 +297,6 @@ static void ring_put(le__stream *s, const void *p, size_t n)
 	memcpy(s->ring, (const char *)p + first, n - first);
 	s->len += n;
 	s->put_bytes += n;
-	s->put_lines++; /* one line per put */
 }
 
 /* The "N records dropped" line, if any are pending; caller holds mu and
@@ -326,15 +326,10 @@ static void *stream_main(void *arg)
 		}
 		put_drops(s);
 		int stop = s->stop, empty = !s->len;
-		if (stop && (empty || s->dead ||
-		             le__mono_ns() > s->stop_deadline)) {
-			/* le_close: what the reader did not take in its
-			 * second is dropped, and counted */
-			discard(s);
-			pthread_mutex_unlock(&s->mu);
-			break;
-		}
 		pthread_mutex_unlock(&s->mu);
+		if (stop && (empty || s->dead ||
+		             le__mono_ns() > s->stop_deadline))
+			break;
 		if (s->dead) {
 			/* The reader is gone: throw away what is buffered. */
 			pthread_mutex_lock(&s->mu);
@@ -400,7 +395,8 @@ void le__stream_close(le__stream *s)
 		pthread_mutex_lock(&s->mu);
 		s->stop = 1;
 		/* A reader that keeps up gets everything; a stalled one gets a
-		 * second, then the rest is counted as dropped. */
+		 * second, then the rest is dropped (uncounted: no le_stats_get
+		 * can follow le_close). */
 		s->stop_deadline = le__mono_ns() + 1000000000u;
 		pthread_cond_broadcast(&s->cv);
 		pthread_mutex_unlock(&s->mu);
