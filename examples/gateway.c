@@ -267,9 +267,10 @@ static void access_log(struct backend *b, struct MHD_Connection *c,
 		if (!ip)
 			ip = "-";
 	}
-	/* le_logf formats straight into the queue (src/fmt.c, not glibc's
-	 * vsnprintf).  async: queued, returns at once (LE_EFULL counted if
-	 * full).  sync: written here, blocking while stdout is full. */
+	/* le_logf formats with src/fmt.c (not glibc's vsnprintf) into a
+	 * stack buffer and copies the line into the queue.  async: queued,
+	 * returns at once (LE_EFULL counted if full).  sync: written here,
+	 * blocking while stdout is full. */
 	if (le_logf(eng, LE_INFO,
 	            "%s \"%s %.200s %s\" %u %zu rt_us=%" PRIu64
 	            " upstream_us=%" PRIu64 " conn=%" PRIu64,

@@ -97,8 +97,8 @@ static void sum_markers(const le_record *r, void *arg)
 
 static int verify_ok(void)
 {
-	char cmd[600];
-	const char *cli = getenv("LE_CLI") ? getenv("LE_CLI") : "build/logengine";
+	char cmd[1024];
+	const char *cli = t_build_tool("LE_CLI", "logengine");
 	snprintf(cmd, sizeof cmd, "%s verify '%s' >/dev/null", cli, dir);
 	return system(cmd) == 0;
 }

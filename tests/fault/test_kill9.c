@@ -180,8 +180,8 @@ TEST(accepted_records_survive_kill9_exactly_once_in_order)
 		}
 	printf("  %d kills, %ld accepted records, all present once, in "
 	       "order\n", cycles, total);
-	char cmd[600];
-	const char *cli = getenv("LE_CLI") ? getenv("LE_CLI") : "build/logengine";
+	char cmd[1024];
+	const char *cli = t_build_tool("LE_CLI", "logengine");
 	snprintf(cmd, sizeof cmd, "%s verify '%s' >/dev/null", cli, dir);
 	CHECK_EQ(system(cmd), 0);
 	t_rmrf(dir);

@@ -201,9 +201,9 @@ TEST(queued_records_in_a_shard_not_opened_are_not_abandoned)
 	le_engine *e;
 	CHECK_EQ(le_open(&e, &c), LE_EINVAL);
 	CHECK(strstr(le_errmsg(), "shard-003") != NULL);
-	char cmd[600];
+	char cmd[1024];
 	snprintf(cmd, sizeof cmd, "%s recover '%s' >/dev/null",
-	         getenv("LE_CLI") ? getenv("LE_CLI") : "build/logengine", dir);
+	         t_build_tool("LE_CLI", "logengine"), dir);
 	CHECK_EQ(system(cmd), 0);
 	CHECK_RC(le_open(&e, &c)); /* drained: now it may */
 	le_close(e);
