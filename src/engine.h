@@ -48,15 +48,27 @@ typedef struct le__stream {
 	_Atomic uint64_t lines, dropped, bytes;
 } le__stream;
 
-/* reaper.c: retention's unlinks, off the writer threads (see there). */
-#define LE_REAP_MAX 16
+/* reaper.c: retention's unlinks, off the writer threads (see there).  An
+ * entry names its segment by (shard, index): the path is rebuilt when the
+ * unlink is made. */
+#define LE_REAP_MAX 64
+struct le__shard;
+typedef struct le__reap {
+	struct le__shard *sh;
+	uint64_t index, bytes;
+} le__reap;
 typedef struct le__reaper {
 	pthread_t thread;
 	int inited, started;
-	pthread_mutex_t mu;      /* guards path, head, n, stop */
+	pthread_mutex_t mu;      /* guards q, head, n, back, nback, stop */
 	pthread_cond_t cv;
-	char path[LE_REAP_MAX][LE_PATH_MAX];
-	unsigned head, n;        /* the paths waiting, oldest at head */
+	le__reap q[LE_REAP_MAX]; /* waiting, oldest at head */
+	unsigned head, n;
+	/* Unlinks that failed: each shard's writer takes its own back into
+	 * retention's list (n + nback <= LE_REAP_MAX).  nback is also read
+	 * without the lock, to skip it when 0. */
+	le__reap back[LE_REAP_MAX];
+	_Atomic unsigned nback;
 	int stop;
 } le__reaper;
 
@@ -222,8 +234,12 @@ struct le_engine {
 
 /* reaper.c */
 int le__reaper_start(le_engine *e);
-/* 1: the reaper will unlink path; 0: unlink it yourself (list full). */
-int le__reaper_push(le_engine *e, const char *path);
+/* 1: the reaper will unlink the segment; 0: unlink it yourself (full). */
+int le__reaper_push(le_engine *e, struct le__shard *sh, uint64_t index,
+                    uint64_t bytes);
+/* Moves up to cap of sh's failed unlinks to out; returns how many. */
+size_t le__reaper_take_back(le_engine *e, struct le__shard *sh, le__reap *out,
+                            size_t cap);
 void le__reaper_stop(le_engine *e); /* every queued unlink done, joined */
 void le__reaper_free(le_engine *e);
 

@@ -8,11 +8,15 @@
  * thread per engine instead, through a bounded list; when the list is full
  * the writer unlinks the file itself, as before.
  *
- * A path handed over and not yet unlinked is an old, whole segment: if the
- * process dies first, the next le_open lists it again, and retention
- * deletes it then.  Segment indices only grow, so no new segment can take
- * its name meanwhile.  le_close joins the thread after the writers, once
- * every queued unlink is done.
+ * A segment handed over and not yet unlinked is an old, whole segment:
+ * if the process dies first, the next le_open lists it again, and
+ * retention deletes it then.  Segment indices only grow, so no new segment
+ * can take its name meanwhile.  An unlink that fails (EACCES, EROFS, EIO)
+ * is counted as an error and the segment goes back to its writer, which
+ * puts it first in retention's list again: it still takes space, so it
+ * still counts against retention_bytes, and the next rotation tries it
+ * again.  segments_deleted counts only segments that are gone.  le_close
+ * joins the thread after the writers, once every queued unlink is done.
  */
 #include "engine.h"
 
@@ -33,15 +37,22 @@ static void *reaper_main(void *arg)
 			pthread_mutex_unlock(&r->mu);
 			break; /* stop, and nothing left */
 		}
-		memcpy(path, r->path[r->head], sizeof path);
+		le__reap x = r->q[r->head];
 		r->head = (r->head + 1) % LE_REAP_MAX;
 		r->n--;
 		pthread_mutex_unlock(&r->mu);
+		le__seg_path(path, sizeof path, x.sh->dir, x.index);
 		int rc = le__unlink(path);
-		if (rc < 0 && rc != -ENOENT) {
-			atomic_store(&e->last_error, rc);
-			atomic_fetch_add(&e->errors_total, 1);
+		if (rc == 0 || rc == -ENOENT) {
+			atomic_fetch_add(&x.sh->segments_deleted, 1);
+			continue;
 		}
+		atomic_store(&e->last_error, rc);
+		atomic_fetch_add(&e->errors_total, 1);
+		pthread_mutex_lock(&r->mu);
+		r->back[atomic_load_explicit(&r->nback, memory_order_relaxed)] = x;
+		atomic_fetch_add(&r->nback, 1);
+		pthread_mutex_unlock(&r->mu);
 	}
 	return NULL;
 }
@@ -66,22 +77,44 @@ int le__reaper_start(le_engine *e)
 	return 0;
 }
 
-int le__reaper_push(le_engine *e, const char *path)
+int le__reaper_push(le_engine *e, le__shard *sh, uint64_t index,
+                    uint64_t bytes)
 {
 	le__reaper *r = &e->reaper;
-	size_t len = strlen(path);
 
-	if (!r->started || len >= LE_PATH_MAX)
+	if (!r->started)
 		return 0;
 	pthread_mutex_lock(&r->mu);
-	int ok = r->n < LE_REAP_MAX && !r->stop;
+	int ok = r->n + atomic_load(&r->nback) < LE_REAP_MAX && !r->stop;
 	if (ok) {
-		memcpy(r->path[(r->head + r->n) % LE_REAP_MAX], path, len + 1);
+		r->q[(r->head + r->n) % LE_REAP_MAX] =
+			(le__reap){.sh = sh, .index = index, .bytes = bytes};
 		r->n++;
 		pthread_cond_broadcast(&r->cv);
 	}
 	pthread_mutex_unlock(&r->mu);
 	return ok;
+}
+
+size_t le__reaper_take_back(le_engine *e, le__shard *sh, le__reap *out,
+                            size_t cap)
+{
+	le__reaper *r = &e->reaper;
+	size_t got = 0;
+
+	if (!atomic_load_explicit(&r->nback, memory_order_relaxed))
+		return 0; /* the common case: no lock */
+	pthread_mutex_lock(&r->mu);
+	unsigned nb = atomic_load(&r->nback), keep = 0;
+	for (unsigned i = 0; i < nb; i++) {
+		if (r->back[i].sh == sh && got < cap)
+			out[got++] = r->back[i];
+		else
+			r->back[keep++] = r->back[i];
+	}
+	atomic_store(&r->nback, keep);
+	pthread_mutex_unlock(&r->mu);
+	return got;
 }
 
 void le__reaper_stop(le_engine *e)

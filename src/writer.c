@@ -84,8 +84,33 @@ static int segs_push(le__shard *sh, uint64_t index, uint64_t bytes)
 	return 0;
 }
 
+/* Put segments whose unlink failed back at the front of the list, oldest
+ * first: they are older than every segment in it (indices only grow). */
+static void segs_take_back(le__shard *sh)
+{
+	le__reap back[LE_REAP_MAX];
+	size_t n = le__reaper_take_back(sh->e, sh, back, LE_REAP_MAX);
+
+	for (size_t i = 0; i < n; i++) {
+		if (segs_push(sh, 0, 0) < 0) /* room for one more */
+			return; /* ENOMEM: left out of retention until reopened */
+		size_t at = 0;
+		while (at < sh->nsegs - 1 && sh->segs[at].index < back[i].index)
+			at++;
+		memmove(sh->segs + at + 1, sh->segs + at,
+		        (sh->nsegs - 1 - at) * sizeof *sh->segs);
+		sh->segs[at].index = back[i].index;
+		sh->segs[at].bytes = back[i].bytes;
+		sh->segs_bytes += back[i].bytes;
+	}
+}
+
 /* Delete the oldest sealed segments while the shard is over its budget.
- * The active segment is not in the list and is never deleted. */
+ * The active segment is not in the list and is never deleted.  A segment
+ * handed to the reaper leaves the list (and the shard's bytes) at once;
+ * one whose unlink fails comes back (segs_take_back) and is tried again
+ * at the next rotation.  The writer unlinks itself only when the reaper's
+ * list is full; a failure then keeps the segment in the list. */
 static void retention(le__shard *sh)
 {
 	uint64_t keep = sh->e->cfg.retention_bytes;
@@ -94,17 +119,21 @@ static void retention(le__shard *sh)
 
 	if (!keep)
 		return;
+	segs_take_back(sh);
 	while (drop < sh->nsegs && sh->segs_bytes + seg_end(sh) > keep) {
-		le__seg_path(path, sizeof path, sh->dir, sh->segs[drop].index);
+		le__segmeta *m = &sh->segs[drop];
 		/* Freeing a big file's blocks takes ext4 tens of ms: the
 		 * reaper thread does it while this one writes on. */
-		int rc = le__reaper_push(sh->e, path) ? 0 : le__unlink(path);
-		if (rc < 0 && rc != -ENOENT) {
-			note_error(sh, rc);
-			break;
+		if (!le__reaper_push(sh->e, sh, m->index, m->bytes)) {
+			le__seg_path(path, sizeof path, sh->dir, m->index);
+			int rc = le__unlink(path);
+			if (rc < 0 && rc != -ENOENT) {
+				note_error(sh, rc);
+				break;
+			}
+			atomic_fetch_add(&sh->segments_deleted, 1);
 		}
-		sh->segs_bytes -= sh->segs[drop].bytes;
-		atomic_fetch_add(&sh->segments_deleted, 1);
+		sh->segs_bytes -= m->bytes;
 		drop++;
 	}
 	if (drop) {

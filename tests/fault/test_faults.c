@@ -6,10 +6,14 @@
  */
 #include "harness.h"
 
+#include <dirent.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "logengine.h"
 #include "os.h"
@@ -353,6 +357,154 @@ TEST(slow_retention_unlink_never_stops_the_writer)
 	t_rmrf(dir);
 }
 
+/* Unlinks of segment files that fail with EACCES: the next `left` of
+ * them (-1: all). */
+static atomic_int unlink_fail_left, unlink_failed;
+
+static int failing_unlink(const char *path)
+{
+	size_t n = strlen(path);
+	int left = atomic_load(&unlink_fail_left);
+	if (n > 4 && !strcmp(path + n - 4, ".seg") && left != 0) {
+		if (left > 0)
+			atomic_fetch_sub(&unlink_fail_left, 1);
+		atomic_fetch_add(&unlink_failed, 1);
+		errno = EACCES;
+		return -1;
+	}
+	return le__os_real.unlink(path);
+}
+
+/* Shard 0's segment files: how many, lowest and highest index, bytes. */
+struct segs_on_disk {
+	int n;
+	uint64_t lo, hi, bytes;
+};
+
+static struct segs_on_disk segs_on_disk(void)
+{
+	struct segs_on_disk d = {0, UINT64_MAX, 0, 0};
+	char sd[512], p[800];
+	snprintf(sd, sizeof sd, "%s/shard-000", dir);
+	DIR *dd = opendir(sd);
+	CHECK(dd != NULL);
+	struct dirent *de;
+	while (dd && (de = readdir(dd))) {
+		uint64_t i;
+		char tail[8];
+		struct stat st;
+		if (sscanf(de->d_name, "%16" SCNx64 "%7s", &i, tail) != 2 ||
+		    strcmp(tail, ".seg"))
+			continue;
+		snprintf(p, sizeof p, "%s/%s", sd, de->d_name);
+		CHECK_EQ(stat(p, &st), 0);
+		d.n++;
+		d.bytes += (uint64_t)st.st_size;
+		d.lo = i < d.lo ? i : d.lo;
+		d.hi = i > d.hi ? i : d.hi;
+	}
+	if (dd)
+		closedir(dd);
+	return d;
+}
+
+/* le_flush after a failed unlink: it reports the I/O error that came
+ * since the previous flush, or 0 (the reaper had not failed yet, or the
+ * previous flush reported it).  1: it reported EACCES. */
+static int flush_saw_eacces(le_engine *e)
+{
+	int rc = le_flush(e, 10000);
+	CHECK(rc == 0 || rc == -EACCES);
+	return rc == -EACCES;
+}
+
+/* Waits up to 10 s for the reaper to have failed `n` unlinks. */
+static void wait_unlink_failed(int n)
+{
+	for (int i = 0; i < 1000 && atomic_load(&unlink_failed) < n; i++)
+		usleep(10000);
+	CHECK(atomic_load(&unlink_failed) >= n);
+}
+
+/* Waits up to 5 s for every segment that ever existed to be either on
+ * disk or counted deleted; 1 if so. */
+static int deleted_plus_on_disk_is_all(le_engine *e)
+{
+	for (int i = 0; i < 500; i++) {
+		le_stats st;
+		le_stats_get(e, &st);
+		struct segs_on_disk d = segs_on_disk();
+		if (st.segments_deleted + (uint64_t)d.n == d.hi)
+			return 1; /* segment indices start at 1 */
+		usleep(10000);
+	}
+	return 0;
+}
+
+TEST(failed_retention_unlink_keeps_the_segment_counted_and_tries_again)
+{
+	le_config c = cfg();
+	c.segment_bytes = 16384;
+	c.retention_bytes = 32768;
+	c.overflow = LE_OVERFLOW_BLOCK;
+	atomic_store(&unlink_fail_left, 2);
+	atomic_store(&unlink_failed, 0);
+	le__os_table.unlink = failing_unlink;
+	le_engine *e;
+	CHECK_RC(le_open(&e, &c));
+	write_recs(e, 1, 2000);
+	int saw = flush_saw_eacces(e);
+	wait_unlink_failed(2); /* the two oldest segments stayed */
+	/* Rotations after the failures: retention must still see those two
+	 * (they take space) and try them again. */
+	write_recs(e, 2001, 2000);
+	saw |= flush_saw_eacces(e);
+	CHECK(saw); /* the caller heard of it */
+	CHECK(deleted_plus_on_disk_is_all(e));
+	le_stats st;
+	le_stats_get(e, &st);
+	CHECK_EQ(st.last_error, -EACCES);
+	CHECK_EQ(le_close(e), 0);
+	le__os_table = le__os_real;
+	/* No segment left behind: what is on disk is the newest, one run of
+	 * indices, within retention (plus the active segment and one more
+	 * that a rotation may have sealed past the bound). */
+	struct segs_on_disk d = segs_on_disk();
+	fprintf(stderr, "  (%d segments on disk, %" PRIu64 "..%" PRIu64
+	        ", %" PRIu64 " bytes)\n", d.n, d.lo, d.hi, d.bytes);
+	CHECK(d.lo > 2);
+	CHECK_EQ(d.hi - d.lo + 1, (uint64_t)d.n);
+	CHECK(d.bytes <= 32768 + 2 * 16384);
+	t_rmrf(dir);
+}
+
+TEST(unlink_that_always_fails_deletes_nothing_and_loses_nothing)
+{
+	le_config c = cfg();
+	c.segment_bytes = 16384;
+	c.retention_bytes = 32768;
+	c.overflow = LE_OVERFLOW_BLOCK;
+	atomic_store(&unlink_fail_left, -1);
+	atomic_store(&unlink_failed, 0);
+	le__os_table.unlink = failing_unlink;
+	le_engine *e;
+	CHECK_RC(le_open(&e, &c));
+	write_recs(e, 1, 3000);
+	flush_saw_eacces(e);
+	wait_unlink_failed(1);
+	CHECK(deleted_plus_on_disk_is_all(e));
+	le_stats st;
+	le_stats_get(e, &st);
+	CHECK_EQ(st.segments_deleted, 0); /* none is gone */
+	CHECK_EQ(st.last_error, -EACCES);
+	CHECK_EQ(le_close(e), 0);
+	le__os_table = le__os_real;
+	CHECK_EQ(segs_on_disk().lo, 1);
+	CHECK_EQ(count_records(dir), 3000); /* retention could not; no loss */
+	CHECK(verify_ok());
+	t_rmrf(dir);
+}
+
 /* A write that stalls for a while (a disk that stops answering) on its
  * first call, then works. */
 static atomic_int stall_ms;
@@ -419,6 +571,8 @@ int main(int argc, char **argv)
 	RUN(file_size_limit_gives_efbig_not_death_by_sigxfsz);
 	RUN(queue_file_past_ulimit_f_fails_le_open_cleanly);
 	RUN(slow_retention_unlink_never_stops_the_writer);
+	RUN(failed_retention_unlink_keeps_the_segment_counted_and_tries_again);
+	RUN(unlink_that_always_fails_deletes_nothing_and_loses_nothing);
 	RUN(blocked_producer_sleeps_through_a_stalled_write_instead_of_spinning);
 	return t_done();
 }
