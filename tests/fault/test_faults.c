@@ -397,7 +397,10 @@ static struct segs_on_disk segs_on_disk(void)
 		    strcmp(tail, ".seg"))
 			continue;
 		snprintf(p, sizeof p, "%s/%s", sd, de->d_name);
-		CHECK_EQ(stat(p, &st), 0);
+		if (stat(p, &st) < 0) {
+			CHECK_EQ(errno, ENOENT); /* the reaper got to it */
+			continue;
+		}
 		d.n++;
 		d.bytes += (uint64_t)st.st_size;
 		d.lo = i < d.lo ? i : d.lo;
@@ -497,7 +500,8 @@ TEST(unlink_that_always_fails_deletes_nothing_and_loses_nothing)
 	le_stats_get(e, &st);
 	CHECK_EQ(st.segments_deleted, 0); /* none is gone */
 	CHECK_EQ(st.last_error, -EACCES);
-	CHECK_EQ(le_close(e), 0);
+	int rc = le_close(e); /* a later rotation's unlink may fail too */
+	CHECK(rc == 0 || rc == -EACCES);
 	le__os_table = le__os_real;
 	CHECK_EQ(segs_on_disk().lo, 1);
 	CHECK_EQ(count_records(dir), 3000); /* retention could not; no loss */
