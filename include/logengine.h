@@ -174,7 +174,8 @@ typedef struct le_config {
 	int stream_format;        /* LE_STREAM_RAW (payload), LE_STREAM_TEXT
 	                             (time, level, payload), LE_STREAM_JSON */
 	int stream_sync;          /* 1: write each line in the caller's thread,
-	                             blocking (a baseline to compare with) */
+	                             blocking (a baseline to compare with);
+	                             with store = 0 no thread is started */
 	uint32_t stream_buffer_bytes; /* lines waiting for the reader. 1 MiB */
 	uint32_t crash_flush_ms;  /* > 0: on SIGSEGV, SIGBUS, SIGABRT, SIGFPE
 	                             or SIGILL, write out what is queued,
@@ -285,9 +286,10 @@ typedef struct le_stats {
 	uint64_t stream_dropped;    /* records the stream sink had no room for
 	                               (or whose reader was gone) */
 	uint64_t stream_bytes;      /* bytes written to stream_fd */
-	uint64_t writer_cpu_ns;     /* CPU time of the writer threads */
+	uint64_t writer_cpu_ns;     /* CPU time of the writer threads (0 in a
+	                               fork child, which has none) */
 	uint64_t stream_cpu_ns;     /* CPU time of the stream sink's thread
-	                               (0 without one) */
+	                               (0 without one, or in a fork child) */
 	uint64_t record_hwm_bytes;  /* largest payload accepted (after
 	                               truncation to max_record_bytes) */
 	int last_error;             /* most recent I/O error, 0 if none */

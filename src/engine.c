@@ -418,7 +418,9 @@ static int open_engine(le_engine **out, const le_config *cfg)
 		if (rc < 0)
 			le__seterr("le_open: cannot start the retention thread");
 	}
-	for (uint32_t i = 0; rc >= 0 && i < e->nshards; i++) {
+	/* stream_sync without a store queues nothing: no writer needed. */
+	int writers = cfg->store || !cfg->stream_sync;
+	for (uint32_t i = 0; rc >= 0 && writers && i < e->nshards; i++) {
 		le__shard *sh = &e->shards[i];
 		rc = -pthread_create(&sh->thread, NULL, le__writer_main, sh);
 		if (rc < 0) {
@@ -791,16 +793,16 @@ int le_flush(le_engine *e, int timeout_ms)
 	return rc;
 }
 
-/* CPU time of one of the engine's threads, now; `last` (the thread's own
- * last note of it) in a fork child, where the thread does not exist. */
-static uint64_t thread_cpu_ns(const le_engine *e, pthread_t t, uint64_t last)
+/* CPU time of one of the engine's threads, now; 0 in a fork child, where
+ * the thread does not exist. */
+static uint64_t thread_cpu_ns(const le_engine *e, pthread_t t)
 {
 	clockid_t cid;
 	struct timespec ts;
 
 	if (e->forked || pthread_getcpuclockid(t, &cid) != 0 ||
 	    clock_gettime(cid, &ts) != 0)
-		return last;
+		return 0;
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
@@ -828,8 +830,8 @@ int le_stats_get(le_engine *e, le_stats *o)
 		o->sync_errors += atomic_load(&sh->sync_errors);
 		o->recovered_truncated_bytes +=
 		        atomic_load(&sh->recovered_truncated);
-		o->writer_cpu_ns += thread_cpu_ns(e, sh->thread,
-		                                  atomic_load(&sh->cpu_ns));
+		if (sh->started)
+			o->writer_cpu_ns += thread_cpu_ns(e, sh->thread);
 		o->recovered_records += atomic_load(&sh->recovered);
 		o->abandoned_slots += atomic_load(&sh->abandoned);
 		o->sync_lost += atomic_load(&sh->sync_lost);
@@ -848,7 +850,7 @@ int le_stats_get(le_engine *e, le_stats *o)
 		o->stream_dropped = atomic_load(&e->stream.dropped);
 		o->stream_bytes = atomic_load(&e->stream.bytes);
 		if (e->stream.started)
-			o->stream_cpu_ns = thread_cpu_ns(e, e->stream.thread, 0);
+			o->stream_cpu_ns = thread_cpu_ns(e, e->stream.thread);
 	}
 	return 0;
 }

@@ -122,7 +122,6 @@ typedef struct le__shard {
 	_Atomic uint64_t sync_errors;
 	_Atomic uint64_t recovered_truncated;
 	_Atomic int failing;         /* writes are failing now (retrying) */
-	_Atomic uint64_t cpu_ns;     /* writer thread CPU time, ns */
 	_Atomic uint64_t recovered;  /* records drained from a dead process */
 	_Atomic uint64_t abandoned;  /* claimed, never published slots */
 	_Atomic uint64_t sync_lost;  /* written, then their sync failed */

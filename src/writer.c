@@ -787,14 +787,11 @@ static int collect(le__shard *sh)
 	return why;
 }
 
-static void note_cpu(le__shard *sh);
-
 static void signal_flushers(le__shard *sh)
 {
 	le_engine *e = sh->e;
 
 	if (atomic_load(&e->flush_waiters)) {
-		note_cpu(sh); /* fresh figures for whoever flushed */
 		pthread_mutex_lock(&e->flush_mu);
 		pthread_cond_broadcast(&e->flush_cv);
 		pthread_mutex_unlock(&e->flush_mu);
@@ -1071,14 +1068,6 @@ static int due(le__shard *sh, int why, uint64_t now)
 	return sh->pend_recs && now - sh->pend_since >= e->cfg.flush_ms * MS;
 }
 
-static void note_cpu(le__shard *sh)
-{
-	struct timespec ts;
-	if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) == 0)
-		atomic_store(&sh->cpu_ns, (uint64_t)ts.tv_sec * 1000000000u +
-		                                  (uint64_t)ts.tv_nsec);
-}
-
 static void periodic(le__shard *sh, uint64_t now)
 {
 	const le_config *c = &sh->e->cfg;
@@ -1086,7 +1075,6 @@ static void periodic(le__shard *sh, uint64_t now)
 	if (now - sh->last_recal_mono >= 1000 * MS) {
 		sh->last_recal_mono = now;
 		le__clock_recal(&sh->clock);
-		note_cpu(sh);
 	}
 	if (c->durability == LE_SYNC_INTERVAL && sh->dirty &&
 	    now - sh->last_sync_mono >= c->sync_ms * MS)
@@ -1201,7 +1189,6 @@ static void drain(le__shard *sh)
 	if (sh->ckpt_fd >= 0 && sh->e->cfg.durability == LE_SYNC_NONE)
 		le__fdatasync(sh->ckpt_fd);
 	release(sh);
-	note_cpu(sh);
 }
 
 /*

@@ -910,12 +910,48 @@ TEST(engine_threads_are_named_for_top_and_perf)
 	t_rmrf(c.dir);
 }
 
+/* stream_sync without a store writes each line in the caller's thread and
+ * queues nothing: no writer thread is started, and flush and stats still
+ * answer. */
+TEST(sync_stream_without_a_store_starts_no_threads)
+{
+	le_config c = base_cfg();
+	int fds[2];
+	char buf[256];
+	CHECK(pipe(fds) == 0);
+	c.store = 0;
+	c.stream_fd = fds[1];
+	c.stream_sync = 1;
+	c.shards = 2;
+	le_engine *e = open_cfg(&c);
+	CHECK(!thread_named("le-writer-0"));
+	CHECK(!thread_named("le-writer-1"));
+	CHECK(!thread_named("le-stream"));
+	for (int i = 0; i < 3; i++)
+		CHECK_EQ(le_write(e, (uint64_t)i, LE_INFO, "line", 4), 0);
+	CHECK_EQ(le_logf(e, LE_INFO, "n=%d", 7), 0);
+	CHECK_EQ(le_flush(e, 1000), 0);
+	le_stats st;
+	CHECK_EQ(le_stats_get(e, &st), 0);
+	CHECK_EQ(st.stream_lines, 4);
+	CHECK_EQ(st.writer_cpu_ns, 0);
+	CHECK_EQ(le_close(e), 0);
+	close(fds[1]);
+	ssize_t n = read(fds[0], buf, sizeof buf - 1);
+	CHECK_EQ(n, 19);
+	buf[n > 0 ? n : 0] = '\0';
+	CHECK_STR_EQ(buf, "line\nline\nline\nn=7\n");
+	close(fds[0]);
+	t_rmrf(c.dir);
+}
+
 int main(int argc, char **argv)
 {
 	T_INIT(argc, argv);
 	RUN(open_creates_shard_dirs_and_close_is_clean);
 	RUN(default_queue_is_one_aligned_mapping_of_whole_huge_pages);
 	RUN(engine_threads_are_named_for_top_and_perf);
+	RUN(sync_stream_without_a_store_starts_no_threads);
 	RUN(block_mode_loses_nothing_and_keeps_per_shard_order);
 	RUN(drops_are_counted_exactly_and_reported_by_markers);
 	RUN(concurrent_producers_never_exceed_queue_bounds);
