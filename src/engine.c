@@ -270,8 +270,21 @@ static int shard_init(le_engine *e, uint32_t i)
 		return rc;
 	}
 	rc = le__writer_recover(sh);
-	if (rc == 0 && e->cfg.mapped_queue)
-		rc = le__ring_reshape(&sh->ring, qpath, size, i);
+	if (rc == 0 && e->cfg.mapped_queue) {
+		/* A file a previous engine left is made anew once drained:
+		 * whatever its words and positions say (a process that died
+		 * of a wild write may have written over them), this engine
+		 * starts from a clean ring. */
+		rc = le__ring_reshape(&sh->ring, qpath, size, i,
+		                      sh->ring.reused);
+		if (rc > 0) {
+			/* A new ring: its positions start at 0, and the
+			 * writer's must too, or it would wait at the old
+			 * ring's head while records go in at 0. */
+			le__writer_restart(sh);
+			rc = 0;
+		}
+	}
 	return rc;
 }
 

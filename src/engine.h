@@ -244,6 +244,8 @@ void le__reaper_free(le_engine *e);
 
 /* writer.c */
 int le__writer_recover(le__shard *sh); /* in le_open, before threads */
+/* After the ring was made anew: the writer's positions follow it. */
+void le__writer_restart(le__shard *sh);
 void *le__writer_main(void *arg);
 void le__writer_free(le__shard *sh);
 

@@ -231,10 +231,12 @@ int le__ring_open(le__ring *r, const char *path, uint64_t size,
 	int rc;
 	if (fstat(fd, &st) == 0 && st.st_size >= (off_t)LE_QUEUE_HDR &&
 	    le__pread_full(fd, h, sizeof h, 0) == (ssize_t)sizeof h &&
-	    get_header(h, (uint64_t)st.st_size, shard, &old) == 0)
+	    get_header(h, (uint64_t)st.st_size, shard, &old) == 0) {
 		rc = map_file(r, fd, old); /* drain first, reshape later */
-	else
+		r->reused = 1;
+	} else {
 		rc = create(r, fd, size, shard);
+	}
 	if (rc < 0) {
 		le__seterr("queue: %s: %s", path, le_strerror(rc));
 		le__ring_close(r);
@@ -275,23 +277,26 @@ int le__ring_busy(const le__ring *r)
 }
 
 int le__ring_reshape(le__ring *r, const char *path, uint64_t size,
-                     uint32_t shard)
+                     uint32_t shard, int force)
 {
-	if (r->size == size || r->fd < 0)
+	if ((r->size == size && !force) || r->fd < 0)
 		return 0;
 	munmap(r->map, r->map_len);
 	r->map = NULL;
 	int rc = create(r, r->fd, size, shard);
 	if (rc < 0)
 		le__seterr("queue: %s: %s", path, le_strerror(rc));
-	return rc;
+	return rc < 0 ? rc : 1;
 }
 
 uint64_t le__ring_resume(const le__ring *r)
 {
 	uint64_t t = atomic_load(r->tail), h = atomic_load(r->head);
 	uint64_t rel = atomic_load(r->rel);
-	return (rel > t && rel <= h) ? rel : t;
+	/* A release moves tail by one batch, never a lap: anything else in
+	 * the word is damage, and the walk starts at tail. */
+	return (rel > t && rel <= h && rel - t <= r->lap &&
+	        rel % LE_SLOT_ALIGN == 0) ? rel : t;
 }
 
 void le__ring_release(le__ring *r, uint64_t from, uint64_t to)

@@ -114,6 +114,8 @@ typedef struct le__ring {
 	void *map;
 	size_t map_len;
 	int fd;                     /* -1: anonymous mapping */
+	int reused;                 /* the file was there (a previous
+	                               engine's): made anew once drained */
 } le__ring;
 
 static inline uint64_t le__free_word(uint64_t lap_no)
@@ -266,11 +268,18 @@ static inline int le__ring_peek(const le__ring *r, uint64_t *rd,
 		if ((uint32_t)(st >> 32) != (uint32_t)(pos >> r->lap_shift) ||
 		    n == 0)
 			return LE_PEEK_EMPTY;
+		/* A pad runs exactly to the end of its lap and a slot ends
+		 * within the ring: anything else is a damaged word (a queue
+		 * file written over), never followed out of the ring. */
 		if ((st & (LE_SLOT_PAD | LE_SLOT_READY)) ==
 		    (LE_SLOT_PAD | LE_SLOT_READY)) {
+			if (n != r->lap - (pos & mask))
+				return LE_PEEK_EMPTY;
 			*rd += n;
 			continue;
 		}
+		if ((pos & mask) + n > r->size)
+			return LE_PEEK_EMPTY;
 		*out = s;
 		*bytes = n;
 		return (st & LE_SLOT_READY) ? LE_PEEK_RECORD : LE_PEEK_CLAIMED;
@@ -301,9 +310,12 @@ int le__ring_busy(const le__ring *r);
  * was cut short (every slot before it was already written). */
 uint64_t le__ring_resume(const le__ring *r);
 
-/* Recreate an empty ring file with `size` bytes (after draining). */
+/* Recreate an empty ring file with `size` bytes (after draining) when its
+ * size differs, or when `force` (the file was a previous engine's).  @return 1 when it was
+ * recreated: positions start again at 0, and the writer's with them; 0
+ * when kept; or an error. */
 int le__ring_reshape(le__ring *r, const char *path, uint64_t size,
-                     uint32_t shard);
+                     uint32_t shard, int force);
 
 /* Mark each line behind virtual [from, to) FREE for its next lap, and move
  * tail to `to`. */

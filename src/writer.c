@@ -729,6 +729,14 @@ static int collect(le__shard *sh)
 			continue;
 		}
 		uint32_t plen = sl->len, flen = fixed + plen;
+		if (plen > sbytes - LE_SLOT_HDR || sl->level > LE_FATAL ||
+		    (sl->flags & ~LE_REC_TRUNCATED)) {
+			/* A length its slot cannot hold, a level or flags no
+			 * producer writes: a damaged queue file.  The walk
+			 * stops here; recovery says so (drain_dead). */
+			why = C_MORE;
+			break;
+		}
 		if (sh->buf_off + len + flen > limit &&
 		    sh->buf_off + len > LE_SEG_HDR) {
 			why = C_ROTATE;
@@ -1200,9 +1208,22 @@ static void drain(le__shard *sh)
  */
 static int drain_dead(le__shard *sh)
 {
-	uint64_t head = atomic_load(sh->ring.head);
+	const le__ring *r = &sh->ring;
+	uint64_t head = atomic_load(r->head), tail = atomic_load(r->tail);
 	int rc = 0;
 
+	/* The file is made anew after this (shard_init), so the walk only
+	 * has to read: it never releases, whatever head says. */
+	/* The walk starts at tail (or where a release was going), which
+	 * must be on a line; head may be anything: the walk stops where the
+	 * words stop making sense, and a lap later at the latest (a word's
+	 * lap number never matches two laps). */
+	if ((tail | sh->rd) % LE_SLOT_ALIGN) {
+		le__seterr("shard %u: queue file damaged (tail %llu); its "
+		           "records were dropped", sh->id,
+		           (unsigned long long)tail);
+		return 0;
+	}
 	sh->recovering = 1;
 	for (;;) {
 		int why = collect(sh);
@@ -1218,25 +1239,26 @@ static int drain_dead(le__shard *sh)
 		if (rc < 0)
 			break;
 	}
-	if (rc == 0 && sh->rd < head) {
-		/* A state word before head that no claim explains: the file
-		 * was damaged.  What follows cannot be framed; drop it. */
+	sh->recovering = 0;
+	/* Past head is fine: the dead process claimed a slot and died
+	 * before moving head past it, and the walk stepped over it. */
+	if (rc == 0 && sh->rd < head)
+		/* A state word before head that no claim explains, or a
+		 * length no slot can hold: the file was damaged.  What
+		 * follows cannot be framed, and is dropped. */
 		le__seterr("shard %u: queue file damaged at position %llu of "
 		           "%llu; the rest of it was dropped", sh->id,
 		           (unsigned long long)sh->rd, (unsigned long long)head);
-		sh->rd = head;
-		release(sh);
-	}
-	if (sh->rd > head) {
-		/* The dead process claimed a slot and died before moving head
-		 * past it: the walk stepped over it; head follows. */
-		atomic_store(sh->ring.head, sh->rd);
-		release(sh);
-	}
-	sh->recovering = 0;
 	if (rc == 0 && sh->e->cfg.durability != LE_SYNC_NONE)
 		rc = do_sync(sh);
 	return rc;
+}
+
+void le__writer_restart(le__shard *sh)
+{
+	sh->rd = atomic_load(sh->ring.tail);
+	atomic_store(&sh->done_pos, sh->rd);
+	atomic_store(&sh->flush_req, sh->rd);
 }
 
 void *le__writer_main(void *arg)

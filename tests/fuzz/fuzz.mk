@@ -8,6 +8,7 @@
 #   fuzz_segment     segment files read with le_reader_* in all four modes
 #   fuzz_recover     the same files and a CHECKPOINT recovered by le_open
 #   fuzz_fmt         le__vfmt (le_logf's formatter) against glibc's snprintf
+#   fuzz_queue       a dead process's QUEUE file recovered by le_open
 #
 #   make fuzz          build $(BUILD)/fuzz/fuzz_* and run each briefly on its
 #                      seed corpus (FUZZ_RUNS runs, at most FUZZ_SMOKE_SECONDS);
@@ -28,7 +29,7 @@
 FUZZ_CC       ?= clang
 # The library sources to fuzz (another tree: try a fix before it lands).
 FUZZ_SRC      ?= src
-FUZZ_TARGETS  := frame checkpoint segment recover fmt
+FUZZ_TARGETS  := frame checkpoint segment recover fmt queue
 FUZZ_OUT       = $(BUILD)/fuzz
 FUZZ_SAN      ?= -fsanitize=address,undefined -fno-sanitize-recover=undefined
 FUZZ_CFLAGS   ?= -std=c11 -O1 -g -fno-omit-frame-pointer -pthread -Wall -Wextra
@@ -42,6 +43,7 @@ FUZZ_MAXLEN_segment    ?= 8192
 FUZZ_MAXLEN_checkpoint ?= 1200
 FUZZ_MAXLEN_recover    ?= 8192
 FUZZ_MAXLEN_fmt        ?= 1024
+FUZZ_MAXLEN_queue      ?= 8217
 # fuzz_segment writes files on every run: a RAM file system when there is one.
 FUZZ_TMPDIR   ?= $(shell [ -d /dev/shm ] && [ -w /dev/shm ] && echo /dev/shm || echo $${TMPDIR:-/tmp})
 

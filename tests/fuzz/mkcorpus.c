@@ -4,7 +4,8 @@
  * from the classic ways they stop decoding) instead of from nothing.
  *
  *   mkcorpus DIR     writes DIR/frame/, DIR/segment/, DIR/recover/ (the
- *                    same inputs as segment/), DIR/checkpoint/, DIR/fmt/
+ *                    same inputs as segment/), DIR/checkpoint/, DIR/fmt/,
+ *                    DIR/queue/
  *
  * Input layouts are described at the top of each fuzz_*.c; the first byte
  * is always a control byte.  Output is deterministic: regenerating gives
@@ -18,6 +19,7 @@
 #include <sys/stat.h>
 
 #include "format.h"
+#include "queue.h"
 
 #define TS0 1796074227000000000ull
 
@@ -443,6 +445,89 @@ static void corpus_fmt(void)
 	}
 }
 
+/* fuzz_queue: control, head, tail, releasing, then a ring of QRING bytes
+ * holding slots as producers leave them (see fuzz_queue.c). */
+#define QRING 8192u
+#define QSLOT 192u
+
+static unsigned char qring[QRING];
+
+static void qslot(uint64_t pos, int ready, uint32_t len, uint64_t seq)
+{
+	le__slot s;
+	uint32_t off = (uint32_t)(pos % QRING);
+	memset(&s, 0, sizeof s);
+	s.ts = TS0 + pos;
+	s.seq = seq;
+	s.len = len;
+	s.level = 2;
+	atomic_init(&s.state, (pos / QRING) << 32 | QSLOT | (ready ? LE_SLOT_READY : 0));
+	memcpy(qring + off, &s, sizeof s);
+	for (uint32_t i = 0; i < len; i++)
+		qring[off + LE_SLOT_HDR + i] = (unsigned char)('a' + (pos / QSLOT + i) % 26);
+}
+
+static void qsave(const char *name, int ctl, uint64_t head, uint64_t tail,
+                  uint64_t rel)
+{
+	static struct buf b;
+	unsigned char w[8];
+	b.len = 0;
+	put_byte(&b, ctl);
+	uint64_t v[3] = {head, tail, rel};
+	for (int i = 0; i < 3; i++) {
+		le__put64(w, v[i]);
+		put(&b, w, 8);
+	}
+	put(&b, qring, QRING);
+	save("queue", name, &b);
+}
+
+static void corpus_queue(void)
+{
+	/* 20 records in lap 0, and the same with the lap bit (lap 1) */
+	memset(qring, 0, sizeof qring);
+	for (uint64_t i = 0; i < 20; i++)
+		qslot(i * QSLOT, 1, 100, 0);
+	qsave("lap0-20", 0, 20 * QSLOT, 0, 0);
+	/* one claimed and never published in the middle */
+	qslot(10 * QSLOT, 0, 100, 0);
+	qsave("lap0-claimed", 0, 20 * QSLOT, 0, 0);
+	/* a release in progress: slots 0..4 already FREE for lap 1 */
+	qslot(10 * QSLOT, 1, 100, 0);
+	for (uint64_t off = 0; off < 5 * QSLOT; off += LE_SLOT_ALIGN)
+		le__put64(qring + off, le__free_word(1));
+	qsave("lap0-releasing", 0, 20 * QSLOT, 0, 5 * QSLOT);
+	/* records the writer had written (seq set) before the kill */
+	memset(qring, 0, sizeof qring);
+	for (uint64_t i = 0; i < 20; i++)
+		qslot(i * QSLOT, 1, 100, i < 8 ? i + 1 : 0);
+	qsave("lap0-seq", 0, 20 * QSLOT, 0, 0);
+	/* lap 1 in the words (control bit 0 adds the lap to positions) */
+	memset(qring, 0, sizeof qring);
+	for (uint64_t i = 0; i < 20; i++)
+		qslot(QRING + i * QSLOT, 1, 100, 0);
+	qsave("lap1-20", 1, 20 * QSLOT, 0, 0);
+	/* wrapped: lap 1 from offset 6144 to a pad at the lap's end, then
+	 * lap 2 from offset 0 */
+	memset(qring, 0, sizeof qring);
+	uint64_t pos = QRING + 6144;
+	while (pos + QSLOT <= 2 * QRING) {
+		qslot(pos, 1, 100 + (uint32_t)(pos % 50), 0);
+		pos += QSLOT;
+	}
+	le__put64(qring + pos % QRING, 1ull << 32 | (2 * QRING - pos) |
+	                                   LE_SLOT_PAD | LE_SLOT_READY);
+	for (pos = 2 * QRING; pos < 2 * QRING + 5 * QSLOT; pos += QSLOT)
+		qslot(pos, 1, 150, 0);
+	qsave("wrapped", 0, pos, QRING + 6144, 0);
+	/* empty: head == tail, words FREE for lap 1 */
+	memset(qring, 0, sizeof qring);
+	for (uint64_t off = 0; off < QRING; off += LE_SLOT_ALIGN)
+		le__put64(qring + off, le__free_word(1));
+	qsave("empty-lap1", 0, QRING, QRING, 0);
+}
+
 int main(int argc, char **argv)
 {
 	if (argc != 2) {
@@ -458,5 +543,6 @@ int main(int argc, char **argv)
 	corpus_segment();
 	corpus_checkpoint();
 	corpus_fmt();
+	corpus_queue();
 	return 0;
 }

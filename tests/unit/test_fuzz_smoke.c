@@ -140,6 +140,11 @@ TEST(fuzz_fmt_runs_clean)
 	run_fuzzer("fmt", 30000, 1024);
 }
 
+TEST(fuzz_queue_runs_clean)
+{
+	run_fuzzer("queue", 400, 8217);
+}
+
 int main(int argc, char **argv)
 {
 	T_INIT(argc, argv);
@@ -149,5 +154,6 @@ int main(int argc, char **argv)
 	RUN(fuzz_segment_runs_clean);
 	RUN(fuzz_recover_runs_clean);
 	RUN(fuzz_fmt_runs_clean);
+	RUN(fuzz_queue_runs_clean);
 	return t_done();
 }

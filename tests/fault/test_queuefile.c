@@ -1,0 +1,336 @@
+/*
+ * test_queuefile.c -- a dead process's QUEUE file, damaged or reopened
+ * with another size, at the next le_open.
+ *
+ * A crash that kills a process is often a wild write first, and the queue
+ * is a shared mapping of that process: its words may be anything.  The
+ * next le_open must write out the records before the damage, exactly, say
+ * the rest was dropped, and never follow a length or a position out of
+ * the ring (which used to crash le_open on every restart: a service that
+ * cannot start because of its log).  Each case runs le_open in a process
+ * of its own, so a crash is a failed case, named.
+ */
+#include "harness.h"
+
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stddef.h>
+#include <sys/wait.h>
+
+#include "logengine.h"
+#include "queue.h"
+#include "logtest.h"
+
+#define NREC 20
+#define PAYLOAD 100 /* 32 + 100 bytes: one 192-byte slot each */
+#define SLOT 192u
+
+static char tmpl[256], work[300];
+
+static size_t payload_of(char *b, int i)
+{
+	memset(b, '.', PAYLOAD);
+	int n = snprintf(b, PAYLOAD, "queued record %02d", i);
+	b[n] = ' ';
+	return PAYLOAD;
+}
+
+/* A process that queues NREC records and dies before its writer wrote
+ * any (flush_ms far away, too few records to wake it): they are all in
+ * tmpl/shard-000/QUEUE, published, at slots 0..NREC-1 of lap 0. */
+static void make_dead_queue(void)
+{
+	t_tmpdir(tmpl);
+	fflush(NULL);
+	pid_t pid = fork();
+	CHECK(pid >= 0);
+	if (pid == 0) {
+		le_config c;
+		le_config_init(&c);
+		c.dir = tmpl;
+		c.flush_ms = 60000;
+		le_engine *e;
+		char b[PAYLOAD];
+		if (le_open(&e, &c) != 0)
+			_exit(3);
+		for (int i = 0; i < NREC; i++)
+			if (le_write(e, 0, LE_INFO, b, payload_of(b, i)) != 0)
+				_exit(4);
+		_exit(0); /* no le_close: a crash */
+	}
+	int st;
+	CHECK_EQ(waitpid(pid, &st, 0), pid);
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+}
+
+/* work := a copy of tmpl, its QUEUE file open for damage. */
+static int fresh_copy(void)
+{
+	char cmd[1024], q[400];
+	snprintf(work, sizeof work, "%s-case", tmpl);
+	snprintf(cmd, sizeof cmd, "rm -rf '%s' && cp -a '%s' '%s'", work, tmpl,
+	         work);
+	CHECK_EQ(system(cmd), 0);
+	snprintf(q, sizeof q, "%s/shard-000/QUEUE", work);
+	int fd = open(q, O_RDWR);
+	CHECK(fd >= 0);
+	return fd;
+}
+
+static void put_u64(int fd, uint64_t off, uint64_t v)
+{
+	CHECK_EQ(pwrite(fd, &v, 8, (off_t)off), 8);
+}
+
+static void put_u32(int fd, uint64_t off, uint32_t v)
+{
+	CHECK_EQ(pwrite(fd, &v, 4, (off_t)off), 4);
+}
+
+/* File offset of slot i's field at `field` (lap 0: tail was 0). */
+static uint64_t slot_at(int i, size_t field)
+{
+	return LE_QUEUE_HDR + (uint64_t)i * SLOT + field;
+}
+
+struct seen {
+	int n, prefix; /* records, and how many lead in order, intact */
+};
+
+static void see(const le_record *r, void *arg)
+{
+	struct seen *s = arg;
+	char b[PAYLOAD];
+	if (r->flags & LE_REC_MARKER)
+		return;
+	if (s->prefix == s->n && r->len == PAYLOAD &&
+	    !memcmp(r->payload, b, payload_of(b, s->n)))
+		s->prefix++;
+	s->n++;
+}
+
+/* le_open on work in a process of its own: 0 when it opened, closed, and
+ * what it wrote holds records 0..intact-1 in order, intact, and at most
+ * NREC + 1 records (the + 1: the one this process adds); else why. */
+static int reopen_keeps(int intact)
+{
+	fflush(NULL);
+	pid_t pid = fork();
+	if (pid == 0) {
+		le_config c;
+		alarm(20); /* a hang is a failure too */
+		le_config_init(&c);
+		c.dir = work;
+		c.durability = LE_SYNC_NONE;
+		le_engine *e;
+		if (le_open(&e, &c) != 0)
+			_exit(10);
+		/* The queue works after: one more record goes through. */
+		if (le_write(e, 0, LE_INFO, "after", 5) != 0 ||
+		    le_flush(e, 5000) != 0 || le_close(e) != 0)
+			_exit(11);
+		struct seen s = {0, 0};
+		if (read_all(work, LE_RECOVER_SKIP, see, &s) < 0)
+			_exit(12);
+		if (s.prefix < intact)
+			_exit(13);
+		if (s.n > NREC + 1)
+			_exit(14);
+		_exit(0);
+	}
+	int st;
+	CHECK_EQ(waitpid(pid, &st, 0), pid);
+	if (WIFSIGNALED(st))
+		return 100 + WTERMSIG(st);
+	return WEXITSTATUS(st);
+}
+
+/* One damage, applied to a fresh copy; records before slot `intact` must
+ * come out whole. */
+static int try_damage(const char *what, int intact,
+                      void (*damage)(int fd, void *arg), void *arg)
+{
+	int fd = fresh_copy();
+	damage(fd, arg);
+	close(fd);
+	int why = reopen_keeps(intact);
+	if (why)
+		fprintf(stderr, "  %s: %s %d\n", what,
+		        why > 100 ? "killed by signal" : "failed with",
+		        why > 100 ? why - 100 : why);
+	return why == 0;
+}
+
+#define K 5 /* the slot damaged */
+
+static void len_huge(int fd, void *a)
+{
+	(void)a;
+	put_u32(fd, slot_at(K, offsetof(le__slot, len)), 0xfffffff0u);
+}
+static void len_past_slot(int fd, void *a)
+{
+	(void)a;
+	put_u32(fd, slot_at(K, offsetof(le__slot, len)), SLOT - LE_SLOT_HDR + 1);
+}
+static void len_past_ring(int fd, void *a)
+{
+	(void)a;
+	put_u32(fd, slot_at(K, offsetof(le__slot, len)), 1u << 20);
+}
+static void size_past_ring(int fd, void *a)
+{
+	(void)a; /* lap 0, published, 2 GB long */
+	put_u64(fd, slot_at(K, 0), 0x7fffffc0u | LE_SLOT_READY);
+}
+static void claim_past_ring(int fd, void *a)
+{
+	(void)a; /* claimed, never published, 2 GB long */
+	put_u64(fd, slot_at(K, 0), 0x7fffffc0u);
+}
+static void pad_short(int fd, void *a)
+{
+	(void)a; /* a pad in the middle of a lap, into slot K's payload */
+	put_u64(fd, slot_at(K, 0), 64u | LE_SLOT_PAD | LE_SLOT_READY);
+}
+static void pad_huge(int fd, void *a)
+{
+	(void)a;
+	put_u64(fd, slot_at(K, 0), 0x7fffffc0u | LE_SLOT_PAD | LE_SLOT_READY);
+}
+static void head_huge(int fd, void *a)
+{
+	(void)a;
+	put_u64(fd, LE_QUEUE_HEAD_OFF, 1ull << 62);
+}
+static void head_misaligned(int fd, void *a)
+{
+	(void)a;
+	put_u64(fd, LE_QUEUE_HEAD_OFF, NREC * SLOT + 5);
+}
+static void tail_after_head(int fd, void *a)
+{
+	(void)a;
+	put_u64(fd, LE_QUEUE_TAIL_OFF, (NREC + 3) * SLOT);
+}
+static void tail_misaligned(int fd, void *a)
+{
+	(void)a;
+	put_u64(fd, LE_QUEUE_TAIL_OFF, 7);
+}
+static void rel_misaligned(int fd, void *a)
+{
+	(void)a; /* between tail and head, not on a line */
+	put_u64(fd, LE_QUEUE_REL_OFF, 3 * SLOT + 8);
+}
+
+TEST(damaged_queue_file_keeps_the_records_before_the_damage)
+{
+	static const struct {
+		const char *what;
+		int intact;
+		void (*fn)(int, void *);
+	} cases[] = {
+		{"slot length 0xfffffff0", K, len_huge},
+		{"slot length one past its slot", K, len_past_slot},
+		{"slot length 1 MiB", K, len_past_ring},
+		{"slot size past the ring", K, size_past_ring},
+		{"claim size past the ring", K, claim_past_ring},
+		{"pad in mid-lap", K, pad_short},
+		{"pad size past the ring", K, pad_huge},
+		{"head 2^62", NREC, head_huge},
+		{"head not on a line", NREC, head_misaligned},
+		{"tail after head", 0, tail_after_head},
+		{"tail not on a line", 0, tail_misaligned},
+		{"releasing position not on a line", NREC, rel_misaligned},
+	};
+	make_dead_queue();
+	int ok = 0, n = (int)(sizeof cases / sizeof cases[0]);
+	for (int i = 0; i < n; i++)
+		ok += try_damage(cases[i].what, cases[i].intact, cases[i].fn,
+		                 NULL);
+	CHECK_EQ(ok, n);
+	t_rmrf(work);
+	t_rmrf(tmpl);
+}
+
+static void flip_byte(int fd, void *arg)
+{
+	uint64_t off = *(uint64_t *)arg;
+	unsigned char b;
+	CHECK_EQ(pread(fd, &b, 1, (off_t)off), 1);
+	b ^= 0xff;
+	CHECK_EQ(pwrite(fd, &b, 1, (off_t)off), 1);
+}
+
+TEST(byte_flipped_anywhere_in_a_queue_file_never_crashes_le_open)
+{
+	make_dead_queue();
+	int bad = 0, tried = 0;
+	char what[64];
+	/* head, tail, releasing; then every byte of the first three slots
+	 * headers (state word, time, sequence, length, level, flags) and
+	 * every 8th of their payloads (bytes recovery only copies) */
+	static const uint64_t words[] = {LE_QUEUE_HEAD_OFF, LE_QUEUE_TAIL_OFF,
+	                                 LE_QUEUE_REL_OFF};
+	for (int w = 0; w < 3; w++)
+		for (uint64_t b = 0; b < 8; b++) {
+			uint64_t off = words[w] + b;
+			snprintf(what, sizeof what, "byte %" PRIu64, off);
+			bad += !try_damage(what, 0, flip_byte, &off);
+			tried++;
+		}
+	for (uint64_t off = LE_QUEUE_HDR; off < LE_QUEUE_HDR + 3 * SLOT; off++) {
+		int slot = (int)((off - LE_QUEUE_HDR) / SLOT);
+		if ((off - LE_QUEUE_HDR) % SLOT >= LE_SLOT_HDR && off % 8)
+			continue;
+		snprintf(what, sizeof what, "byte %" PRIu64 " (slot %d)", off,
+		         slot);
+		bad += !try_damage(what, slot, flip_byte, &off);
+		tried++;
+	}
+	fprintf(stderr, "  (%d damaged files reopened)\n", tried);
+	CHECK_EQ(bad, 0);
+	t_rmrf(work);
+	t_rmrf(tmpl);
+}
+
+/* Reopened with another queue size, the drained file is made anew at the
+ * new size: the writer's position must start again with it.  It did not:
+ * it waited at the old head while new records went in at 0, le_flush and
+ * le_close returned 0, and every record accepted after the reopen was
+ * lost. */
+TEST(queue_resized_after_a_crash_loses_no_new_record)
+{
+	make_dead_queue();
+	le_config c;
+	le_config_init(&c);
+	c.dir = tmpl;
+	c.queue_capacity = 512;
+	c.queue_capacity_bytes = 65536; /* another ring size */
+	le_engine *e;
+	CHECK_RC(le_open(&e, &c));
+	for (int i = 0; i < 10; i++)
+		CHECK_EQ(le_write(e, 0, LE_INFO, "new record", 10), 0);
+	CHECK_RC(le_flush(e, 5000));
+	le_stats st;
+	le_stats_get(e, &st);
+	CHECK_EQ(st.recovered_records, NREC);
+	CHECK_EQ(st.accepted, 10);
+	CHECK_EQ(st.written, NREC + 10);
+	CHECK_EQ(le_close(e), 0);
+	struct seen s = {0, 0};
+	CHECK(read_all(tmpl, LE_RECOVER_ABSOLUTE, see, &s) >= 0);
+	CHECK_EQ(s.prefix, NREC); /* the dead process's, first, in order */
+	CHECK_EQ(s.n, NREC + 10);
+	t_rmrf(tmpl);
+}
+
+int main(int argc, char **argv)
+{
+	T_INIT(argc, argv);
+	RUN(queue_resized_after_a_crash_loses_no_new_record);
+	RUN(damaged_queue_file_keeps_the_records_before_the_damage);
+	RUN(byte_flipped_anywhere_in_a_queue_file_never_crashes_le_open);
+	return t_done();
+}
