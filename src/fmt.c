@@ -169,7 +169,7 @@ static size_t open_field(struct out *o, const struct spec *sp,
 
 /* Decimal digits in v (1 for 0): log10 from the bit length, then one
  * comparison. */
-static int ndec(uint64_t v)
+int le__ndec(uint64_t v)
 {
 	int t = (64 - __builtin_clzll(v | 1)) * 1233 >> 12;
 	return t + (t == 0 || v >= pow10[t]);
@@ -177,7 +177,7 @@ static int ndec(uint64_t v)
 
 /* Exactly n digits of v < 10^n, leading zeros included, ending at end;
  * the last 9 in 32 bits, where dividing is cheaper. */
-static void dec_fixed(uint64_t v, char *end, int n)
+void le__dec_fixed(uint64_t v, char *end, int n)
 {
 	char *start = end - n;
 
@@ -206,12 +206,12 @@ static size_t sign(char *pre, int neg, unsigned flags)
 static void put_dec(struct out *o, uint64_t v, char sgn)
 {
 	char tmp[21];
-	int n = ndec(v);
+	int n = le__ndec(v);
 	size_t len = (size_t)n + (sgn != 0);
 	char *d = at(o, len, tmp);
 
 	d[0] = sgn; /* a digit overwrites it when there is no sign */
-	dec_fixed(v, d + len, n);
+	le__dec_fixed(v, d + len, n);
 	done(o, d, len, tmp);
 }
 
@@ -221,7 +221,7 @@ static void fmt_int(struct out *o, const struct spec *sp, uint64_t v, int neg)
 	char pre[3], tmp[26], c = sp->conv; /* pre, 22 octal digits, # 0 */
 	int shift = c == 'o' ? 3 : c == 'x' || c == 'X' || c == 'p' ? 4 : 0;
 	int bits = 64 - __builtin_clzll(v | 1);
-	int n = shift ? (bits + shift - 1) / shift : ndec(v);
+	int n = shift ? (bits + shift - 1) / shift : le__ndec(v);
 	size_t plen = 0, owed = 0;
 
 	if (c == 'd' || c == 'i' || c == 'p')
@@ -251,7 +251,7 @@ static void fmt_int(struct out *o, const struct spec *sp, uint64_t v, int neg)
 		for (char *e = d + n; e > d + mark; v >>= shift)
 			*--e = digits[v & ((1u << shift) - 1)];
 	} else {
-		dec_fixed(v, d + n, n);
+		le__dec_fixed(v, d + n, n);
 	}
 	if (mark)
 		d[0] = '0';
@@ -317,8 +317,8 @@ static char *big_dec(uint64_t m, int e, char *end)
 		}
 		while (n && !w[n - 1])
 			n--;
-		int k = n ? 9 : ndec(r);
-		dec_fixed(r, end, k);
+		int k = n ? 9 : le__ndec(r);
+		le__dec_fixed(r, end, k);
 		end -= k;
 	}
 	return end;
@@ -397,7 +397,7 @@ static void fmt_fixed(struct out *o, const struct spec *sp, char sgn,
 {
 	char tmp[41]; /* sign, 20 digits, '.', 19 digits */
 	size_t plen = sgn != 0, owed = 0;
-	int nint = ndec(ip), dot = prec || (sp->flags & F_ALT);
+	int nint = le__ndec(ip), dot = prec || (sp->flags & F_ALT);
 	size_t n = (size_t)(nint + dot + prec);
 
 	if (sp->width) { /* else the sign goes with the digits */
@@ -406,10 +406,10 @@ static void fmt_fixed(struct out *o, const struct spec *sp, char sgn,
 	}
 	char *d = at(o, plen + n, tmp);
 	d[0] = sgn; /* a digit overwrites it when there is none */
-	dec_fixed(ip, d + plen + nint, nint);
+	le__dec_fixed(ip, d + plen + nint, nint);
 	if (dot)
 		d[plen + (size_t)nint] = '.';
-	dec_fixed(q, d + plen + n, prec);
+	le__dec_fixed(q, d + plen + n, prec);
 	done(o, d, plen + n, tmp);
 	fill(o, ' ', owed);
 }
@@ -430,8 +430,8 @@ static int fmt_wide(struct out *o, const struct spec *sp, char sgn,
 		nfrac = frac_long(split(m, e, &ip), -e, prec, &ip, dot + 1);
 		if (nfrac < 0)
 			return -1;
-		s = dot - ndec(ip);
-		dec_fixed(ip, dot, (int)(dot - s));
+		s = dot - le__ndec(ip);
+		le__dec_fixed(ip, dot, (int)(dot - s));
 	}
 	*dot = '.';
 	size_t n = (size_t)(dot - s), tail = (size_t)(prec - nfrac);

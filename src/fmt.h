@@ -8,6 +8,7 @@
 
 #include <stdarg.h>
 #include <stddef.h>
+#include <stdint.h>
 
 /* le__vfmt's answer for a format it leaves to vsnprintf. */
 #define LE__FMT_UNHANDLED (-2)
@@ -29,5 +30,12 @@ int le__vfmt(char *buf, size_t cap, const char *fmt, va_list ap);
  * (negative only when vsnprintf fails); ap is left as vsnprintf leaves
  * it. */
 int le__vsnprintf(char *buf, size_t cap, const char *fmt, va_list ap);
+
+/* Decimal digits of v (1 for 0). */
+int le__ndec(uint64_t v);
+
+/* Exactly n digits of v < 10^n, leading zeros included, ending at end
+ * (the sink's timestamps and numbers use it too). */
+void le__dec_fixed(uint64_t v, char *end, int n);
 
 #endif

@@ -24,6 +24,7 @@
  */
 #define _GNU_SOURCE
 #include "engine.h"
+#include "fmt.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -40,26 +41,12 @@
 
 /* ---- formatting ---- */
 
-/* Decimal digits of v, exactly n of them (leading zeros). */
-static void put_fixed(char *o, uint64_t v, int n)
-{
-	while (n--) {
-		o[n] = (char)('0' + v % 10);
-		v /= 10;
-	}
-}
-
 /* Decimal v.  @return digits written (at most 20). */
 static size_t put_u64(char *o, uint64_t v)
 {
-	char t[20];
-	size_t n = 0;
-	do {
-		t[sizeof t - ++n] = (char)('0' + v % 10);
-		v /= 10;
-	} while (v);
-	memcpy(o, t + sizeof t - n, n);
-	return n;
+	int n = le__ndec(v);
+	le__dec_fixed(v, o + n, n);
+	return (size_t)n;
 }
 
 /*
@@ -88,7 +75,7 @@ static size_t put_ts(char *out, uint64_t ns)
 		ts_cache.sec = sec;
 	}
 	memcpy(out, ts_cache.text, 20);
-	put_fixed(out + 20, ns % 1000000000u, 9);
+	le__dec_fixed(ns % 1000000000u, out + 29, 9);
 	out[29] = 'Z';
 	return TS_LEN;
 }
