@@ -166,10 +166,15 @@ static int get_header(const unsigned char *h, uint64_t file_len,
 	    le__get64(h + 40) != boot_id())
 		return LE_ECORRUPT; /* or another boot's: start afresh */
 	*size = le__get64(h + 16);
+	/* The size first: it must be the file's, and no larger than the
+	 * largest configuration makes (~2.7 GB), before geometry() doubles
+	 * a lap up to it (past 2^63 it never would). */
+	if (*size == 0 || *size % LE_SLOT_ALIGN || *size > LE_RING_MAX ||
+	    file_len < LE_QUEUE_HDR || *size != file_len - LE_QUEUE_HDR)
+		return LE_ECORRUPT;
 	le__ring probe;
 	geometry(&probe, *size);
-	if (*size == 0 || *size % LE_SLOT_ALIGN || probe.lap != le__get64(h + 24) ||
-	    LE_QUEUE_HDR + *size != file_len)
+	if (probe.lap != le__get64(h + 24))
 		return LE_ECORRUPT;
 	return 0;
 }

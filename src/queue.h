@@ -81,6 +81,9 @@
  *         FREE words are being written; a crash there leaves them
  *         half-done, and recovery starts the walk here, not at tail) */
 #define LE_QUEUE_MAGIC "LOGENGQU"
+/* Above any ring le__ring_size_for makes (~2.7 GB at the largest bounds):
+ * a header claiming more is not ours. */
+#define LE_RING_MAX (1ull << 32)
 #define LE_QUEUE_HDR 4096u
 #define LE_QUEUE_HEAD_OFF 64u
 #define LE_QUEUE_TAIL_OFF 128u

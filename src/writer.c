@@ -1212,8 +1212,10 @@ static int drain_dead(le__shard *sh)
 	uint64_t head = atomic_load(r->head), tail = atomic_load(r->tail);
 	int rc = 0;
 
-	/* The file is made anew after this (shard_init), so the walk only
-	 * has to read: it never releases, whatever head says. */
+	/* The file is made anew after this (shard_init).  The walk releases
+	 * what it writes, batch by batch (a kill during recovery must not
+	 * write a record twice), but never toward head, which may be
+	 * anything: it covers less than two laps from tail. */
 	/* The walk starts at tail (or where a release was going), which
 	 * must be on a line; head may be anything: the walk stops where the
 	 * words stop making sense, and a lap later at the latest (a word's

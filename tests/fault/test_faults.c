@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "logengine.h"
+#include "engine.h" /* the reaper's list, to check its bound */
 #include "os.h"
 #include "logtest.h"
 
@@ -509,6 +510,72 @@ TEST(unlink_that_always_fails_deletes_nothing_and_loses_nothing)
 	t_rmrf(dir);
 }
 
+/* Every unlink of a segment fails with EACCES; the first only once the
+ * test lets it go on (a slow unlink that ends in an error: EIO from a
+ * failing disk, a file system remounted read-only meanwhile). */
+static int held_failing_unlink(const char *path)
+{
+	size_t n = strlen(path);
+	if (n <= 4 || strcmp(path + n - 4, ".seg"))
+		return le__os_real.unlink(path);
+	pthread_mutex_lock(&unlink_mu);
+	int first = unlink_entered++ == 0;
+	pthread_cond_broadcast(&unlink_cv);
+	while (first && unlink_held)
+		pthread_cond_wait(&unlink_cv, &unlink_mu);
+	pthread_mutex_unlock(&unlink_mu);
+	atomic_fetch_add(&unlink_failed, 1);
+	errno = EACCES;
+	return -1;
+}
+
+/* While one unlink is in progress the writers fill the reaper's list; if
+ * that unlink then fails it needs a place among the failed ones too.  It
+ * had none: the list went one past its end, over the engine's next
+ * fields (a mutex among them), and le_flush hung. */
+TEST(failing_unlinks_never_overflow_the_reapers_list)
+{
+	le_config c = cfg();
+	c.segment_bytes = 16384;
+	c.retention_bytes = 16384;
+	c.overflow = LE_OVERFLOW_BLOCK;
+	unlink_held = 1;
+	unlink_entered = 0;
+	atomic_store(&unlink_failed, 0);
+	le__os_table.unlink = held_failing_unlink;
+	le_engine *e;
+	CHECK_RC(le_open(&e, &c));
+	/* ~125 segments: far more rotations than the list holds */
+	write_recs(e, 1, 30000);
+	int rc = le_flush(e, 10000);
+	CHECK(rc == 0 || rc == -EACCES);
+	pthread_mutex_lock(&unlink_mu);
+	unlink_held = 0;
+	pthread_cond_broadcast(&unlink_cv);
+	pthread_mutex_unlock(&unlink_mu);
+	/* Let the reaper fail the rest of what it holds. */
+	int before;
+	do {
+		before = atomic_load(&unlink_failed);
+		usleep(100000);
+	} while (atomic_load(&unlink_failed) != before);
+	le__reaper *r = &e->reaper;
+	pthread_mutex_lock(&r->mu);
+	unsigned n = r->n, busy = r->busy, nback = atomic_load(&r->nback);
+	pthread_mutex_unlock(&r->mu);
+	fprintf(stderr, "  (%d unlinks failed; queued %u, in progress %u, "
+	        "failed and waiting %u of %u)\n", atomic_load(&unlink_failed),
+	        n, busy, nback, LE_REAP_MAX);
+	CHECK(n + busy + nback <= LE_REAP_MAX);
+	rc = le_flush(e, 10000);
+	CHECK(rc == 0 || rc == -EACCES);
+	rc = le_close(e);
+	CHECK(rc == 0 || rc == -EACCES);
+	le__os_table = le__os_real;
+	CHECK_EQ(count_records(dir), 30000); /* nothing could be deleted */
+	t_rmrf(dir);
+}
+
 /* A write that stalls for a while (a disk that stops answering) on its
  * first call, then works. */
 static atomic_int stall_ms;
@@ -577,6 +644,7 @@ int main(int argc, char **argv)
 	RUN(slow_retention_unlink_never_stops_the_writer);
 	RUN(failed_retention_unlink_keeps_the_segment_counted_and_tries_again);
 	RUN(unlink_that_always_fails_deletes_nothing_and_loses_nothing);
+	RUN(failing_unlinks_never_overflow_the_reapers_list);
 	RUN(blocked_producer_sleeps_through_a_stalled_write_instead_of_spinning);
 	return t_done();
 }

@@ -15,8 +15,11 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <stddef.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 
+#include "crc32c.h"
+#include "format.h"
 #include "logengine.h"
 #include "queue.h"
 #include "logtest.h"
@@ -326,11 +329,69 @@ TEST(queue_resized_after_a_crash_loses_no_new_record)
 	t_rmrf(tmpl);
 }
 
+/* A header that checks out (CRC, this boot) but claims a ring of 2^63 +
+ * 64 bytes: working out its lap doubled past 2^63 to 0 and never
+ * ended, in le_open and in its look at shards not opened. */
+TEST(queue_header_with_an_absurd_size_is_not_followed)
+{
+	t_tmpdir(tmpl);
+	fflush(NULL);
+	pid_t pid = fork();
+	if (pid == 0) {
+		alarm(20);
+		unsigned char h[LE_QUEUE_HDR];
+		char path[400];
+		le__boot_id_override = 0x5eed;
+		memset(h, 0, sizeof h);
+		memcpy(h, LE_QUEUE_MAGIC, 8);
+		le__put32(h + 8, 1);
+		le__put32(h + 12, LE_QUEUE_HDR);
+		le__put64(h + 16, (1ull << 63) + 64);
+		le__put64(h + 24, 0);
+		le__put32(h + 32, 1); /* shard 1: also a shard not opened */
+		le__put32(h + 36, LE_SLOT_HDR);
+		le__put64(h + 40, 0x5eed);
+		le__put32(h + 60, le__crc_mask(le__crc32c_extend(0, h, 60)));
+		for (int sh = 0; sh < 2; sh++) {
+			le__put32(h + 32, (uint32_t)sh);
+			le__put32(h + 60,
+			          le__crc_mask(le__crc32c_extend(0, h, 60)));
+			snprintf(path, sizeof path, "%s/shard-%03d", tmpl, sh);
+			if (mkdir(path, 0755) != 0)
+				_exit(2);
+			snprintf(path, sizeof path, "%s/shard-%03d/QUEUE", tmpl,
+			         sh);
+			FILE *f = fopen(path, "wb");
+			if (!f || fwrite(h, 1, sizeof h, f) != sizeof h ||
+			    fclose(f) != 0)
+				_exit(3);
+		}
+		le_config c;
+		le_config_init(&c);
+		c.dir = tmpl; /* one shard: shard 1 is looked at, not opened */
+		le_engine *e;
+		if (le_open(&e, &c) != 0)
+			_exit(4);
+		if (le_write(e, 0, LE_INFO, "fine", 4) != 0 ||
+		    le_close(e) != 0)
+			_exit(5);
+		_exit(0);
+	}
+	int st;
+	CHECK_EQ(waitpid(pid, &st, 0), pid);
+	if (WIFSIGNALED(st))
+		fprintf(stderr, "  killed by signal %d\n", WTERMSIG(st));
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	CHECK_EQ(count_records(tmpl), 1);
+	t_rmrf(tmpl);
+}
+
 int main(int argc, char **argv)
 {
 	T_INIT(argc, argv);
 	RUN(queue_resized_after_a_crash_loses_no_new_record);
 	RUN(damaged_queue_file_keeps_the_records_before_the_damage);
 	RUN(byte_flipped_anywhere_in_a_queue_file_never_crashes_le_open);
+	RUN(queue_header_with_an_absurd_size_is_not_followed);
 	return t_done();
 }
