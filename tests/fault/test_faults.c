@@ -296,14 +296,22 @@ static pthread_mutex_t unlink_mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t unlink_cv = PTHREAD_COND_INITIALIZER;
 static int unlink_held, unlink_entered;
 
-static int slow_unlink(const char *path)
+/* Note an unlink; wait while the test holds unlinks (every one, or only
+ * the first).  @return 1 for the first. */
+static int enter_unlink(int hold_every)
 {
 	pthread_mutex_lock(&unlink_mu);
-	unlink_entered++;
+	int first = unlink_entered++ == 0;
 	pthread_cond_broadcast(&unlink_cv);
-	while (unlink_held)
+	while ((first || hold_every) && unlink_held)
 		pthread_cond_wait(&unlink_cv, &unlink_mu);
 	pthread_mutex_unlock(&unlink_mu);
+	return first;
+}
+
+static int slow_unlink(const char *path)
+{
+	enter_unlink(1);
 	return le__os_real.unlink(path);
 }
 
@@ -518,12 +526,7 @@ static int held_failing_unlink(const char *path)
 	size_t n = strlen(path);
 	if (n <= 4 || strcmp(path + n - 4, ".seg"))
 		return le__os_real.unlink(path);
-	pthread_mutex_lock(&unlink_mu);
-	int first = unlink_entered++ == 0;
-	pthread_cond_broadcast(&unlink_cv);
-	while (first && unlink_held)
-		pthread_cond_wait(&unlink_cv, &unlink_mu);
-	pthread_mutex_unlock(&unlink_mu);
+	enter_unlink(0);
 	atomic_fetch_add(&unlink_failed, 1);
 	errno = EACCES;
 	return -1;
