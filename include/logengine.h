@@ -201,7 +201,9 @@ typedef struct le_engine le_engine;
  * @return 0 and *out set, or LE_EINVAL (bad config value: le_errmsg() names
  * the field), LE_EBUSY (another engine has the directory), -errno (directory
  * missing, unwritable, ...), LE_ECORRUPT / LE_EVERSION (a segment that cannot
- * be recovered).  *out is NULL on failure.
+ * be recovered).  *out is NULL on failure.  On success le_errmsg() is ""
+ * unless a queue file a dead process left was damaged: its records up to
+ * the damage were written, the rest dropped, and le_errmsg() says where.
  */
 int le_open(le_engine **out, const le_config *cfg);
 

@@ -638,6 +638,10 @@ static int cmd_recover(int argc, char **argv)
 		        le_strerror(rc), le_errmsg());
 		return EXIT_USAGE;
 	}
+	/* Opened, but a damaged queue file lost what followed the damage. */
+	int damaged = le_errmsg()[0] != '\0';
+	if (damaged)
+		fprintf(stderr, "%s: %s: %s\n", prog, a.dir, le_errmsg());
 	le_stats_get(e, &st);
 	rc = le_close(e);
 	printf("%s: %u shard(s); %llu record(s) written from queues left by "
@@ -650,7 +654,7 @@ static int cmd_recover(int argc, char **argv)
 		fprintf(stderr, "%s: %s: %s\n", prog, a.dir, le_strerror(rc));
 		return 1;
 	}
-	return out_finish(0);
+	return out_finish(damaged);
 }
 
 /* ---- capture ---- */

@@ -329,6 +329,34 @@ TEST(queue_resized_after_a_crash_loses_no_new_record)
 	t_rmrf(tmpl);
 }
 
+/* logengine recover on a damaged queue: the records before the damage
+ * are written, the damage is named, and the exit status says so. */
+TEST(recover_names_the_damage_and_exits_1)
+{
+	char cmd[1024], out[512] = "";
+	make_dead_queue();
+	int fd = fresh_copy();
+	len_huge(fd, NULL);
+	close(fd);
+	snprintf(cmd, sizeof cmd, "%s recover '%s' 2>&1",
+	         t_build_tool("LE_CLI", "logengine"), work);
+	FILE *p = popen(cmd, "r");
+	CHECK(p != NULL);
+	size_t n = fread(out, 1, sizeof out - 1, p);
+	out[n] = '\0';
+	int st = pclose(p);
+	fprintf(stderr, "  %s", out);
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 1);
+	CHECK(strstr(out, "queue file damaged at position 960 of 3840") != NULL);
+	CHECK(strstr(out, "5 record(s) written from queues") != NULL);
+	struct seen s = {0, 0};
+	CHECK(read_all(work, LE_RECOVER_ABSOLUTE, see, &s) >= 0);
+	CHECK_EQ(s.prefix, K);
+	CHECK_EQ(s.n, K);
+	t_rmrf(work);
+	t_rmrf(tmpl);
+}
+
 /* A header that checks out (CRC, this boot) but claims a ring of 2^63 +
  * 64 bytes: working out its lap doubled past 2^63 to 0 and never
  * ended, in le_open and in its look at shards not opened. */
@@ -393,5 +421,6 @@ int main(int argc, char **argv)
 	RUN(damaged_queue_file_keeps_the_records_before_the_damage);
 	RUN(byte_flipped_anywhere_in_a_queue_file_never_crashes_le_open);
 	RUN(queue_header_with_an_absurd_size_is_not_followed);
+	RUN(recover_names_the_damage_and_exits_1);
 	return t_done();
 }
