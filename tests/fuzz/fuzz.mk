@@ -43,7 +43,7 @@ FUZZ_MAXLEN_segment    ?= 8192
 FUZZ_MAXLEN_checkpoint ?= 1200
 FUZZ_MAXLEN_recover    ?= 8192
 FUZZ_MAXLEN_fmt        ?= 1024
-FUZZ_MAXLEN_queue      ?= 8217
+FUZZ_MAXLEN_queue      ?= 8261
 # fuzz_segment writes files on every run: a RAM file system when there is one.
 FUZZ_TMPDIR   ?= $(shell [ -d /dev/shm ] && [ -w /dev/shm ] && echo /dev/shm || echo $${TMPDIR:-/tmp})
 

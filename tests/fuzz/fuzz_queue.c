@@ -11,7 +11,12 @@
  *                 bit 0  lap 1: add one lap (RING bytes) to head, tail and
  *                        the release position, so that the walk expects
  *                        lap number 1 in the state words
+ *                 bit 1  header from the input: bytes 16..59 of the
+ *                        header (size, lap, shard, slot header, boot) are
+ *                        the 44 bytes after the positions, the CRC still
+ *                        made to match (the header's own checks)
  *   bytes 1-24  head, tail, releasing position (u64 little-endian)
+ *   [44 bytes   header bytes 16..59, with bit 1]
  *   rest        the ring, RING bytes (zero-padded, or cut)
  *
  * Then le_open, one record written, le_flush, le_close, and a read of the
@@ -94,6 +99,11 @@ static void write_queue(const uint8_t *data, size_t size)
 	le__put32(file + 32, 0);
 	le__put32(file + 36, LE_SLOT_HDR);
 	le__put64(file + 40, BOOT);
+	size_t ring_at = 25;
+	if ((data[0] & 2) && size >= 25 + 44) {
+		memcpy(file + 16, data + 25, 44);
+		ring_at += 44;
+	}
 	le__put32(file + 60, le__crc_mask(le__crc32c_extend(0, file, 60)));
 	for (int i = 0; i < 3; i++) {
 		if (size >= 1 + 8 * (size_t)(i + 1))
@@ -104,9 +114,9 @@ static void write_queue(const uint8_t *data, size_t size)
 	le__put64(file + LE_QUEUE_HEAD_OFF, pos[0]);
 	le__put64(file + LE_QUEUE_TAIL_OFF, pos[1]);
 	le__put64(file + LE_QUEUE_REL_OFF, pos[2]);
-	if (size > 25)
-		memcpy(file + LE_QUEUE_HDR, data + 25,
-		       size - 25 < RING ? size - 25 : RING);
+	if (size > ring_at)
+		memcpy(file + LE_QUEUE_HDR, data + ring_at,
+		       size - ring_at < RING ? size - ring_at : RING);
 
 	clear_shard();
 	snprintf(path, sizeof path, "%s/shard-000", dir);

@@ -479,6 +479,18 @@ static void qsave(const char *name, int ctl, uint64_t head, uint64_t tail,
 		le__put64(w, v[i]);
 		put(&b, w, 8);
 	}
+	if (ctl & 2) {
+		/* header bytes 16..59 as fuzz_queue.c makes them (boot id
+		 * 0x5eed5eed5eed) */
+		unsigned char h[44];
+		memset(h, 0, sizeof h);
+		le__put64(h + 0, QRING);
+		le__put64(h + 8, QRING);
+		le__put32(h + 16, 0);
+		le__put32(h + 20, LE_SLOT_HDR);
+		le__put64(h + 24, 0x5eed5eed5eedull);
+		put(&b, h, sizeof h);
+	}
 	put(&b, qring, QRING);
 	save("queue", name, &b);
 }
@@ -490,6 +502,7 @@ static void corpus_queue(void)
 	for (uint64_t i = 0; i < 20; i++)
 		qslot(i * QSLOT, 1, 100, 0);
 	qsave("lap0-20", 0, 20 * QSLOT, 0, 0);
+	qsave("lap0-20-header", 2, 20 * QSLOT, 0, 0);
 	/* one claimed and never published in the middle */
 	qslot(10 * QSLOT, 0, 100, 0);
 	qsave("lap0-claimed", 0, 20 * QSLOT, 0, 0);

@@ -142,7 +142,7 @@ TEST(fuzz_fmt_runs_clean)
 
 TEST(fuzz_queue_runs_clean)
 {
-	run_fuzzer("queue", 400, 8217);
+	run_fuzzer("queue", 400, 8261);
 }
 
 int main(int argc, char **argv)
