@@ -168,6 +168,8 @@ typedef struct le__shard {
 	le__clock clock;             /* slot stamps -> ns */
 	uint64_t last_recal_mono;
 	uint64_t last_collect_mono;  /* when collect last ran */
+	uint64_t stuck_rd, stuck_since; /* a flush waits and rd does not
+	                                 move: since when (0: not stuck) */
 	int busy;                    /* records arrive fast: spin, not sleep */
 	uint64_t w_next_seq;         /* next_seq as of the last write */
 	uint64_t w_last_ts;          /* last_ts as of the last write */

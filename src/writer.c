@@ -1110,6 +1110,9 @@ static int has_work(le__shard *sh)
 	       atomic_load(&sh->flush_req) > atomic_load(&sh->done_pos);
 }
 
+/* How long a writer that cannot move on yields before it naps. */
+#define LE_STUCK_SPIN_NS (1000u * 1000u)
+
 /* 64 ring bytes a microsecond: ~330,000 records/s of 128 bytes. */
 #define BUSY_BYTES_PER_US 64u
 
@@ -1124,10 +1127,26 @@ static void nap(le__shard *sh, uint64_t now)
 	}
 	if (atomic_load(&sh->flush_req) > atomic_load(&sh->done_pos)) {
 		/* A producer has reserved but not yet published: it is
-		 * between two instructions, not worth a sleep. */
-		sched_yield();
+		 * between two instructions, not worth a sleep.  Unless that
+		 * lasts: a producer thread stopped between the two, or a
+		 * slot whose words were written over (collect will not take
+		 * it), must not cost a whole CPU while a le_flush waits (it
+		 * did, until the flush gave up and after).  Then 1 ms naps;
+		 * a publish above the wake threshold or le_flush wakes us. */
+		if (!sh->stuck_since || sh->stuck_rd != sh->rd) {
+			sh->stuck_rd = sh->rd;
+			sh->stuck_since = now;
+		}
+		if (now - sh->stuck_since < LE_STUCK_SPIN_NS) {
+			sched_yield();
+			return;
+		}
+		atomic_exchange_explicit(&sh->sleeping, 1, memory_order_acq_rel);
+		le__futex_wait(&sh->sleeping, 1, 1000000u);
+		atomic_store(&sh->sleeping, 0);
 		return;
 	}
+	sh->stuck_since = 0;
 	/* While records arrive fast, the next ones are a few microseconds
 	 * away: yield a while rather than pay for a sleep and the producer's
 	 * wake-up call.  A trickle (an access log) sleeps at once: spinning
@@ -1150,10 +1169,11 @@ static void nap(le__shard *sh, uint64_t now)
  * while), synced, checkpointed. */
 static void drain(le__shard *sh)
 {
-	uint64_t give_up = le__mono_ns() + 2000 * MS;
+	uint64_t start = le__mono_ns(), give_up = start + 2000 * MS;
 	int why;
 
 	for (;;) {
+		uint64_t rd0 = sh->rd;
 		why = collect(sh);
 		if (why == C_ROTATE) {
 			if (write_batch(sh) == 0)
@@ -1170,9 +1190,15 @@ static void drain(le__shard *sh)
 		}
 		if (sh->rd == atomic_load(sh->ring.head))
 			break;
-		if (le__mono_ns() > give_up)
+		uint64_t now = le__mono_ns();
+		if (now > give_up)
 			break; /* a producer never published: misuse */
-		sched_yield();
+		if (sh->rd != rd0)
+			start = now;
+		if (now - start < LE_STUCK_SPIN_NS)
+			sched_yield();
+		else
+			usleep(1000); /* stuck: wait without a CPU */
 	}
 	if (sh->pend_recs || sh->buf_new || sh->rd != atomic_load(sh->ring.head)) {
 		/* The disk would not take them: count them lost. */

@@ -579,6 +579,49 @@ TEST(failing_unlinks_never_overflow_the_reapers_list)
 	t_rmrf(dir);
 }
 
+/* A producer stopped between claiming its slot and publishing it (a
+ * thread preempted, or stopped in a debugger): a le_flush waits for that
+ * slot.  The writer yielded in a loop until it came, a whole CPU for as
+ * long as it took (and, after the flush gave up, for ever); now it yields
+ * for a millisecond, then naps a millisecond at a time.  When the
+ * producer goes on, the record is written and the next flush returns. */
+TEST(producer_stopped_between_claim_and_publish_costs_the_writer_no_cpu)
+{
+	le_config c = cfg();
+	le_engine *e;
+	CHECK_RC(le_open(&e, &c));
+	write_recs(e, 1, 10);
+	CHECK_RC(le_flush(e, 5000));
+	/* What le_write does, up to the publish. */
+	le__shard *sh = &e->shards[0];
+	uint64_t used;
+	CHECK(le__budget_take(&e->budget, 5, e->cap_rec, e->cap_bytes) != 0);
+	le__slot *slot = le__ring_reserve(&sh->ring, le__slot_bytes(5), &used);
+	CHECK(slot != NULL);
+	le_stats a, b;
+	le_stats_get(e, &a);
+	CHECK_EQ(le_flush(e, 500), LE_ETIMEDOUT);
+	le_stats_get(e, &b);
+	double ms = (double)(b.writer_cpu_ns - a.writer_cpu_ns) / 1e6;
+	fprintf(stderr, "  (writer CPU while the flush waited 500 ms: %.1f ms)\n",
+	        ms);
+	CHECK(ms < 100);
+	/* The producer goes on. */
+	slot->len = 5;
+	slot->seq = 0;
+	slot->ts = le__stamp(e->use_tsc);
+	slot->level = LE_INFO;
+	slot->flags = 0;
+	memcpy(slot + 1, "later", 5);
+	le__slot_publish(slot);
+	CHECK_RC(le_flush(e, 5000));
+	le_stats_get(e, &b);
+	CHECK_EQ(b.written, 11);
+	CHECK_EQ(le_close(e), 0);
+	CHECK_EQ(count_records(dir), 11);
+	t_rmrf(dir);
+}
+
 /* A write that stalls for a while (a disk that stops answering) on its
  * first call, then works. */
 static atomic_int stall_ms;
@@ -648,6 +691,7 @@ int main(int argc, char **argv)
 	RUN(failed_retention_unlink_keeps_the_segment_counted_and_tries_again);
 	RUN(unlink_that_always_fails_deletes_nothing_and_loses_nothing);
 	RUN(failing_unlinks_never_overflow_the_reapers_list);
+	RUN(producer_stopped_between_claim_and_publish_costs_the_writer_no_cpu);
 	RUN(blocked_producer_sleeps_through_a_stalled_write_instead_of_spinning);
 	return t_done();
 }
