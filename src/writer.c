@@ -1131,8 +1131,8 @@ static void nap(le__shard *sh, uint64_t now)
 		 * lasts: a producer thread stopped between the two, or a
 		 * slot whose words were written over (collect will not take
 		 * it), must not cost a whole CPU while a le_flush waits (it
-		 * did, until the flush gave up and after).  Then 1 ms naps;
-		 * a publish above the wake threshold or le_flush wakes us. */
+		 * did, until the flush gave up and after).  Then it looks
+		 * again every millisecond. */
 		if (!sh->stuck_since || sh->stuck_rd != sh->rd) {
 			sh->stuck_rd = sh->rd;
 			sh->stuck_since = now;
@@ -1141,9 +1141,11 @@ static void nap(le__shard *sh, uint64_t now)
 			sched_yield();
 			return;
 		}
-		atomic_exchange_explicit(&sh->sleeping, 1, memory_order_acq_rel);
-		le__futex_wait(&sh->sleeping, 1, 1000000u);
-		atomic_store(&sh->sleeping, 0);
+		/* Not as a sleeper (`sleeping` stays 0): producers that keep
+		 * logging into the queue this leaves full must not make a
+		 * futex call each to wake a writer that cannot move on. */
+		struct timespec ms = {0, 1000000};
+		nanosleep(&ms, NULL);
 		return;
 	}
 	sh->stuck_since = 0;
@@ -1175,6 +1177,8 @@ static void drain(le__shard *sh)
 	for (;;) {
 		uint64_t rd0 = sh->rd;
 		why = collect(sh);
+		if (sh->rd != rd0)
+			start = le__mono_ns(); /* moving: stuck only from here */
 		if (why == C_ROTATE) {
 			if (write_batch(sh) == 0)
 				seg_rotate(sh);
@@ -1193,8 +1197,6 @@ static void drain(le__shard *sh)
 		uint64_t now = le__mono_ns();
 		if (now > give_up)
 			break; /* a producer never published: misuse */
-		if (sh->rd != rd0)
-			start = now;
 		if (now - start < LE_STUCK_SPIN_NS)
 			sched_yield();
 		else
@@ -1232,6 +1234,21 @@ static void drain(le__shard *sh)
  * was never accepted and is stepped over; a slot whose sequence number is
  * already in the segment was written before the kill and is skipped.
  */
+/* The writer's buffer, made cap bytes (its bytes kept); a failure keeps
+ * the old one, which is always enough for this engine's own records. */
+static void buf_resize(le__shard *sh, size_t cap)
+{
+	unsigned char *b;
+
+	if (cap == sh->buf_cap || sh->buf_len > cap ||
+	    posix_memalign((void **)&b, ALIGN, cap) != 0)
+		return;
+	memcpy(b, sh->buf, sh->buf_len);
+	free(sh->buf);
+	sh->buf = b;
+	sh->buf_cap = cap;
+}
+
 static int drain_dead(le__shard *sh)
 {
 	const le__ring *r = &sh->ring;
@@ -1252,6 +1269,13 @@ static int drain_dead(le__shard *sh)
 		           (unsigned long long)tail);
 		return 0;
 	}
+	/* The dead process may have taken records larger than this engine
+	 * would (a larger max_record_bytes): room for the largest its ring
+	 * can hold, for the walk, or it would stop at the first of them as
+	 * if the file were damaged. */
+	size_t normal_cap = sh->buf_cap;
+	if (r->size > sh->e->max_rec)
+		buf_resize(sh, normal_cap - sh->e->max_rec + r->size);
 	sh->recovering = 1;
 	for (;;) {
 		int why = collect(sh);
@@ -1268,6 +1292,7 @@ static int drain_dead(le__shard *sh)
 			break;
 	}
 	sh->recovering = 0;
+	buf_resize(sh, normal_cap);
 	/* Past head is fine: the dead process claimed a slot and died
 	 * before moving head past it, and the walk stepped over it. */
 	if (rc == 0 && sh->rd < head)

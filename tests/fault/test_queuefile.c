@@ -357,6 +357,50 @@ TEST(recover_names_the_damage_and_exits_1)
 	t_rmrf(tmpl);
 }
 
+/* A process that took records up to 4 MiB (max_record_bytes) dies with
+ * one of 2 MiB queued between two small ones; the engine that opens the
+ * directory takes at most 64 KiB, and its writer's buffer held 1 MiB and
+ * a bit.  Its walk stopped at the big one as if the file were damaged,
+ * and dropped it and the one after. */
+TEST(records_larger_than_this_engine_takes_are_still_recovered)
+{
+	static char big[2u << 20];
+	t_tmpdir(tmpl);
+	memset(big, 'B', sizeof big);
+	fflush(NULL);
+	pid_t pid = fork();
+	if (pid == 0) {
+		le_config c;
+		le_config_init(&c);
+		c.dir = tmpl;
+		c.flush_ms = 60000;
+		c.max_record_bytes = 4u << 20;
+		c.queue_capacity_bytes = 8u << 20;
+		le_engine *e;
+		if (le_open(&e, &c) != 0 ||
+		    le_write(e, 0, LE_INFO, "small", 5) != 0 ||
+		    le_write(e, 0, LE_INFO, big, sizeof big) != 0 ||
+		    le_write(e, 0, LE_INFO, "small", 5) != 0)
+			_exit(3);
+		_exit(0);
+	}
+	int st;
+	CHECK_EQ(waitpid(pid, &st, 0), pid);
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	le_config c;
+	le_config_init(&c); /* max_record_bytes 64 KiB */
+	c.dir = tmpl;
+	le_engine *e;
+	CHECK_RC(le_open(&e, &c));
+	CHECK_STR_EQ(le_errmsg(), "");
+	le_stats s;
+	le_stats_get(e, &s);
+	CHECK_EQ(s.recovered_records, 3);
+	CHECK_EQ(le_close(e), 0);
+	CHECK_EQ(count_records(tmpl), 3);
+	t_rmrf(tmpl);
+}
+
 /* A header that checks out (CRC, this boot) but claims a ring of 2^63 +
  * 64 bytes: working out its lap doubled past 2^63 to 0 and never
  * ended, in le_open and in its look at shards not opened. */
@@ -422,5 +466,6 @@ int main(int argc, char **argv)
 	RUN(byte_flipped_anywhere_in_a_queue_file_never_crashes_le_open);
 	RUN(queue_header_with_an_absurd_size_is_not_followed);
 	RUN(recover_names_the_damage_and_exits_1);
+	RUN(records_larger_than_this_engine_takes_are_still_recovered);
 	return t_done();
 }
