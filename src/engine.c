@@ -275,15 +275,11 @@ static int shard_init(le_engine *e, uint32_t i)
 		 * whatever its words and positions say (a process that died
 		 * of a wild write may have written over them), this engine
 		 * starts from a clean ring. */
-		rc = le__ring_reshape(&sh->ring, qpath, size, i,
-		                      sh->ring.reused);
-		if (rc > 0) {
-			/* A new ring: its positions start at 0, and the
-			 * writer's must too, or it would wait at the old
-			 * ring's head while records go in at 0. */
-			le__writer_restart(sh);
-			rc = 0;
-		}
+		rc = le__ring_renew(&sh->ring, qpath, size, i);
+		/* Its positions may have started again at 0, and the
+		 * writer's must follow, or it would wait at the old ring's
+		 * head while records go in at 0. */
+		le__writer_restart(sh);
 	}
 	return rc;
 }

@@ -237,7 +237,7 @@ int le__ring_open(le__ring *r, const char *path, uint64_t size,
 	if (fstat(fd, &st) == 0 && st.st_size >= (off_t)LE_QUEUE_HDR &&
 	    le__pread_full(fd, h, sizeof h, 0) == (ssize_t)sizeof h &&
 	    get_header(h, (uint64_t)st.st_size, shard, &old) == 0) {
-		rc = map_file(r, fd, old); /* drain first, reshape later */
+		rc = map_file(r, fd, old); /* drain first, renew later */
 		r->reused = 1;
 	} else {
 		rc = create(r, fd, size, shard);
@@ -281,17 +281,18 @@ int le__ring_busy(const le__ring *r)
 	return atomic_load(r->head) != atomic_load(r->tail);
 }
 
-int le__ring_reshape(le__ring *r, const char *path, uint64_t size,
-                     uint32_t shard, int force)
+int le__ring_renew(le__ring *r, const char *path, uint64_t size,
+                   uint32_t shard)
 {
-	if ((r->size == size && !force) || r->fd < 0)
-		return 0;
+	if (!r->reused)
+		return 0; /* made by this engine, at its size, empty */
 	munmap(r->map, r->map_len);
 	r->map = NULL;
+	r->reused = 0;
 	int rc = create(r, r->fd, size, shard);
 	if (rc < 0)
 		le__seterr("queue: %s: %s", path, le_strerror(rc));
-	return rc < 0 ? rc : 1;
+	return rc;
 }
 
 uint64_t le__ring_resume(const le__ring *r)

@@ -293,7 +293,7 @@ static inline int le__ring_peek(const le__ring *r, uint64_t *rd,
  * Open a shard's ring.  path NULL: an anonymous mapping (nothing survives
  * the process).  Otherwise the QUEUE file at path: created with `size`
  * bytes if missing or unreadable, else mapped with the geometry it has
- * (which may differ from `size`: drain it, then le__ring_reshape).
+ * (which may differ from `size`: drain it, then le__ring_renew).
  * @return 0, or -errno / LE_ECORRUPT (set le_errmsg) on failure.
  */
 int le__ring_open(le__ring *r, const char *path, uint64_t size,
@@ -313,12 +313,11 @@ int le__ring_busy(const le__ring *r);
  * was cut short (every slot before it was already written). */
 uint64_t le__ring_resume(const le__ring *r);
 
-/* Recreate an empty ring file with `size` bytes (after draining) when its
- * size differs, or when `force` (the file was a previous engine's).  @return 1 when it was
- * recreated: positions start again at 0, and the writer's with them; 0
- * when kept; or an error. */
-int le__ring_reshape(le__ring *r, const char *path, uint64_t size,
-                     uint32_t shard, int force);
+/* A ring file a previous engine left (reused), once drained: made anew,
+ * empty, with `size` bytes and positions from 0.  A file this engine
+ * made is left as it is.  @return 0 or an error. */
+int le__ring_renew(le__ring *r, const char *path, uint64_t size,
+                   uint32_t shard);
 
 /* Mark each line behind virtual [from, to) FREE for its next lap, and move
  * tail to `to`. */
