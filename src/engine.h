@@ -62,14 +62,12 @@ typedef struct le__reaper {
 	int inited, started;
 	pthread_mutex_t mu;      /* guards q, head, n, back, nback, stop */
 	pthread_cond_t cv;
-	le__reap q[LE_REAP_MAX]; /* waiting, oldest at head */
+	le__reap q[LE_REAP_MAX]; /* waiting or in progress, oldest at head */
 	unsigned head, n;
-	unsigned busy;           /* 1 while an unlink is in progress: it may
-	                            fail and need a place in back */
 	/* Unlinks that failed: each shard's writer takes its own back into
-	 * retention's list (n + busy + nback <= LE_REAP_MAX, so the one in
-	 * progress always has a place here).  nback is also read without
-	 * the lock, to skip it when 0. */
+	 * retention's list (n + nback <= LE_REAP_MAX, so the one in progress
+	 * always has a place here).  nback is also read without the lock,
+	 * to skip it when 0. */
 	le__reap back[LE_REAP_MAX];
 	_Atomic unsigned nback;
 	int stop;

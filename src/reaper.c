@@ -37,22 +37,23 @@ static void *reaper_main(void *arg)
 			pthread_mutex_unlock(&r->mu);
 			break; /* stop, and nothing left */
 		}
+		/* The entry stays in q (counted against the bound) until its
+		 * unlink is done: if it fails, it needs a place in back. */
 		le__reap x = r->q[r->head];
-		r->head = (r->head + 1) % LE_REAP_MAX;
-		r->n--;
-		r->busy = 1; /* still counted against the bound */
 		pthread_mutex_unlock(&r->mu);
 		le__seg_path(path, sizeof path, x.sh->dir, x.index);
 		int rc = le__unlink(path);
-		if (rc == 0 || rc == -ENOENT) {
-			atomic_fetch_add(&x.sh->segments_deleted, 1);
-		} else {
+		int failed = rc < 0 && rc != -ENOENT;
+		if (failed) {
 			atomic_store(&e->last_error, rc);
 			atomic_fetch_add(&e->errors_total, 1);
+		} else {
+			atomic_fetch_add(&x.sh->segments_deleted, 1);
 		}
 		pthread_mutex_lock(&r->mu);
-		r->busy = 0;
-		if (rc < 0 && rc != -ENOENT) {
+		r->head = (r->head + 1) % LE_REAP_MAX;
+		r->n--;
+		if (failed) {
 			r->back[atomic_load_explicit(&r->nback,
 			                             memory_order_relaxed)] = x;
 			atomic_fetch_add(&r->nback, 1);
@@ -90,8 +91,7 @@ int le__reaper_push(le_engine *e, le__shard *sh, uint64_t index,
 	if (!r->started)
 		return 0;
 	pthread_mutex_lock(&r->mu);
-	int ok = r->n + r->busy + atomic_load(&r->nback) < LE_REAP_MAX &&
-	         !r->stop;
+	int ok = r->n + atomic_load(&r->nback) < LE_REAP_MAX && !r->stop;
 	if (ok) {
 		r->q[(r->head + r->n) % LE_REAP_MAX] =
 			(le__reap){.sh = sh, .index = index, .bytes = bytes};
