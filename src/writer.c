@@ -67,7 +67,9 @@ static void note_error(le__shard *sh, int rc)
 
 /* ---- segments ---- */
 
-static int segs_push(le__shard *sh, uint64_t index, uint64_t bytes)
+/* Put (index, bytes) in the list at position at (sh->nsegs: the end). */
+static int segs_insert(le__shard *sh, size_t at, uint64_t index,
+                       uint64_t bytes)
 {
 	if (sh->nsegs == sh->segs_cap) {
 		size_t nc = sh->segs_cap ? sh->segs_cap * 2 : 16;
@@ -77,31 +79,33 @@ static int segs_push(le__shard *sh, uint64_t index, uint64_t bytes)
 		sh->segs = n;
 		sh->segs_cap = nc;
 	}
-	sh->segs[sh->nsegs].index = index;
-	sh->segs[sh->nsegs].bytes = bytes;
+	memmove(sh->segs + at + 1, sh->segs + at,
+	        (sh->nsegs - at) * sizeof *sh->segs);
+	sh->segs[at].index = index;
+	sh->segs[at].bytes = bytes;
 	sh->nsegs++;
 	sh->segs_bytes += bytes;
 	return 0;
 }
 
-/* Put segments whose unlink failed back at the front of the list, oldest
- * first: they are older than every segment in it (indices only grow). */
+static int segs_push(le__shard *sh, uint64_t index, uint64_t bytes)
+{
+	return segs_insert(sh, sh->nsegs, index, bytes);
+}
+
+/* Put segments whose unlink failed back in the list where their index
+ * goes (before every segment it held: indices only grow). */
 static void segs_take_back(le__shard *sh)
 {
 	le__reap back[LE_REAP_MAX];
 	size_t n = le__reaper_take_back(sh->e, sh, back, LE_REAP_MAX);
 
 	for (size_t i = 0; i < n; i++) {
-		if (segs_push(sh, 0, 0) < 0) /* room for one more */
-			return; /* ENOMEM: left out of retention until reopened */
 		size_t at = 0;
-		while (at < sh->nsegs - 1 && sh->segs[at].index < back[i].index)
+		while (at < sh->nsegs && sh->segs[at].index < back[i].index)
 			at++;
-		memmove(sh->segs + at + 1, sh->segs + at,
-		        (sh->nsegs - 1 - at) * sizeof *sh->segs);
-		sh->segs[at].index = back[i].index;
-		sh->segs[at].bytes = back[i].bytes;
-		sh->segs_bytes += back[i].bytes;
+		if (segs_insert(sh, at, back[i].index, back[i].bytes) < 0)
+			return; /* ENOMEM: left out of retention until reopened */
 	}
 }
 
@@ -1227,13 +1231,6 @@ static void drain(le__shard *sh)
 	release(sh);
 }
 
-/*
- * The ring file holds what a dead process queued: write it out now, before
- * any new record, in order, exactly once.  Published slots are records the
- * dead process's le_write accepted; a slot it claimed but never published
- * was never accepted and is stepped over; a slot whose sequence number is
- * already in the segment was written before the kill and is skipped.
- */
 /* The writer's buffer, made cap bytes (its bytes kept); a failure keeps
  * the old one, which is always enough for this engine's own records. */
 static void buf_resize(le__shard *sh, size_t cap)
@@ -1249,20 +1246,25 @@ static void buf_resize(le__shard *sh, size_t cap)
 	sh->buf_cap = cap;
 }
 
+/*
+ * The ring file holds what a dead process queued: write it out now, before
+ * any new record, in order, exactly once.  Published slots are records the
+ * dead process's le_write accepted; a slot it claimed but never published
+ * was never accepted and is stepped over; a slot whose sequence number is
+ * already in the segment was written before the kill and is skipped.
+ */
 static int drain_dead(le__shard *sh)
 {
 	const le__ring *r = &sh->ring;
 	uint64_t head = atomic_load(r->head), tail = atomic_load(r->tail);
 	int rc = 0;
 
-	/* The file is made anew after this (shard_init).  The walk releases
-	 * what it writes, batch by batch (a kill during recovery must not
-	 * write a record twice), but never toward head, which may be
-	 * anything: it covers less than two laps from tail. */
 	/* The walk starts at tail (or where a release was going), which
 	 * must be on a line; head may be anything: the walk stops where the
-	 * words stop making sense, and a lap later at the latest (a word's
-	 * lap number never matches two laps). */
+	 * words stop making sense, a lap later at the latest (a word's lap
+	 * number never matches two laps).  It releases what it writes,
+	 * batch by batch (a kill during recovery must not write a record
+	 * twice), never toward head; shard_init then renews the file. */
 	if ((tail | sh->rd) % LE_SLOT_ALIGN) {
 		le__seterr("shard %u: queue file damaged (tail %llu); its "
 		           "records were dropped", sh->id,
