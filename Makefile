@@ -101,7 +101,7 @@ PERF_TOOLS := $(BUILD)/submit-latency $(BUILD)/trickle-cost $(BUILD)/writer-cost
 .PHONY: perf-tools
 perf-tools: $(PERF_TOOLS)
 
-$(PERF_TOOLS): $(BUILD)/%: perf/%.c $(BUILD)/liblogengine.a
+$(PERF_TOOLS): $(BUILD)/%: perf/%.c perf/engine.h $(BUILD)/liblogengine.a
 	$(CC) $(BASEFLAGS) $(CFLAGS) -o $@ $< $(BUILD)/liblogengine.a $(LDLIBS)
 
 # Fuzz targets (libFuzzer): rules in tests/fuzz/fuzz.mk.

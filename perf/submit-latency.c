@@ -28,7 +28,7 @@
 #include <string.h>
 #include <x86intrin.h>
 
-#include "logengine.h"
+#include "engine.h"
 #include "queue.h" /* le__ring_size_for: the ring's laps */
 
 #define N 1000000
@@ -41,20 +41,12 @@ static int cmp(const void *a, const void *b)
 
 int main(int argc, char **argv)
 {
-	char dir[512], cmd[600];
-	const char *tmp = getenv("TMPDIR");
+	char dir[512] = "";
 	le_config c;
 	le_engine *e;
 
-	snprintf(dir, sizeof dir, "%s/le-submit-latency", tmp ? tmp : "/tmp");
-	snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-	if (system(cmd) != 0)
+	if (perf_config(&c, dir, sizeof dir, "le-submit-latency") < 0)
 		return 2;
-	le_config_init(&c);
-	c.dir = dir;
-	c.create_dir = 1;
-	c.durability = LE_SYNC_NONE;
-	c.overflow = LE_OVERFLOW_BLOCK;
 	if (argc > 1)
 		c.queue_capacity = (uint32_t)atoi(argv[1]);
 	if (argc > 2)
@@ -63,10 +55,8 @@ int main(int argc, char **argv)
 		c.mapped_queue = atoi(argv[3]);
 	if (argc > 4)
 		c.batch_size = (uint32_t)atoi(argv[4]);
-	if (le_open(&e, &c) < 0) {
-		fprintf(stderr, "le_open: %s\n", le_errmsg());
+	if (perf_open(&e, &c) < 0)
 		return 1;
-	}
 	uint32_t *lat = malloc(N * sizeof *lat), *s = malloc(N * sizeof *s);
 	char p[128];
 	if (!lat || !s)

@@ -21,7 +21,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "logengine.h"
+#include "engine.h"
 
 static double mono(void)
 {
@@ -33,29 +33,17 @@ static double mono(void)
 int main(int argc, char **argv)
 {
 	long n = argc > 1 ? atol(argv[1]) : 1000000;
-	const char *tmp = getenv("TMPDIR");
-	char dir[512], cmd[600], p[128];
+	char dir[512] = "", p[128];
 	le_config c;
 	le_engine *e;
 	le_stats s;
 
 	if (argc > 2)
 		snprintf(dir, sizeof dir, "%s", argv[2]);
-	else
-		snprintf(dir, sizeof dir, "%s/le-writer-cost",
-		         tmp ? tmp : "/tmp");
-	snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-	if (n <= 0 || system(cmd) != 0)
+	if (n <= 0 || perf_config(&c, dir, sizeof dir, "le-writer-cost") < 0)
 		return 2;
-	le_config_init(&c);
-	c.dir = dir;
-	c.create_dir = 1;
-	c.durability = LE_SYNC_NONE;
-	c.overflow = LE_OVERFLOW_BLOCK;
-	if (le_open(&e, &c) < 0) {
-		fprintf(stderr, "le_open: %s\n", le_errmsg());
+	if (perf_open(&e, &c) < 0)
 		return 1;
-	}
 	memset(p, 'x', sizeof p);
 	double t0 = mono();
 	for (long i = 0; i < n; i++)
@@ -69,5 +57,5 @@ int main(int argc, char **argv)
 	       (double)s.writer_cpu_ns / 1e9 / t * 100,
 	       (unsigned long long)s.blocked, (unsigned long long)s.written);
 	le_close(e);
-	return system(cmd) != 0;
+	return perf_rmrf(dir) != 0;
 }
