@@ -1117,6 +1117,21 @@ static int has_work(le__shard *sh)
 /* How long a writer that cannot move on yields before it naps. */
 #define LE_STUCK_SPIN_NS (1000u * 1000u)
 
+/* Wait for a slot that has not come, stuck since `since`: yield while
+ * that is recent (a producer between two instructions), then a
+ * millisecond at a time without a CPU (a producer stopped there, or a
+ * slot written over), and not as a sleeper (`sleeping` stays 0), so that
+ * producers filling the queue behind it make no futex call to wake it. */
+static void wait_stuck(uint64_t since, uint64_t now)
+{
+	struct timespec ms = {0, 1000000};
+
+	if (now - since < LE_STUCK_SPIN_NS)
+		sched_yield();
+	else
+		nanosleep(&ms, NULL);
+}
+
 /* 64 ring bytes a microsecond: ~330,000 records/s of 128 bytes. */
 #define BUSY_BYTES_PER_US 64u
 
@@ -1141,15 +1156,7 @@ static void nap(le__shard *sh, uint64_t now)
 			sh->stuck_rd = sh->rd;
 			sh->stuck_since = now;
 		}
-		if (now - sh->stuck_since < LE_STUCK_SPIN_NS) {
-			sched_yield();
-			return;
-		}
-		/* Not as a sleeper (`sleeping` stays 0): producers that keep
-		 * logging into the queue this leaves full must not make a
-		 * futex call each to wake a writer that cannot move on. */
-		struct timespec ms = {0, 1000000};
-		nanosleep(&ms, NULL);
+		wait_stuck(sh->stuck_since, now);
 		return;
 	}
 	sh->stuck_since = 0;
@@ -1201,10 +1208,7 @@ static void drain(le__shard *sh)
 		uint64_t now = le__mono_ns();
 		if (now > give_up)
 			break; /* a producer never published: misuse */
-		if (now - start < LE_STUCK_SPIN_NS)
-			sched_yield();
-		else
-			usleep(1000); /* stuck: wait without a CPU */
+		wait_stuck(start, now);
 	}
 	if (sh->pend_recs || sh->buf_new || sh->rd != atomic_load(sh->ring.head)) {
 		/* The disk would not take them: count them lost. */
