@@ -50,6 +50,11 @@ TEST(fork_child_gets_eclosed_and_parent_is_unaffected)
 				_exit(1);
 			if (le_logf(e, LE_INFO, "child %d", 1) != LE_ECLOSED)
 				_exit(2);
+			/* Stats from the copy; the threads are the parent's:
+			 * their CPU time is not the child's to report. */
+			le_stats cs;
+			if (le_stats_get(e, &cs) != 0 || cs.writer_cpu_ns != 0)
+				_exit(4);
 			if (le_close(e) != 0)
 				_exit(3);
 			_exit(0);
