@@ -295,6 +295,9 @@ TEST(queue_file_past_ulimit_f_fails_le_open_cleanly)
 static pthread_mutex_t unlink_mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t unlink_cv = PTHREAD_COND_INITIALIZER;
 static int unlink_held, unlink_entered;
+/* failing_unlink fails the next unlink_fail_left unlinks of segment
+ * files (-1: all) with EACCES; unlink_failed counts the failures. */
+static atomic_int unlink_fail_left, unlink_failed;
 
 /* Note an unlink; wait while the test holds unlinks (every one, or only
  * the first).  @return 1 for the first. */
@@ -324,17 +327,26 @@ static void write_recs(le_engine *e, int from, int n)
 	}
 }
 
-TEST(slow_retention_unlink_never_stops_the_writer)
+/* An engine that rotates every 16 KiB and keeps `keep` bytes, opened
+ * with unlink replaced by hook (unlinks held, none seen or failed yet). */
+static le_engine *open_retention(uint64_t keep, int (*hook)(const char *))
 {
 	le_config c = cfg();
+	le_engine *e;
 	c.segment_bytes = 16384;
-	c.retention_bytes = 32768;
+	c.retention_bytes = keep;
 	c.overflow = LE_OVERFLOW_BLOCK;
 	unlink_held = 1;
 	unlink_entered = 0;
-	le__os_table.unlink = slow_unlink;
-	le_engine *e;
+	atomic_store(&unlink_failed, 0);
+	le__os_table.unlink = hook;
 	CHECK_RC(le_open(&e, &c));
+	return e;
+}
+
+TEST(slow_retention_unlink_never_stops_the_writer)
+{
+	le_engine *e = open_retention(32768, slow_unlink);
 	/* Enough to rotate past the retention bound: an unlink starts, and
 	 * hangs. */
 	write_recs(e, 1, 2000);
@@ -365,10 +377,6 @@ TEST(slow_retention_unlink_never_stops_the_writer)
 	CHECK(n * 60 <= 32768 + 2 * 16384);
 	t_rmrf(dir);
 }
-
-/* Unlinks of segment files that fail with EACCES: the next `left` of
- * them (-1: all). */
-static atomic_int unlink_fail_left, unlink_failed;
 
 static int failing_unlink(const char *path)
 {
@@ -455,15 +463,8 @@ static int deleted_plus_on_disk_is_all(le_engine *e)
 
 TEST(failed_retention_unlink_keeps_the_segment_counted_and_tries_again)
 {
-	le_config c = cfg();
-	c.segment_bytes = 16384;
-	c.retention_bytes = 32768;
-	c.overflow = LE_OVERFLOW_BLOCK;
 	atomic_store(&unlink_fail_left, 2);
-	atomic_store(&unlink_failed, 0);
-	le__os_table.unlink = failing_unlink;
-	le_engine *e;
-	CHECK_RC(le_open(&e, &c));
+	le_engine *e = open_retention(32768, failing_unlink);
 	write_recs(e, 1, 2000);
 	int saw = flush_saw_eacces(e);
 	wait_unlink_failed(2); /* the two oldest segments stayed */
@@ -492,15 +493,8 @@ TEST(failed_retention_unlink_keeps_the_segment_counted_and_tries_again)
 
 TEST(unlink_that_always_fails_deletes_nothing_and_loses_nothing)
 {
-	le_config c = cfg();
-	c.segment_bytes = 16384;
-	c.retention_bytes = 32768;
-	c.overflow = LE_OVERFLOW_BLOCK;
 	atomic_store(&unlink_fail_left, -1);
-	atomic_store(&unlink_failed, 0);
-	le__os_table.unlink = failing_unlink;
-	le_engine *e;
-	CHECK_RC(le_open(&e, &c));
+	le_engine *e = open_retention(32768, failing_unlink);
 	write_recs(e, 1, 3000);
 	flush_saw_eacces(e);
 	wait_unlink_failed(1);
@@ -538,16 +532,7 @@ static int held_failing_unlink(const char *path)
  * fields (a mutex among them), and le_flush hung. */
 TEST(failing_unlinks_never_overflow_the_reapers_list)
 {
-	le_config c = cfg();
-	c.segment_bytes = 16384;
-	c.retention_bytes = 16384;
-	c.overflow = LE_OVERFLOW_BLOCK;
-	unlink_held = 1;
-	unlink_entered = 0;
-	atomic_store(&unlink_failed, 0);
-	le__os_table.unlink = held_failing_unlink;
-	le_engine *e;
-	CHECK_RC(le_open(&e, &c));
+	le_engine *e = open_retention(16384, held_failing_unlink);
 	/* ~125 segments: far more rotations than the list holds */
 	write_recs(e, 1, 30000);
 	int rc = le_flush(e, 10000);
