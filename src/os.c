@@ -170,6 +170,7 @@ uint64_t le__mono_ns(void)
 /* ---- TSC timestamps (see os.h) ---- */
 
 #include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -177,29 +178,36 @@ static int tsc_ok;
 static double tsc_ratio; /* ns per tick, from the first calibration */
 static pthread_once_t tsc_once = PTHREAD_ONCE_INIT;
 
-/* A (tsc, ns) pair read as close together as the machine allows. */
-static void pair(uint64_t *tsc, uint64_t *ns)
+/* A (tsc, CLOCK_REALTIME, CLOCK_MONOTONIC) triple read as close together
+ * as the machine allows: the best of five by the counter's span. */
+static void triple(uint64_t *tsc, uint64_t *real, uint64_t *mono)
 {
 #if defined(__x86_64__)
 	uint64_t best = UINT64_MAX;
 	for (int i = 0; i < 5; i++) {
-		uint64_t a = __rdtsc(), n = le__now_ns(), b = __rdtsc();
+		uint64_t a = __rdtsc(), n = le__now_ns(), m = le__mono_ns(),
+		         b = __rdtsc();
 		if (b - a < best) {
 			best = b - a;
 			*tsc = a + (b - a) / 2;
-			*ns = n;
+			*real = n;
+			*mono = m;
 		}
 	}
 #else
 	*tsc = 0;
-	*ns = le__now_ns();
+	*real = le__now_ns();
+	*mono = le__mono_ns();
 #endif
 }
 
-static void tsc_probe(void)
-{
 #if defined(__x86_64__)
-	char cs[64] = "";
+/* "tsc": the kernel vouches for the counter.  "kvm-clock": it may do, if
+ * every CPU says the counter is invariant; the skew check decides. */
+static int tsc_source(void)
+{
+	char cs[64] = "", line[4096];
+	int flags = 0, bad = 0;
 	FILE *f = fopen("/sys/devices/system/clocksource/clocksource0/"
 	                "current_clocksource", "re");
 	if (f) {
@@ -207,17 +215,84 @@ static void tsc_probe(void)
 			cs[0] = '\0';
 		fclose(f);
 	}
-	if (strncmp(cs, "tsc", 3) != 0 || getenv("LE_NO_TSC"))
+	if (strncmp(cs, "tsc", 3) == 0)
+		return 1;
+	if (strncmp(cs, "kvm-clock", 9) != 0 ||
+	    !(f = fopen("/proc/cpuinfo", "re")))
+		return 0;
+	while (fgets(line, sizeof line, f)) {
+		if (strncmp(line, "flags", 5) != 0)
+			continue;
+		flags++;
+		if (!strstr(line, " constant_tsc") || !strstr(line, " nonstop_tsc"))
+			bad++;
+	}
+	fclose(f);
+	return flags && !bad ? 2 : 0;
+}
+
+struct skew {
+	uint64_t tsc, mono;
+};
+
+static void *skew_read(void *arg)
+{
+	struct skew *k = arg;
+	uint64_t real;
+	triple(&k->tsc, &real, &k->mono);
+	return NULL;
+}
+
+/* On every CPU this process may run on, the counter against
+ * CLOCK_MONOTONIC (which kvm-clock keeps consistent across CPUs) on the
+ * line through (t0, m0) at the calibrated ratio.  @return 1 when every
+ * CPU is within LE_TSC_SKEW_NS of it. */
+static int skew_ok(uint64_t t0, uint64_t m0)
+{
+	cpu_set_t set;
+	struct skew k;
+	pthread_attr_t a;
+	pthread_t th;
+
+	if (sched_getaffinity(0, sizeof set, &set) < 0)
+		return 0;
+	for (int cpu = 0; cpu < CPU_SETSIZE; cpu++) {
+		if (!CPU_ISSET(cpu, &set))
+			continue;
+		cpu_set_t one;
+		CPU_ZERO(&one);
+		CPU_SET(cpu, &one);
+		if (pthread_attr_init(&a) != 0)
+			return 0;
+		int rc = pthread_attr_setaffinity_np(&a, sizeof one, &one);
+		if (rc == 0)
+			rc = pthread_create(&th, &a, skew_read, &k);
+		pthread_attr_destroy(&a);
+		if (rc != 0 || pthread_join(th, NULL) != 0)
+			return 0;
+		if (le__tsc_skewed(t0, m0, tsc_ratio, k.tsc, k.mono))
+			return 0;
+	}
+	return 1;
+}
+#endif
+
+static void tsc_probe(void)
+{
+#if defined(__x86_64__)
+	int src = getenv("LE_NO_TSC") ? 0 : tsc_source();
+	if (!src)
 		return;
-	uint64_t t0 = 0, n0 = 0, t1 = 0, n1 = 0;
-	pair(&t0, &n0);
+	uint64_t t0 = 0, r0, m0 = 0, t1 = 0, r1, m1 = 0;
+	triple(&t0, &r0, &m0);
 	do
-		pair(&t1, &n1);
-	while (n1 - n0 < 5000000u);
+		triple(&t1, &r1, &m1);
+	while (m1 - m0 < 5000000u);
 	if (t1 <= t0)
 		return;
-	tsc_ratio = (double)(n1 - n0) / (double)(t1 - t0);
-	tsc_ok = tsc_ratio > 0.01 && tsc_ratio < 100.0;
+	tsc_ratio = (double)(m1 - m0) / (double)(t1 - t0);
+	tsc_ok = tsc_ratio > 0.01 && tsc_ratio < 100.0 &&
+	         (src == 1 || skew_ok(t1, m1));
 #endif
 }
 
@@ -227,29 +302,86 @@ int le__tsc_usable(void)
 	return tsc_ok;
 }
 
+void le__clock_rebase(le__clock *c, uint64_t tsc, uint64_t real,
+                      uint64_t mono)
+{
+	c->mult = (uint64_t)(c->ns_per_tick * 4294967296.0 + 0.5);
+	c->base_tsc = tsc;
+	c->base_ns = real;
+	c->base_mono = mono;
+}
+
 void le__clock_init(le__clock *c)
 {
+	uint64_t t = 0, n = 0, m = 0;
+
 	memset(c, 0, sizeof *c);
 	if (!le__tsc_usable())
 		return;
-	pair(&c->base_tsc, &c->base_ns);
+	triple(&t, &n, &m);
 	c->ns_per_tick = tsc_ratio;
-	c->mult = (uint64_t)(tsc_ratio * 4294967296.0 + 0.5);
+	le__clock_rebase(c, t, n, m);
+}
+
+int le__clock_ratio_ok(double first, double now)
+{
+	return now > first * 0.999 && now < first * 1.001;
 }
 
 void le__clock_recal(le__clock *c)
 {
-	uint64_t t = 0, n = 0;
+	uint64_t t = 0, n = 0, m = 0;
 	if (c->ns_per_tick == 0)
 		return;
-	pair(&t, &n);
-	/* Over a second or more the pair's jitter (tens of ns) is noise. */
-	if (n > c->base_ns + 500000000u && t > c->base_tsc)
-		c->ns_per_tick = (double)(n - c->base_ns) /
-		                 (double)(t - c->base_tsc);
-	c->mult = (uint64_t)(c->ns_per_tick * 4294967296.0 + 0.5);
-	c->base_tsc = t;
-	c->base_ns = n;
+	triple(&t, &n, &m);
+	le__clock_recal_at(c, t, n, m, tsc_ratio);
+}
+
+void le__clock_recal_at(le__clock *c, uint64_t tsc, uint64_t real,
+                        uint64_t mono, double first)
+{
+	/* Over half a second or more the triple's jitter (tens of ns) is
+	 * noise.  Against CLOCK_MONOTONIC: CLOCK_REALTIME may be stepped. */
+	if (mono > c->base_mono + 500000000u && tsc > c->base_tsc) {
+		double r = (double)(mono - c->base_mono) /
+		           (double)(tsc - c->base_tsc);
+		if (le__clock_ratio_ok(first, r))
+			c->ns_per_tick = r;
+	}
+	le__clock_rebase(c, tsc, real, mono);
+}
+
+int le__tsc_skewed(uint64_t t0, uint64_t m0, double ratio, uint64_t tsc,
+                   uint64_t mono)
+{
+	double want = (double)m0 + (double)(int64_t)(tsc - t0) * ratio;
+	double off = (double)mono - want;
+	return off > LE_TSC_SKEW_NS || off < -(double)LE_TSC_SKEW_NS;
+}
+
+int le__clock_slipped(const le__clock *c, uint64_t tsc, uint64_t real)
+{
+	uint64_t ns = le__clock_ns(c, tsc);
+	return ns > real + LE_CLOCK_SLIP_NS || ns + LE_CLOCK_SLIP_NS < real;
+}
+
+int le__clock_check(le__clock *c, uint64_t *real)
+{
+#if defined(__x86_64__)
+	if (c->ns_per_tick != 0) {
+		uint64_t t = __rdtsc();
+		*real = le__now_ns();
+		if (!le__clock_slipped(c, t, *real))
+			return 0;
+		uint64_t m = 0;
+		triple(&t, real, &m);
+		le__clock_rebase(c, t, *real, m);
+		c->rebased++;
+		return 1;
+	}
+#endif
+	*real = le__now_ns();
+	return 0;
 }
 
 void le__name_thread(pthread_t t, const char *name)

@@ -707,6 +707,8 @@ static int collect(le__shard *sh)
 	uint64_t rd = sh->rd, seq = sh->next_seq, last_ts = sh->last_ts;
 	uint64_t bytes_sum = 0, last_off = sh->pend_last_off;
 	uint32_t recs = sh->pend_recs, slots = 0;
+	uint64_t now_real;
+	le__clock_check(&sh->clock, &now_real);
 	const le__clock clk = sh->clock;
 	/* Frames waiting for their CRC, four at a time (see encode()). */
 	unsigned char *un[4];
@@ -755,9 +757,9 @@ static int collect(le__shard *sh)
 		/* Recorded so that recovery after a kill -9 between our pwrite
 		 * and the release can tell this slot is already written. */
 		sl->seq = seq;
-		uint64_t ts = le__clock_ns(&clk, sl->ts);
-		if (ts < last_ts)
-			ts = last_ts; /* keep a shard's timestamps monotonic */
+		/* monotonic in a shard, and not from a jumped counter (os.h) */
+		uint64_t ts = le__ts_within(le__clock_ns(&clk, sl->ts), last_ts,
+		                            now_real);
 		last_ts = ts;
 		last_off = sh->buf_off + len;
 		if (e->has_stream)

@@ -4,6 +4,8 @@
  */
 #include "harness.h"
 
+#include <sys/wait.h>
+
 #include "crc32c.h"
 #include "format.h"
 #include "os.h"
@@ -277,6 +279,119 @@ TEST(tsc_stamps_convert_to_ns_within_a_nanosecond_either_side_of_base)
 	CHECK_EQ(le__clock_ns(&ns, 123456789), 123456789);
 }
 
+/* A clock at 0.5 ns a tick, based at (1e12 ticks, R, M). */
+#define T0 1000000000000ull
+#define R0 1764547200000000000ull /* 2025-12-01 */
+#define M0 5000000000000ull
+static le__clock half_ns_clock(void)
+{
+	le__clock c = {.ns_per_tick = 0.5};
+	le__clock_rebase(&c, T0, R0, M0);
+	return c;
+}
+
+/* A VM restored from a snapshot (or moved to another host) can find its
+ * counter moved back: records stamped before the jump and converted after
+ * the writer rebased would land in the future.  The writer's check sees
+ * the slip, rebases, and keeps such records at its own clock's reading:
+ * in order, and never later than the writer saw them. */
+TEST(tsc_jumping_back_leaves_no_record_in_the_future_or_out_of_order)
+{
+	le__clock c = half_ns_clock();
+	uint64_t before = T0 + 2000000; /* 1 ms after base */
+	CHECK_EQ(le__clock_ns(&c, before), R0 + 1000000);
+	/* The counter goes back 20 s while the real clock goes on 2 ms. */
+	uint64_t t_now = T0 - 40000000000ull, real = R0 + 2000000;
+	CHECK(le__clock_slipped(&c, t_now, real));
+	le__clock_rebase(&c, t_now, real, M0 + 2000000);
+	CHECK(!le__clock_slipped(&c, t_now + 2000, real + 1000));
+	uint64_t last = R0 + 900000; /* the shard's previous record */
+	uint64_t ts = le__ts_within(le__clock_ns(&c, before), last, real);
+	CHECK_EQ(ts, real); /* would be 20 s ahead */
+	/* A record stamped after the jump converts exactly again. */
+	uint64_t after = le__ts_within(le__clock_ns(&c, t_now + 1000), ts,
+	                               real + 500);
+	CHECK_EQ(after, real + 500);
+	/* Stamps a little past the reading (taken while the writer
+	 * collected) are believed, not clamped. */
+	CHECK_EQ(le__ts_within(real + 300000, last, real), real + 300000);
+}
+
+/* The counter moving forward instead: old stamps convert to the past,
+ * which the shard's order turns into its previous record's time. */
+TEST(tsc_jumping_forward_keeps_records_in_order)
+{
+	le__clock c = half_ns_clock();
+	uint64_t before = T0 + 2000000;
+	uint64_t t_now = T0 + 7200000000000ull, real = R0 + 3000000;
+	CHECK(le__clock_slipped(&c, t_now, real));
+	le__clock_rebase(&c, t_now, real, M0 + 3000000);
+	uint64_t last = R0 + 900000;
+	CHECK_EQ(le__ts_within(le__clock_ns(&c, before), last, real), last);
+	/* no slip: a counter the clock agrees with to within the bound */
+	CHECK(!le__clock_slipped(&c, t_now + 2000000, real + 1000000 + 900000));
+	CHECK(le__clock_slipped(&c, t_now + 2000000, real + 1000000 + 1100000));
+}
+
+/* Recalibration measures the ratio against CLOCK_MONOTONIC: a step of
+ * CLOCK_REALTIME (settimeofday, an NTP step) between two recalibrations
+ * must move the base, not the ratio (with the ratio from CLOCK_REALTIME
+ * an hour's step made every later stamp that second hours off). */
+TEST(realtime_step_moves_the_base_not_the_ratio)
+{
+	le__clock c = half_ns_clock();
+	/* 1 s later by the counter and CLOCK_MONOTONIC; realtime +1 h */
+	le__clock_recal_at(&c, T0 + 2000000000ull,
+	                   R0 + 3600000000000ull + 1000000000ull,
+	                   M0 + 1000000000ull, 0.5);
+	CHECK(c.ns_per_tick == 0.5);
+	CHECK_EQ(le__clock_ns(&c, T0 + 2000000000ull + 2000),
+	         R0 + 3601000000000ull + 1000);
+	/* A slightly different rate is taken (the counter's true rate)... */
+	le__clock_recal_at(&c, T0 + 4000000000ull, R0 + 3602000000000ull,
+	                   M0 + 2000100000ull, 0.5);
+	CHECK(c.ns_per_tick > 0.50004 && c.ns_per_tick < 0.50006);
+	/* ...a counter that jumped 1000 s within 1 s is not. */
+	double r = c.ns_per_tick;
+	le__clock_recal_at(&c, T0 + 2004000000000ull, R0 + 3603000000000ull,
+	                   M0 + 3000100000ull, 0.5);
+	CHECK(c.ns_per_tick == r);
+	CHECK(le__clock_ratio_ok(0.5, 0.5004) && !le__clock_ratio_ok(0.5, 0.5006));
+	CHECK(!le__clock_ratio_ok(0.5, 0.4994));
+}
+
+/* The skew check at calibration (kvm-clock): a CPU whose counter is off
+ * the calibrated line by more than LE_TSC_SKEW_NS vetoes TSC stamps. */
+TEST(tsc_skew_beyond_the_bound_is_seen_either_way)
+{
+	uint64_t t = T0 + 2000000; /* 1 ms on at 0.5 ns a tick */
+	CHECK(!le__tsc_skewed(T0, M0, 0.5, t, M0 + 1000000));
+	CHECK(!le__tsc_skewed(T0, M0, 0.5, t, M0 + 1000000 + 1900));
+	CHECK(le__tsc_skewed(T0, M0, 0.5, t, M0 + 1000000 + 2100));
+	CHECK(le__tsc_skewed(T0, M0, 0.5, t, M0 + 1000000 - 2100));
+	/* a counter behind the base (signed): 10 ns is fine, 10 us is not */
+	CHECK(!le__tsc_skewed(T0, M0, 0.5, T0 - 20, M0));
+	CHECK(le__tsc_skewed(T0, M0, 0.5, T0 - 20000, M0));
+}
+
+/* LE_NO_TSC=1 is the operator's way out of TSC stamps (os.h): it must
+ * win over any clock source.  Asked in a child before this process
+ * decides (the decision is made once per process). */
+TEST(le_no_tsc_in_the_environment_turns_tsc_stamps_off)
+{
+	pid_t pid = fork();
+	CHECK(pid >= 0);
+	if (pid == 0) {
+		setenv("LE_NO_TSC", "1", 1);
+		_exit(le__tsc_usable() ? 1 : 0);
+	}
+	int st = 0;
+	CHECK_EQ(waitpid(pid, &st, 0), pid);
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	printf("  (record stamps here: %s)\n",
+	       le__tsc_usable() ? "TSC" : "clock_gettime");
+}
+
 int main(int argc, char **argv)
 {
 	T_INIT(argc, argv);
@@ -290,5 +405,10 @@ int main(int argc, char **argv)
 	RUN(absurd_size_word_is_rejected_before_use);
 	RUN(checkpoint_matches_vector_and_newest_valid_slot_wins);
 	RUN(tsc_stamps_convert_to_ns_within_a_nanosecond_either_side_of_base);
+	RUN(tsc_jumping_back_leaves_no_record_in_the_future_or_out_of_order);
+	RUN(tsc_jumping_forward_keeps_records_in_order);
+	RUN(realtime_step_moves_the_base_not_the_ratio);
+	RUN(tsc_skew_beyond_the_bound_is_seen_either_way);
+	RUN(le_no_tsc_in_the_environment_turns_tsc_stamps_off);
 	return t_done();
 }
