@@ -61,9 +61,11 @@ struct bench_cfg preset_base(void)
 	return c;
 }
 
-/* The judged run, and again without the per-call timer for logengine and
- * the raw baseline: the timer costs ~25 ns a call, most of what a raw
- * record costs, so the machine's limit is measured untimed.  Then
+/* The judged run, and again without the per-call timer for logengine,
+ * spdlog and the raw baseline: the timer (lfence; rdtsc ... rdtscp, and
+ * the store of the figure) costs more than a le_write on a VM whose rdtsc
+ * takes 11 ns, so throughput is judged untimed, as the machine's limit
+ * always was, and the timed figures stay beside it.  Then
  * logengine once more, timed and untimed, with its queue's byte bound
  * sized for its record bound (8,192 records x payload: 1 MiB), as
  * spdlog's queue is 8,192 messages: the ring behind the queue is sized by
@@ -77,8 +79,8 @@ static void p_compare(const char *name)
 	add_point(name, O.targets, &c, "%ld x %u B, %d producer%s", c.records,
 	          c.payload, c.threads, c.threads > 1 ? "s" : "");
 	c.untimed = 1;
-	if (O.targets & (T_LE | T_RAW))
-		add_point(name, O.targets & (T_LE | T_RAW), &c,
+	if (O.targets & (T_LE | T_SPD | T_RAW))
+		add_point(name, O.targets & (T_LE | T_SPD | T_RAW), &c,
 		          "%ld x %u B, calls not timed", c.records, c.payload);
 	if (!(O.targets & T_LE) || small >= c.le.queue_capacity_bytes ||
 	    small < c.le.max_record_bytes)

@@ -468,6 +468,7 @@ static void judge(FILE *f, int v, const char *how)
 	                   *lc = find_compare(0, v), *lu = find_compare(1, v);
 	double le = med(lc, 0, F_MSGS), sp = med(c, 1, F_MSGS),
 	       leu = med(lu, 0, F_MSGS), raw = med(u, 3, F_MSGS),
+	       spu = med(u, 1, F_MSGS),
 	       le999 = med(lc, 0, F_P999), sp50 = med(c, 1, F_P50);
 	char a[32], b[32];
 
@@ -479,12 +480,22 @@ static void judge(FILE *f, int v, const char *how)
 		lu = lc;
 		u = c;
 	}
-	if (!isnan(le) && !isnan(sp)) {
-		fprintf(f, "- logengine (%s) throughput at least 10x spdlog's: "
+	/* Throughput untimed, where the run has spdlog untimed: the timer
+	 * around each call would be most of what a le_write costs.  The
+	 * ratio with every call timed follows, for comparison. */
+	const struct point *tu = isnan(spu) ? lc : lu, *su = isnan(spu) ? c : u;
+	double let = isnan(spu) ? le : leu, spt = isnan(spu) ? sp : spu;
+	if (!isnan(let) && !isnan(spt)) {
+		fprintf(f, "- logengine (%s) throughput at least 10x spdlog's%s: "
 		        "%s vs %s msg/s = **%.1fx** — %s", how,
-		        fmt_rate(le, a, 32), fmt_rate(sp, b, 32), le / sp,
-		        le >= 10 * sp ? "met" : "NOT met");
-		paired(f, lc, 0, F_MSGS, c, 1, F_MSGS, 10, 1);
+		        isnan(spu) ? "" : ", calls not timed",
+		        fmt_rate(let, a, 32), fmt_rate(spt, b, 32), let / spt,
+		        let >= 10 * spt ? "met" : "NOT met");
+		paired(f, tu, 0, F_MSGS, su, 1, F_MSGS, 10, 1);
+		if (!isnan(spu) && !isnan(le) && !isnan(sp))
+			fprintf(f, "; with every call timed %s vs %s = %.1fx",
+			        fmt_rate(le, a, 32), fmt_rate(sp, b, 32),
+			        le / sp);
 		fputc('\n', f);
 	}
 	if (!isnan(leu) && !isnan(raw)) {
