@@ -468,7 +468,7 @@ static void judge(FILE *f, int v, const char *how)
 	                   *lc = find_compare(0, v), *lu = find_compare(1, v);
 	double le = med(lc, 0, F_MSGS), sp = med(c, 1, F_MSGS),
 	       leu = med(lu, 0, F_MSGS), raw = med(u, 3, F_MSGS),
-	       spu = med(u, 1, F_MSGS),
+	       spu,
 	       le999 = med(lc, 0, F_P999), sp50 = med(c, 1, F_P50);
 	char a[32], b[32];
 
@@ -480,6 +480,7 @@ static void judge(FILE *f, int v, const char *how)
 		lu = lc;
 		u = c;
 	}
+	spu = u == c ? NAN : med(u, 1, F_MSGS); /* spdlog untimed, if run */
 	/* Throughput untimed, where the run has spdlog untimed: the timer
 	 * around each call would be most of what a le_write costs.  The
 	 * ratio with every call timed follows, for comparison. */

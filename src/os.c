@@ -171,6 +171,7 @@ uint64_t le__mono_ns(void)
 
 #include <pthread.h>
 #include <sched.h>
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -243,37 +244,47 @@ static void *skew_read(void *arg)
 	return NULL;
 }
 
-/* On every CPU this process may run on, the counter against
- * CLOCK_MONOTONIC (which kvm-clock keeps consistent across CPUs) on the
- * line through (t0, m0) at the calibrated ratio.  @return 1 when every
- * CPU is within LE_TSC_SKEW_NS of it. */
+/* On every CPU this process may run on (every CPU a thread can be
+ * pinned to: the caller's own mask may be narrower than its process's),
+ * the counter against CLOCK_MONOTONIC (which kvm-clock keeps consistent
+ * across CPUs) on the line through (t0, m0) at the calibrated ratio.  The
+ * probe threads block every signal (the process's are not theirs).
+ * @return 1 when every such CPU is within LE_TSC_SKEW_NS of it. */
 static int skew_ok(uint64_t t0, uint64_t m0)
 {
-	cpu_set_t set;
 	struct skew k;
 	pthread_attr_t a;
 	pthread_t th;
+	sigset_t all, old;
+	long ncpu = sysconf(_SC_NPROCESSORS_CONF);
+	int checked = 0, ok = 1;
 
-	if (sched_getaffinity(0, sizeof set, &set) < 0)
+	if (ncpu < 1 || ncpu > CPU_SETSIZE)
 		return 0;
-	for (int cpu = 0; cpu < CPU_SETSIZE; cpu++) {
-		if (!CPU_ISSET(cpu, &set))
-			continue;
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	for (int cpu = 0; ok && cpu < ncpu; cpu++) {
 		cpu_set_t one;
 		CPU_ZERO(&one);
 		CPU_SET(cpu, &one);
-		if (pthread_attr_init(&a) != 0)
-			return 0;
+		if (pthread_attr_init(&a) != 0) {
+			ok = 0;
+			break;
+		}
 		int rc = pthread_attr_setaffinity_np(&a, sizeof one, &one);
 		if (rc == 0)
 			rc = pthread_create(&th, &a, skew_read, &k);
 		pthread_attr_destroy(&a);
+		if (rc == EINVAL)
+			continue; /* offline, or outside the process's cpuset */
 		if (rc != 0 || pthread_join(th, NULL) != 0)
-			return 0;
-		if (le__tsc_skewed(t0, m0, tsc_ratio, k.tsc, k.mono))
-			return 0;
+			ok = 0;
+		else if (le__tsc_skewed(t0, m0, tsc_ratio, k.tsc, k.mono))
+			ok = 0;
+		checked++;
 	}
-	return 1;
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	return ok && checked > 0;
 }
 #endif
 

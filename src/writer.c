@@ -757,9 +757,16 @@ static int collect(le__shard *sh)
 		/* Recorded so that recovery after a kill -9 between our pwrite
 		 * and the release can tell this slot is already written. */
 		sl->seq = seq;
-		/* monotonic in a shard, and not from a jumped counter (os.h) */
-		uint64_t ts = le__ts_within(le__clock_ns(&clk, sl->ts), last_ts,
-		                            now_real);
+		/* Monotonic in a shard, and not from a jumped counter (os.h).
+		 * A stamp past the reading may only mean this pass has been
+		 * running (preempted, a long batch): read the clock again
+		 * before calling it a jump, or records taken since would be
+		 * dated to the pass's start (up to 10 ms before their call,
+		 * found by a second reader). */
+		uint64_t ts = le__clock_ns(&clk, sl->ts);
+		if (ts > now_real + LE_CLOCK_SLIP_NS)
+			now_real = le__now_ns();
+		ts = le__ts_within(ts, last_ts, now_real);
 		last_ts = ts;
 		last_off = sh->buf_off + len;
 		if (e->has_stream)
