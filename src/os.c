@@ -376,23 +376,20 @@ int le__clock_slipped(const le__clock *c, uint64_t tsc, uint64_t real)
 	return ns > real + LE_CLOCK_SLIP_NS || ns + LE_CLOCK_SLIP_NS < real;
 }
 
-int le__clock_check(le__clock *c, uint64_t *real)
+void le__clock_check(le__clock *c, uint64_t *real)
 {
 #if defined(__x86_64__)
 	if (c->ns_per_tick != 0) {
-		uint64_t t = __rdtsc();
+		uint64_t t = __rdtsc(), m = 0;
 		*real = le__now_ns();
-		if (!le__clock_slipped(c, t, *real))
-			return 0;
-		uint64_t m = 0;
-		triple(&t, real, &m);
-		le__clock_rebase(c, t, *real, m);
-		c->rebased++;
-		return 1;
+		if (le__clock_slipped(c, t, *real)) {
+			triple(&t, real, &m);
+			le__clock_rebase(c, t, *real, m);
+		}
+		return;
 	}
 #endif
 	*real = le__now_ns();
-	return 0;
 }
 
 void le__name_thread(pthread_t t, const char *name)

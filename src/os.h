@@ -93,7 +93,6 @@ typedef struct le__clock {
 	uint64_t base_mono; /* CLOCK_MONOTONIC at base_tsc: the ratio's clock */
 	double ns_per_tick; /* 0: timestamps are already ns */
 	uint64_t mult;      /* ns_per_tick in 32.32 fixed point */
-	uint64_t rebased;   /* checks that found the clock slipped */
 } le__clock;
 
 /* 1 when le__stamp() returns TSC ticks.  Decided once per process. */
@@ -112,8 +111,8 @@ void le__clock_rebase(le__clock *c, uint64_t tsc, uint64_t real,
                       uint64_t mono);
 /* Read CLOCK_REALTIME into *real; for TSC stamps, also the counter, and
  * rebase when the conversion of it is more than LE_CLOCK_SLIP_NS from
- * *real.  @return 1 when it rebased. */
-int le__clock_check(le__clock *c, uint64_t *real);
+ * *real. */
+void le__clock_check(le__clock *c, uint64_t *real);
 /* Whether stamp `tsc` converts to more than LE_CLOCK_SLIP_NS from real. */
 int le__clock_slipped(const le__clock *c, uint64_t tsc, uint64_t real);
 /* Whether a new ratio is the counter's (within 1/1000 of the first). */
