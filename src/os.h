@@ -66,8 +66,8 @@ void le__name_thread(pthread_t t, const char *name);
  * Record timestamps.  Where the TSC can stand for the kernel's clock, a
  * producer stores the raw counter (rdtsc, 7-11 ns) instead of calling
  * clock_gettime (20-25 ns, and on a KVM guest's kvm-clock two to three
- * times le_write's other work in a loop: 5-10 M vs 19-23 M records/s,
- * docs/BENCHMARKS.md), and the shard's writer converts ticks to
+ * times le_write's other work in a loop: 5-9 M vs 21-23 M records/s from
+ * build/writer-cost, docs/BENCHMARKS.md), and the shard's writer converts ticks to
  * wall-clock ns.  The TSC stands for the clock when:
  *   - the kernel keeps time with it (clocksource "tsc": it checked the
  *     counter is constant, non-stop and synchronised across cores), or
@@ -79,8 +79,9 @@ void le__name_thread(pthread_t t, const char *name);
  * moved to another host) and CLOCK_REALTIME can be stepped, so the writer
  * checks the conversion against CLOCK_REALTIME at every collect and
  * rebases when they differ by more than LE_CLOCK_SLIP_NS (le__clock_check),
- * and keeps each record within [the shard's previous record, the check's
- * reading + LE_CLOCK_SLIP_NS] (le__ts_within).  LE_NO_TSC=1 in the
+ * and keeps each record within [the shard's previous record, a reading
+ * taken after its stamp + LE_CLOCK_SLIP_NS] (le__ts_within; collect reads
+ * the clock again before it clamps to an older reading).  LE_NO_TSC=1 in the
  * environment turns TSC stamps off.  Elsewhere producers store
  * le__now_ns() and the conversion is the identity.
  */
@@ -137,7 +138,7 @@ static inline uint64_t le__clock_ns(const le__clock *c, uint64_t stamp)
 
 /* A record's ns kept in order and believable: not before the shard's
  * previous record (`last`), and not more than LE_CLOCK_SLIP_NS after the
- * writer's reading `real` taken before it looked at the record.  A stamp
+ * writer's reading `real`, taken after the record's stamp.  A stamp
  * past that was taken before the counter jumped back or the clock was
  * stepped back; `real` is the nearest time we can vouch for. */
 static inline uint64_t le__ts_within(uint64_t ts, uint64_t last, uint64_t real)
