@@ -7,13 +7,13 @@
  *         [-n records] [-r repeats] [-s payload] [-t threads]
  *         [--targets logengine,spdlog,glog,raw] [--out DIR] [--work DIR]
  *         [--soak SECS] [--soak-rate MSG/S] [--soak-interval SECS]
- *         [--soak-targets T,T..] [--formatted]
+ *         [--soak-targets T,T..] [--formatted] [--untimed]
  *         [--shards N] [--route-keys K] [--batch N] [--fields HEX]
  *         [--queue N] [--queue-bytes N] [--max-pending N] [--flush-ms N]
  *         [--sync none|interval|batch] [--checkpoint-ms N] [--direct]
  *         [--drop] [--quiet]
  *
- * The knobs (--shards .. --drop) change the base of every preset; given
+ * The knobs (--formatted, --untimed, --shards .. --drop) change the base of every preset; given
  * without --only they select the "custom" preset alone.  --list names the
  * presets; --quick (the default: compare, formatted, soak), --scan (and
  * every scan of seed 003), --full (and a 10-minute soak) choose them.
@@ -944,8 +944,8 @@ static void usage(FILE *f)
 	        "[--work DIR]\n"
 	        "  [--soak SECS] [--soak-rate N] [--soak-interval SECS] "
 	        "[--soak-targets T,T..]\n"
-	        "  [--formatted] [--shards N] [--route-keys K] [--batch N] "
-	        "[--fields HEX]\n"
+	        "  [--formatted] [--untimed] [--shards N] [--route-keys K] "
+	        "[--batch N] [--fields HEX]\n"
 	        "  [--queue N] [--queue-bytes N] [--max-pending N] "
 	        "[--flush-ms N]\n"
 	        "  [--sync none|interval|batch] [--checkpoint-ms N] "
@@ -955,7 +955,7 @@ static void usage(FILE *f)
 
 enum { OPT_QUICK = 256, OPT_SCAN, OPT_FULL, OPT_ONLY, OPT_LIST,
        OPT_TARGETS, OPT_OUT, OPT_WORK, OPT_SOAK, OPT_SOAK_RATE, OPT_SOAK_IV,
-       OPT_SOAK_TARGETS, OPT_FORMATTED, OPT_SHARDS, OPT_KEYS, OPT_BATCH,
+       OPT_SOAK_TARGETS, OPT_FORMATTED, OPT_UNTIMED, OPT_SHARDS, OPT_KEYS, OPT_BATCH,
        OPT_FIELDS, OPT_QUEUE, OPT_QBYTES, OPT_PENDING, OPT_FLUSH, OPT_SYNC,
        OPT_CKPT, OPT_DIRECT, OPT_DROP, OPT_DAMAGE, OPT_QUIET };
 
@@ -969,7 +969,8 @@ static const struct option longopts[] = {
 	{"soak", 1, 0, OPT_SOAK}, {"soak-rate", 1, 0, OPT_SOAK_RATE},
 	{"soak-interval", 1, 0, OPT_SOAK_IV},
 	{"soak-targets", 1, 0, OPT_SOAK_TARGETS},
-	{"formatted", 0, 0, OPT_FORMATTED}, {"shards", 1, 0, OPT_SHARDS},
+	{"formatted", 0, 0, OPT_FORMATTED},
+	{"untimed", 0, 0, OPT_UNTIMED}, {"shards", 1, 0, OPT_SHARDS},
 	{"route-keys", 1, 0, OPT_KEYS}, {"batch", 1, 0, OPT_BATCH},
 	{"fields", 1, 0, OPT_FIELDS}, {"queue", 1, 0, OPT_QUEUE},
 	{"queue-bytes", 1, 0, OPT_QBYTES}, {"max-pending", 1, 0, OPT_PENDING},
@@ -978,12 +979,13 @@ static const struct option longopts[] = {
 	{"drop", 0, 0, OPT_DROP}, {"damage", 0, 0, OPT_DAMAGE},
 	{"quiet", 0, 0, OPT_QUIET}, {"help", 0, 0, 'h'}, {0, 0, 0, 0}};
 
-/* One of logengine's knobs (or --formatted).  @return 0, or -1 if c is
+/* One of logengine's knobs (or --formatted, --untimed).  @return 0, or -1 if c is
  * not one. */
 static int knob(int c, const char *arg)
 {
 	switch (c) {
 	case OPT_FORMATTED: O.formatted = 1; break;
+	case OPT_UNTIMED: O.untimed = 1; break;
 	case OPT_SHARDS: O.le.shards = (unsigned)atoi(arg); break;
 	case OPT_KEYS: O.route_keys = atoi(arg); break;
 	case OPT_BATCH: O.le.batch_size = (uint32_t)atol(arg); break;

@@ -74,7 +74,8 @@ extern const size_t npresets;
 /* Command-line options (bench.c parses them). */
 struct opts {
 	long records;
-	int repeats, threads, route_keys, formatted, custom, list, quiet;
+	int repeats, threads, route_keys, formatted, untimed, custom, list,
+	    quiet;
 	uint32_t payload;
 	unsigned targets, soak_targets;
 	int mode; /* 0 quick, 1 scan, 2 full */

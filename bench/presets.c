@@ -106,7 +106,8 @@ static void p_custom(const char *name)
 {
 	struct bench_cfg c = preset_base();
 	c.workload = O.formatted ? BENCH_FORMATTED : BENCH_RAW;
-	add_point(name, O.targets, &c, "custom");
+	c.untimed = O.untimed;
+	add_point(name, O.targets, &c, O.untimed ? "custom, not timed" : "custom");
 }
 
 /* The payload scan moves at most 512 MiB of payload per run (4096 B:
