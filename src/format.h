@@ -192,6 +192,30 @@ uint32_t le__frame_put(unsigned char *out, uint32_t fields, uint32_t flags,
                        const void *payload, uint32_t len);
 void le__frame_seal(unsigned char *const *frames, int n);
 
+/*
+ * le__frame_put for fields == LE_FIELD_ALL (the default), inline for the
+ * writer's loop: flags, level, shard, seq and ts are 20 bytes from offset
+ * 8, written as three stores instead of five field by field behind a test
+ * of each bit.  Writer CPU per 128-byte record (build/writer-cost, five
+ * alternating pairs): collect() 19.8 ns (19.1-21.1) -> 17.6 (17.4-18.3).
+ */
+static inline uint32_t le__frame_put_all(unsigned char *out, uint32_t flags,
+                                         int level, uint32_t shard,
+                                         uint64_t seq, uint64_t ts,
+                                         const void *payload, uint32_t len)
+{
+	le__put32(out, 24 + len);
+	le__put64(out + 8, (uint64_t)(flags & 0xff) |
+	                           (uint64_t)(level & 0xff) << 8 |
+	                           (uint64_t)(shard & 0xffff) << 16 |
+	                           seq << 32);
+	le__put64(out + 16, seq >> 32 | ts << 32);
+	le__put32(out + 24, (uint32_t)(ts >> 32));
+	if (len)
+		memcpy(out + 28, payload, len);
+	return 28 + len;
+}
+
 /* Outcome of le__frame_decode. */
 enum {
 	LE_FRAME_OK = 0,

@@ -774,8 +774,13 @@ static int collect(le__shard *sh)
 		/* Without a store the lines are the output: no frame, no CRC
 		 * (len still counts them, as the batch's measure). */
 		if (store) {
-			le__frame_put(buf + len, fields, sl->flags, sl->level,
-			              sh->id, seq, ts, sl + 1, plen);
+			if (fields == LE_FIELD_ALL)
+				le__frame_put_all(buf + len, sl->flags, sl->level,
+				                  sh->id, seq, ts, sl + 1, plen);
+			else
+				le__frame_put(buf + len, fields, sl->flags,
+				              sl->level, sh->id, seq, ts, sl + 1,
+				              plen);
 			if (fields & LE_FIELD_CRC) {
 				un[nun++] = buf + len;
 				if (nun == 4) {

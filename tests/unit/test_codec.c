@@ -193,6 +193,50 @@ TEST(frames_match_format_md_vectors)
 	frame_vec(FRAME_NONE_VEC, 0, 0, 0, 0, 0, 0);
 }
 
+/* The writer's inline put for every field must write the bytes the
+ * general one does, for values that fill every byte of their field. */
+TEST(frame_put_all_writes_what_frame_put_writes)
+{
+	static const struct {
+		uint32_t flags, shard;
+		int level;
+		uint64_t seq, ts;
+	} v[] = {
+		{0, 0, 0, 0, 0},
+		{LE_REC_TRUNCATED, 2, LE_INFO, 100, 1764538227123456789ull},
+		{LE_REC_MARKER, 0xfffe, LE_FATAL, 0x0123456789abcdefull,
+		 0xfedcba9876543210ull},
+		{LE_REC_TRUNCATED | LE_REC_MARKER, 0x1234, LE_TRACE,
+		 0xffffffffffffffffull, 0x8000000000000001ull},
+	};
+	unsigned char pay[300], a[400], b[400];
+	for (size_t i = 0; i < sizeof pay; i++)
+		pay[i] = (unsigned char)(i * 7 + 1);
+	for (size_t k = 0; k < sizeof v / sizeof v[0]; k++)
+		for (uint32_t len = 0; len <= sizeof pay; len++) {
+			memset(a, 0xaa, sizeof a);
+			memset(b, 0xaa, sizeof b);
+			uint32_t na = le__frame_put(a, LE_FIELD_ALL, v[k].flags,
+			                            v[k].level, v[k].shard,
+			                            v[k].seq, v[k].ts, pay, len);
+			uint32_t nb = le__frame_put_all(b, v[k].flags, v[k].level,
+			                                v[k].shard, v[k].seq,
+			                                v[k].ts, pay, len);
+			CHECK_EQ(na, nb);
+			CHECK(memcmp(a, b, sizeof a) == 0);
+		}
+	/* And the FORMAT.md vector, sealed. */
+	unsigned char want[64], got[64];
+	size_t n;
+	unhex(FRAME_ALL_VEC, want, &n);
+	unsigned char *f = got;
+	CHECK_EQ(le__frame_put_all(got, 0, LE_INFO, 2, 100,
+	                           1764538227123456789ull, "hello", 5),
+	         n);
+	le__frame_seal(&f, 1);
+	CHECK(memcmp(got, want, n) == 0);
+}
+
 TEST(flipped_bit_anywhere_in_a_crc_frame_is_detected)
 {
 	unsigned char f0[64];
@@ -401,6 +445,7 @@ int main(int argc, char **argv)
 	RUN(crc_mask_roundtrips);
 	RUN(segment_header_matches_format_md_vector);
 	RUN(frames_match_format_md_vectors);
+	RUN(frame_put_all_writes_what_frame_put_writes);
 	RUN(flipped_bit_anywhere_in_a_crc_frame_is_detected);
 	RUN(absurd_size_word_is_rejected_before_use);
 	RUN(checkpoint_matches_vector_and_newest_valid_slot_wins);
