@@ -22,14 +22,18 @@ uint32_t le__crc32c_sw(uint32_t crc, const void *buf, size_t len);
 typedef uint32_t (*le__crc32c_fn)(uint32_t, const void *, size_t);
 le__crc32c_fn le__crc32c_hw(void);
 
+/* Most buffers le__crc32c_multi takes at once. */
+#define LE_CRC_WAYS 8
+
 /*
- * For i < n (n <= 4): crc[i] = CRC of the 4 bytes of pre[i] (as stored
- * little-endian) followed by p[i][0 .. len[i]), continuing from crc[i].
- * The crc32 instruction has a latency of three cycles and a throughput of
- * one, so one buffer keeps it a third busy; four independent buffers (four
- * frames of a batch) run side by side over their common length.  The
- * prefix word is a frame's size word, which the CRC covers but which is
- * not contiguous with the rest (the crc word sits between).
+ * For i < n (n <= LE_CRC_WAYS): crc[i] = CRC of the 4 bytes of pre[i] (as
+ * stored little-endian) followed by p[i][0 .. len[i]), continuing from
+ * crc[i].  The crc32 instruction has a latency of three cycles and a
+ * throughput of one a cycle (two on Zen 5), so one buffer keeps it a third
+ * busy or less; eight independent buffers (eight frames of a batch) run
+ * side by side over their common length.  The prefix word is a frame's size
+ * word, which the CRC covers but which is not contiguous with the rest (the
+ * crc word sits between).
  */
 void le__crc32c_multi(uint32_t *crc, const uint32_t *pre,
                       const unsigned char *const *p, const size_t *len,

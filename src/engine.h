@@ -13,6 +13,7 @@
 #include <stdatomic.h>
 #include <stdint.h>
 
+#include "crc32c.h"
 #include "format.h"
 #include "internal.h"
 #include "queue.h"
@@ -155,7 +156,7 @@ typedef struct le__shard {
 	size_t buf_new;              /* bytes at the end of buf not yet written */
 	uint64_t rd;                 /* ring position encoded up to */
 	int recovering;              /* draining a dead process's queue */
-	size_t unsealed[4];          /* buf offsets of frames without a CRC */
+	size_t unsealed[LE_CRC_WAYS]; /* buf offsets of frames without a CRC */
 	int nunsealed;
 	uint32_t pend_recs;          /* frames encoded, not yet written */
 	uint32_t pend_slots;         /* of those, from ring slots */

@@ -183,9 +183,10 @@ uint32_t le__frame_encode(unsigned char *out, uint32_t fields, uint32_t flags,
 
 /*
  * The same in two steps, for the writer: le__frame_put leaves the crc word
- * unset; le__frame_seal fills it in for n <= 4 frames at once (their CRCs
- * computed side by side, see le__crc32c_multi).  le__frame_encode is
- * le__frame_put followed by le__frame_seal of that one frame.
+ * unset; le__frame_seal fills it in for n <= LE_CRC_WAYS (8, crc32c.h)
+ * frames at once (their CRCs computed side by side, see
+ * le__crc32c_multi).  le__frame_encode is le__frame_put followed by
+ * le__frame_seal of that one frame.
  */
 uint32_t le__frame_put(unsigned char *out, uint32_t fields, uint32_t flags,
                        int level, uint32_t shard, uint64_t seq, uint64_t ts,

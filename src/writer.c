@@ -613,7 +613,7 @@ static uint64_t unstage(le__shard *sh)
 /* Compute the CRCs of the frames encoded since the last seal. */
 static void seal(le__shard *sh)
 {
-	unsigned char *f[4];
+	unsigned char *f[LE_CRC_WAYS];
 
 	for (int i = 0; i < sh->nunsealed; i++)
 		f[i] = sh->buf + sh->unsealed[i];
@@ -622,8 +622,8 @@ static void seal(le__shard *sh)
 	sh->nunsealed = 0;
 }
 
-/* Append one frame to the buffer; its CRC is computed four frames at a
- * time (le__frame_seal), before any write. */
+/* Append one frame to the buffer; its CRC is computed LE_CRC_WAYS frames
+ * at a time (le__frame_seal), before any write. */
 static void encode(le__shard *sh, uint32_t flags, int level, uint64_t ts,
                    const void *payload, uint32_t len)
 {
@@ -638,7 +638,7 @@ static void encode(le__shard *sh, uint32_t flags, int level, uint64_t ts,
 	                           len);
 	if (fields & LE_FIELD_CRC) {
 		sh->unsealed[sh->nunsealed++] = sh->buf_len;
-		if (sh->nunsealed == 4)
+		if (sh->nunsealed == LE_CRC_WAYS)
 			seal(sh);
 	}
 	sh->buf_len += n;
@@ -710,8 +710,8 @@ static int collect(le__shard *sh)
 	uint64_t now_real;
 	le__clock_check(&sh->clock, &now_real);
 	const le__clock clk = sh->clock;
-	/* Frames waiting for their CRC, four at a time (see encode()). */
-	unsigned char *un[4];
+	/* Frames waiting for their CRC, LE_CRC_WAYS at a time (encode()). */
+	unsigned char *un[LE_CRC_WAYS];
 	int nun = sh->nunsealed;
 	for (int i = 0; i < nun; i++)
 		un[i] = buf + sh->unsealed[i];
@@ -783,8 +783,8 @@ static int collect(le__shard *sh)
 				              plen);
 			if (fields & LE_FIELD_CRC) {
 				un[nun++] = buf + len;
-				if (nun == 4) {
-					le__frame_seal(un, 4);
+				if (nun == LE_CRC_WAYS) {
+					le__frame_seal(un, LE_CRC_WAYS);
 					nun = 0;
 				}
 			}

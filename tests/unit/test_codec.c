@@ -76,25 +76,27 @@ TEST(crc32c_hw_and_sw_agree_at_every_length_and_alignment)
 
 TEST(crc32c_multi_equals_one_at_a_time)
 {
-	unsigned char b[4][300];
-	for (int k = 0; k < 4; k++)
+	enum { W = LE_CRC_WAYS };
+	unsigned char b[W][300];
+	for (int k = 0; k < W; k++)
 		for (int i = 0; i < 300; i++)
 			b[k][i] = (unsigned char)(i * 13 + k * 7 + 1);
-	/* Shapes: 0 unequal lengths; 1 all equal (four of one length take
-	 * a path of their own, the writer's usual case, so every length
-	 * 0..199 is tried there); 2 the first longer than the three others,
-	 * which are equal (not four of one length, though the last three
-	 * match the shortest). */
-	for (int shape = 0; shape < 3; shape++) {
-		for (int n = 1; n <= 4; n++) {
+	/* Shapes: 0 unequal lengths; 1 all equal (four or eight of one
+	 * length take a path of their own, the writer's usual case, so every
+	 * length 0..199 is tried there); 2 the first longer than the others,
+	 * which are equal (not all of one length, though the others match
+	 * the shortest); 3 the last longer than the others. */
+	for (int shape = 0; shape < 4; shape++) {
+		for (int n = 1; n <= W; n++) {
 			for (size_t base = 0; base < 200; base += shape ? 1 : 7) {
-				uint32_t crc[4], want[4], pre[4];
-				const unsigned char *p[4];
-				size_t len[4];
+				uint32_t crc[W], want[W], pre[W];
+				const unsigned char *p[W];
+				size_t len[W];
 				for (int k = 0; k < n; k++) {
 					len[k] = shape == 0 ? base + (size_t)k * 5 % 13
 					         : shape == 1 ? base
-					                      : base + (k ? 0 : 9);
+					         : shape == 2 ? base + (k ? 0 : 9)
+					                      : base + (k == n - 1 ? 11 : 0);
 					p[k] = b[k] + k + 4; /* misaligned */
 					/* the 4 bytes before */
 					memcpy(&pre[k], b[k] + k, 4);
