@@ -170,6 +170,7 @@ typedef struct le__shard {
 	uint64_t stuck_rd, stuck_since; /* a flush waits and rd does not
 	                                 move: since when (0: not stuck) */
 	int busy;                    /* records arrive fast: nap, not sleep */
+	uint64_t nap_ns;             /* a busy writer's next nap (writer.c) */
 	uint64_t w_next_seq;         /* next_seq as of the last write */
 	uint64_t w_last_ts;          /* last_ts as of the last write */
 	/* [writer] sync and checkpoint state */

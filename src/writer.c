@@ -1149,9 +1149,31 @@ static void wait_stuck(uint64_t since, uint64_t now)
 /* 64 ring bytes a microsecond: ~330,000 records/s of 128 bytes. */
 #define BUSY_BYTES_PER_US 64u
 
-/* A busy writer's nap: at 20 M records/s a thousand records, 200 KB of
- * the default 2 MB ring. */
-#define LE_BUSY_NAP_NS (50u * 1000u)
+/*
+ * A busy writer's nap: LE_BUSY_NAP_NS, or less when the producers would
+ * fill a quarter of the ring sooner at the rate the last pass found.
+ * Each batch the writer gives back costs a producer one or two cache
+ * misses (the budget and tail words come back from the writer's core,
+ * ~200 ns each on the reference VM), so the number of batches decides how
+ * many calls are slow: at a timed producer's 12.8 M records/s a 50 us nap
+ * made batches of ~640 records, 0.16% of calls, and p99.9 landed among
+ * them.  200 us makes batches of ~2,000: p99.9 240-250 ns against 260-291
+ * in four alternating rounds (`build/bench --only compare --targets
+ * logengine -r 3`), the same throughput timed and untimed.
+ */
+#define LE_BUSY_NAP_NS (200u * 1000u)
+
+/* The nap for the rate of the pass that just ended: `bytes` of ring
+ * consumed in `dt` ns. */
+static uint64_t nap_for(const le__shard *sh, uint64_t bytes, uint64_t dt)
+{
+	if (!bytes)
+		return LE_BUSY_NAP_NS;
+	/* a quarter ring at bytes/dt (dt at most a second: no overflow) */
+	uint64_t s = dt < 1000 * MS ? dt : 1000 * MS;
+	unsigned __int128 t = (unsigned __int128)s * (sh->ring.size / 4) / bytes;
+	return t < LE_BUSY_NAP_NS ? (uint64_t)t : LE_BUSY_NAP_NS;
+}
 
 static void nap(le__shard *sh, uint64_t now)
 {
@@ -1181,7 +1203,7 @@ static void nap(le__shard *sh, uint64_t now)
 	if (wait == 0)
 		return;
 	/* While records arrive fast, the next ones are microseconds away:
-	 * nap LE_BUSY_NAP_NS without saying so (`sleeping` stays 0), so no
+	 * nap (nap_for) without saying so (`sleeping` stays 0), so no
 	 * producer makes a futex call to wake us, and look again.  Not a
 	 * spin: a writer polling the ring's next slot takes the line the
 	 * producer writes next, which then has to come back to its core for
@@ -1193,9 +1215,9 @@ static void nap(le__shard *sh, uint64_t now)
 	 * ms in all, against 73-133 napping).  A trickle (an access log) sleeps
 	 * until woken or flush_ms: napping there costs wake-ups for nothing. */
 	if (sh->busy) {
-		le__futex_wait(&sh->sleeping, 0, wait < LE_BUSY_NAP_NS
-		                                         ? wait
-		                                         : LE_BUSY_NAP_NS);
+		uint64_t n = wait < sh->nap_ns ? wait : sh->nap_ns;
+		if (n >= 1000) /* le_flush ends it early: see there */
+			le__futex_wait(&sh->sleeping, 0, n);
 		return;
 	}
 	/* RMW: pairs with the producer's RMW in publish_and_wake. */
@@ -1363,6 +1385,8 @@ void *le__writer_main(void *arg)
 		sh->busy = why != C_MORE ||
 		           (sh->rd - rd0) * 1000 >=
 		                   (now - sh->last_collect_mono) * BUSY_BYTES_PER_US;
+		sh->nap_ns = nap_for(sh, sh->rd - rd0,
+		                     now - sh->last_collect_mono);
 		sh->last_collect_mono = now;
 		if ((sh->pend_recs || sh->buf_new || why == C_ROTATE) &&
 		    due(sh, why, now)) {
