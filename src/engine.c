@@ -248,6 +248,8 @@ static int shard_init(le_engine *e, uint32_t i)
 		if (e->cfg.stream_sync)
 			size = le__ring_size_for(1, 0, 0);
 		rc = le__ring_open(&sh->ring, NULL, size, i);
+		if (rc == 0)
+			le__writer_note_clock(sh);
 		return rc < 0 ? rc : le__writer_recover(sh);
 	}
 	rc = le__shard_dir(sh->dir, sizeof sh->dir, e->dir, i);
@@ -281,6 +283,10 @@ static int shard_init(le_engine *e, uint32_t i)
 		 * head while records go in at 0. */
 		le__writer_restart(sh);
 	}
+	/* Only now: a reused file's header held the dead process's clock,
+	 * which recovery needed. */
+	if (rc == 0)
+		le__writer_note_clock(sh);
 	return rc;
 }
 

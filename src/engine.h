@@ -165,6 +165,8 @@ typedef struct le__shard {
 	uint64_t pend_since;         /* mono ns of the oldest pending record */
 	uint64_t pend_last_off;      /* start offset of the last pending frame */
 	le__clock clock;             /* slot stamps -> ns */
+	uint64_t clock_put_tsc;      /* clock.base_tsc and .mult as last put */
+	uint64_t clock_put_mult;     /* in the QUEUE header (writer.c) */
 	uint64_t last_recal_mono;
 	uint64_t last_collect_mono;  /* when collect last ran */
 	uint64_t stuck_rd, stuck_since; /* a flush waits and rd does not
@@ -251,6 +253,8 @@ void le__reaper_free(le_engine *e);
 int le__writer_recover(le__shard *sh); /* in le_open, before threads */
 /* After the ring was made anew: the writer's positions follow it. */
 void le__writer_restart(le__shard *sh);
+/* Put the shard's clock in its QUEUE header (le__ring_put_clock). */
+void le__writer_note_clock(le__shard *sh);
 void *le__writer_main(void *arg);
 void le__writer_free(le__shard *sh);
 

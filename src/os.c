@@ -307,10 +307,12 @@ static void tsc_probe(void)
 #endif
 }
 
+int le__tsc_forbid;
+
 int le__tsc_usable(void)
 {
 	pthread_once(&tsc_once, tsc_probe);
-	return tsc_ok;
+	return tsc_ok && !le__tsc_forbid;
 }
 
 void le__clock_rebase(le__clock *c, uint64_t tsc, uint64_t real,

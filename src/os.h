@@ -98,6 +98,9 @@ typedef struct le__clock {
 
 /* 1 when le__stamp() returns TSC ticks.  Decided once per process. */
 int le__tsc_usable(void);
+/* Tests: nonzero makes le__tsc_usable() 0 from now on, as LE_NO_TSC=1 does
+ * at the first call (a forked child cannot probe again). */
+extern int le__tsc_forbid;
 /* Calibration for a new engine (first call per process spins ~5 ms). */
 void le__clock_init(le__clock *c);
 /* Refresh: the ratio over [base, now] against CLOCK_MONOTONIC (kept when

@@ -179,6 +179,49 @@ static int get_header(const unsigned char *h, uint64_t file_len,
 	return 0;
 }
 
+/*
+ * The clock area, LE_QUEUE_CLOCK_OFF:
+ *   0 u32 unit: 1 ns since the epoch, 2 TSC ticks (0: none recorded)
+ *   4 u32 0
+ *   8 u64 base_tsc      16 u64 base_ns (at base_tsc)
+ *  24 u64 mult: ns per tick, 32.32 fixed point (os.h, le__clock_ns)
+ *  32 u32 masked CRC32C of bytes 0..31
+ * Written whole, the CRC last; a put cut short reads as none.
+ */
+void le__ring_put_clock(le__ring *r, const le__clock *c)
+{
+	unsigned char b[36] = {0};
+
+	le__put32(b, c->ns_per_tick != 0 ? 2 : 1);
+	if (c->ns_per_tick != 0) {
+		le__put64(b + 8, c->base_tsc);
+		le__put64(b + 16, c->base_ns);
+		le__put64(b + 24, c->mult);
+	}
+	le__put32(b + 32, le__crc_mask(le__crc32c_extend(0, b, 32)));
+	memcpy((unsigned char *)r->map + LE_QUEUE_CLOCK_OFF, b, sizeof b);
+}
+
+int le__ring_get_clock(const le__ring *r, le__clock *c)
+{
+	const unsigned char *b = (const unsigned char *)r->map +
+	                         LE_QUEUE_CLOCK_OFF;
+	uint32_t unit = le__get32(b);
+	uint64_t mult = le__get64(b + 24);
+
+	if (le__get32(b + 32) != le__crc_mask(le__crc32c_extend(0, b, 32)) ||
+	    (unit != 1 && unit != 2) || (unit == 2 && mult == 0))
+		return LE_ECORRUPT;
+	memset(c, 0, sizeof *c);
+	if (unit == 2) {
+		c->base_tsc = le__get64(b + 8);
+		c->base_ns = le__get64(b + 16);
+		c->mult = mult;
+		c->ns_per_tick = (double)mult / 4294967296.0;
+	}
+	return 0;
+}
+
 static int map_file(le__ring *r, int fd, uint64_t size)
 {
 	size_t len = LE_QUEUE_HDR + size;

@@ -79,7 +79,8 @@
  *  64  8  head (own line)      128  8  tail (own line)
  * 192  8  releasing: where a release in progress will move tail (its
  *         FREE words are being written; a crash there leaves them
- *         half-done, and recovery starts the walk here, not at tail) */
+ *         half-done, and recovery starts the walk here, not at tail)
+ * 256 36  the clock the slots' stamps are in (le__ring_put_clock) */
 #define LE_QUEUE_MAGIC "LOGENGQU"
 /* Above any ring le__ring_size_for makes (~2.7 GB at the largest bounds):
  * a header claiming more is not ours. */
@@ -88,6 +89,7 @@
 #define LE_QUEUE_HEAD_OFF 64u
 #define LE_QUEUE_TAIL_OFF 128u
 #define LE_QUEUE_REL_OFF 192u
+#define LE_QUEUE_CLOCK_OFF 256u
 
 typedef struct le__slot {
 	_Atomic uint64_t state;
@@ -100,7 +102,7 @@ typedef struct le__slot {
 } le__slot;
 
 _Static_assert(sizeof(le__slot) == LE_SLOT_HDR, "slot header is 32 bytes");
-_Static_assert(LE_QUEUE_REL_OFF + 8 <= LE_QUEUE_HDR, "header page");
+_Static_assert(LE_QUEUE_CLOCK_OFF + 36 <= LE_QUEUE_HDR, "header page");
 
 typedef struct le__ring {
 	/* In the mapping: head (producers CAS; read by the writer and
@@ -299,6 +301,19 @@ static inline int le__ring_peek(const le__ring *r, uint64_t *rd,
 int le__ring_open(le__ring *r, const char *path, uint64_t size,
                   uint32_t shard);
 void le__ring_close(le__ring *r);
+
+/*
+ * The clock the producers' stamps are in (os.h: ns, or TSC ticks with the
+ * conversion to ns), kept in the file's header page by the engine that
+ * owns it, so that a process recovering the file dates the records as
+ * their own writer would have, whatever its own stamps are (LE_NO_TSC set
+ * or not, another version, another clock source).  get: 0, or
+ * LE_ECORRUPT when the file holds none (a file from before this field, or
+ * a put cut short by the kill).
+ */
+struct le__clock;
+void le__ring_put_clock(le__ring *r, const struct le__clock *c);
+int le__ring_get_clock(const le__ring *r, struct le__clock *c);
 
 /* Tests simulate a reboot by changing this (0: the kernel's boot_id). */
 extern uint64_t le__boot_id_override;

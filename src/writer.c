@@ -709,6 +709,12 @@ static int collect(le__shard *sh)
 	uint32_t recs = sh->pend_recs, slots = 0;
 	uint64_t now_real;
 	le__clock_check(&sh->clock, &now_real);
+	/* Rebased (here or by the periodic recalibration): a process that
+	 * recovers this queue after a kill -9 converts its stamps with the
+	 * clock the QUEUE header holds. */
+	if (!sh->recovering && (sh->clock.base_tsc != sh->clock_put_tsc ||
+	                        sh->clock.mult != sh->clock_put_mult))
+		le__writer_note_clock(sh);
 	const le__clock clk = sh->clock;
 	/* Frames waiting for their CRC, LE_CRC_WAYS at a time (encode()). */
 	unsigned char *un[LE_CRC_WAYS];
@@ -1331,6 +1337,15 @@ static int drain_dead(le__shard *sh)
 	size_t normal_cap = sh->buf_cap;
 	if (r->size > sh->e->max_rec)
 		buf_resize(sh, normal_cap - sh->e->max_rec + r->size);
+	/* Its stamps are in the dead process's clock (TSC ticks or ns, and
+	 * its conversion), which need not be ours: LE_NO_TSC set in one and
+	 * not the other, another version.  Converted with ours, ns read as
+	 * ticks landed at the clamp's bound and ticks read as ns in 1970.  A
+	 * file without one (from before the field) gets ours, and the clamp
+	 * keeps its records in order and not after now. */
+	le__clock own = sh->clock;
+	if (le__ring_get_clock(r, &sh->clock) < 0)
+		sh->clock = own;
 	sh->recovering = 1;
 	for (;;) {
 		int why = collect(sh);
@@ -1347,6 +1362,7 @@ static int drain_dead(le__shard *sh)
 			break;
 	}
 	sh->recovering = 0;
+	sh->clock = own;
 	buf_resize(sh, normal_cap);
 	/* Past head is fine: the dead process claimed a slot and died
 	 * before moving head past it, and the walk stepped over it. */
@@ -1367,6 +1383,13 @@ void le__writer_restart(le__shard *sh)
 	sh->rd = atomic_load(sh->ring.tail);
 	atomic_store(&sh->done_pos, sh->rd);
 	atomic_store(&sh->flush_req, sh->rd);
+}
+
+void le__writer_note_clock(le__shard *sh)
+{
+	le__ring_put_clock(&sh->ring, &sh->clock);
+	sh->clock_put_tsc = sh->clock.base_tsc;
+	sh->clock_put_mult = sh->clock.mult;
 }
 
 void *le__writer_main(void *arg)

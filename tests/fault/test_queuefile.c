@@ -42,13 +42,15 @@ static size_t payload_of(char *b, int i)
 /* A process that opens tmpl with c (flush_ms far away: its writer writes
  * nothing unless woken), runs queue() and dies without le_close: what
  * queue() accepted is left in tmpl's QUEUE files. */
-static void die_with_queued(le_config c, int (*queue)(le_engine *e))
+static void die_with_queued_in(le_config c, int (*queue)(le_engine *e),
+                               int no_tsc)
 {
 	fflush(NULL);
 	pid_t pid = fork();
 	CHECK(pid >= 0);
 	if (pid == 0) {
 		le_engine *e;
+		le__tsc_forbid = no_tsc; /* its stamps in ns, not ticks */
 		c.dir = tmpl;
 		c.flush_ms = 60000;
 		_exit(le_open(&e, &c) != 0 ? 3 : queue(e) != 0 ? 4 : 0);
@@ -56,6 +58,11 @@ static void die_with_queued(le_config c, int (*queue)(le_engine *e))
 	int st;
 	CHECK_EQ(waitpid(pid, &st, 0), pid);
 	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+}
+
+static void die_with_queued(le_config c, int (*queue)(le_engine *e))
+{
+	die_with_queued_in(c, queue, 0);
 }
 
 static int queue_nrec(le_engine *e)
@@ -475,6 +482,65 @@ TEST(queue_header_with_an_absurd_size_is_not_followed)
 	t_rmrf(tmpl);
 }
 
+struct span {
+	uint64_t lo, hi;
+	int n, outside;
+};
+
+static void in_span(const le_record *r, void *arg)
+{
+	struct span *s = arg;
+	if (r->flags & LE_REC_MARKER)
+		return;
+	s->n++;
+	if (r->ts_ns < s->lo || r->ts_ns > s->hi) {
+		if (!s->outside)
+			fprintf(stderr, "  record %d dated %" PRIu64 ", taken in "
+			        "[%" PRIu64 ", %" PRIu64 "]\n", s->n, r->ts_ns,
+			        s->lo, s->hi);
+		s->outside++;
+	}
+}
+
+/*
+ * A process stamps records in TSC ticks or in ns (os.h), and the one that
+ * recovers its queue after a kill -9 may stamp in the other unit (LE_NO_TSC
+ * set in one of them, another version).  The records must keep the times
+ * they were taken at: converted with the recovering process's clock, ns
+ * read as ticks were dated at the clamp's bound (the recovery's time) and
+ * ticks read as ns in 1970.
+ */
+TEST(queue_left_in_the_other_stamp_unit_keeps_its_record_times)
+{
+	if (!le__tsc_usable())
+		printf("  (no TSC stamps here: both processes stamp in ns)\n");
+	for (int dead_no_tsc = 0; dead_no_tsc < 2; dead_no_tsc++) {
+		le_config c;
+		le_config_init(&c);
+		t_tmpdir(tmpl);
+		struct span s = {le__now_ns(), 0, 0, 0};
+		die_with_queued_in(c, queue_nrec, dead_no_tsc);
+		s.hi = le__now_ns();
+		fflush(NULL);
+		pid_t pid = fork();
+		CHECK(pid >= 0);
+		if (pid == 0) {
+			le_engine *e;
+			alarm(20);
+			le__tsc_forbid = !dead_no_tsc;
+			c.dir = tmpl;
+			_exit(le_open(&e, &c) != 0 ? 3 : le_close(e) != 0 ? 4 : 0);
+		}
+		int st;
+		CHECK_EQ(waitpid(pid, &st, 0), pid);
+		CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+		CHECK_EQ(read_all(tmpl, LE_RECOVER_ABSOLUTE, in_span, &s), NREC);
+		CHECK_EQ(s.n, NREC);
+		CHECK_EQ(s.outside, 0);
+		t_rmrf(tmpl);
+	}
+}
+
 int main(int argc, char **argv)
 {
 	T_INIT(argc, argv);
@@ -484,5 +550,6 @@ int main(int argc, char **argv)
 	RUN(queue_header_with_an_absurd_size_is_not_followed);
 	RUN(recover_names_the_damage_and_exits_1);
 	RUN(records_larger_than_this_engine_takes_are_still_recovered);
+	RUN(queue_left_in_the_other_stamp_unit_keeps_its_record_times);
 	return t_done();
 }
