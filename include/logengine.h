@@ -284,9 +284,14 @@ typedef struct le_stats {
 	                               at open (not counted in accepted) */
 	uint64_t abandoned_slots;   /* slots claimed by a dead process but
 	                               never published: not accepted, skipped */
-	uint64_t stream_lines;      /* lines handed to the stream sink */
-	uint64_t stream_dropped;    /* records the stream sink had no room for
-	                               (or whose reader was gone) */
+	uint64_t stream_lines;      /* lines handed to the stream sink and
+	                               not thrown away since: written, or
+	                               still buffered (after le_close_stats:
+	                               written, every one) */
+	uint64_t stream_dropped;    /* records the stream sink had no room
+	                               for, or threw away: its reader gone,
+	                               or a stalled reader's lines still
+	                               buffered a second into le_close */
 	uint64_t stream_bytes;      /* bytes written to stream_fd */
 	uint64_t writer_cpu_ns;     /* CPU time of the writer threads (0 in a
 	                               fork child, which has none) */
@@ -311,6 +316,17 @@ int le_stats_get(le_engine *e, le_stats *out);
  * freed either way).
  */
 int le_close(le_engine *e);
+
+/**
+ * le_close, and the counters as they stand once it has done everything:
+ * every thread joined, the stream sink's last lines written or, behind a
+ * reader stalled for a second, counted in stream_dropped (and, with
+ * store 0, in dropped).  So accepted == written + dropped exactly, and
+ * stream_lines is the lines the descriptor got.  The only way to read the
+ * counts of what le_close itself did.  final may be NULL (le_close).
+ * @return as le_close.
+ */
+int le_close_stats(le_engine *e, le_stats *final);
 
 /* ---------------------------------------------------------------------- */
 /* Reader: iterate the records of a log directory, oldest first, merged

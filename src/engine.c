@@ -852,6 +852,8 @@ int le_stats_get(le_engine *e, le_stats *o)
 		        atomic_load(&sh->recovered_truncated);
 		if (sh->started)
 			o->writer_cpu_ns += thread_cpu_ns(e, sh->thread);
+		else if (!e->forked)
+			o->writer_cpu_ns += sh->cpu_ns; /* joined: le_close_stats */
 		o->recovered_records += atomic_load(&sh->recovered);
 		o->abandoned_slots += atomic_load(&sh->abandoned);
 		o->sync_lost += atomic_load(&sh->sync_lost);
@@ -871,17 +873,41 @@ int le_stats_get(le_engine *e, le_stats *o)
 		o->stream_bytes = atomic_load(&e->stream.bytes);
 		if (e->stream.started)
 			o->stream_cpu_ns = thread_cpu_ns(e, e->stream.thread);
+		else if (!e->forked)
+			o->stream_cpu_ns = e->stream.cpu_ns;
+		/* Stream only: the lines are the records written, so a line
+		 * the sink threw away after its writer counted it written
+		 * (its reader gone, or still buffered at close) is one
+		 * dropped instead.  A snapshot taken while a batch is being
+		 * handed over may see the discard first: never below 0. */
+		uint64_t d = atomic_load(&e->stream.discarded);
+		if (!e->cfg.store) {
+			d = d < o->written ? d : o->written;
+			o->written -= d;
+			o->dropped_io += d;
+			o->dropped += d;
+		}
 	}
 	return 0;
 }
 
 int le_close(le_engine *e)
 {
-	if (!e)
+	return le_close_stats(e, NULL);
+}
+
+int le_close_stats(le_engine *e, le_stats *final)
+{
+	if (!e) {
+		if (final)
+			memset(final, 0, sizeof *final);
 		return 0;
+	}
 	if (e->forked) {
 		/* A fork child's copy: no threads here, and the files and the
 		 * queue are the parent's.  Release our copies only. */
+		if (final)
+			le_stats_get(e, final);
 		le__unregister(e);
 		for (uint32_t i = 0; i < e->nshards; i++)
 			e->shards[i].started = 0;
@@ -895,6 +921,10 @@ int le_close(le_engine *e)
 	atomic_fetch_add(&e->space_seq, 1);
 	le__futex_wake(&e->space_seq, INT_MAX);
 	stop_writers(e);
+	if (e->has_stream)
+		le__stream_stop(&e->stream); /* its last lines, or their count */
+	if (final)
+		le_stats_get(e, final); /* every thread joined: final */
 	uint64_t errs = atomic_load(&e->errors_total);
 	int rc = errs != atomic_load(&e->errors_seen)
 	                 ? (atomic_load(&e->last_error) ? atomic_load(&e->last_error)

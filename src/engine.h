@@ -46,7 +46,13 @@ typedef struct le__stream {
 	int stop;
 	uint64_t stop_deadline;
 	_Atomic int dead;        /* EPIPE or the like: the reader is gone */
-	_Atomic uint64_t lines, dropped, bytes;
+	/* lines: handed over and not thrown away since (buffered or
+	 * written); dropped: refused at the door or thrown away; discarded:
+	 * of those, the ones thrown away after they were handed over (the
+	 * reader gone, or still buffered when le__stream_stop gave up), which
+	 * a stream-only engine had counted written (le_stats_get). */
+	_Atomic uint64_t lines, dropped, discarded, bytes;
+	uint64_t cpu_ns;         /* the thread's CPU time when it ended */
 } le__stream;
 
 /* reaper.c: retention's unlinks, off the writer threads (see there).  An
@@ -85,7 +91,10 @@ size_t le__stream_format(unsigned char *out, size_t cap, int format,
                          uint64_t ts, int level, uint32_t shard, uint64_t seq,
                          uint32_t flags, const void *payload, uint32_t len);
 int le__stream_open(le__stream *s, const le_config *c);
-void le__stream_close(le__stream *s);
+/* Stop the thread: a reader that keeps up gets every line, a stalled one
+ * a second; what is left is thrown away and counted.  Idempotent. */
+void le__stream_stop(le__stream *s);
+void le__stream_close(le__stream *s); /* stop, then free */
 uint64_t le__stream_push(le__stream *s, const unsigned char *lines,
                          const uint32_t *lens, size_t n);
 int le__stream_write_sync(le__stream *s, const unsigned char *line, size_t n);
@@ -134,6 +143,7 @@ typedef struct le__shard {
 	char dir[LE_PATH_MAX];       /* DIR/shard-NNN */
 	pthread_t thread;
 	int started;
+	uint64_t cpu_ns;             /* the writer's CPU time when it ended */
 
 	/* [writer] the active segment */
 	int fd;                      /* -1: none open */

@@ -228,14 +228,17 @@ static uint64_t newlines(const unsigned char *p, size_t n)
 	return k;
 }
 
-/* Throw away what is buffered (the reader is gone), counting its record
- * lines as dropped; a line half written counts too.  Caller holds mu. */
+/* Throw away what is buffered (the reader is gone, or a stalled one ran
+ * out of time at close), moving its record lines from `lines` to
+ * `dropped`; a line half written counts too.  Caller holds mu. */
 static void discard(le__stream *s)
 {
 	size_t first = s->cap - s->head < s->len ? s->cap - s->head : s->len;
 	uint64_t lines = newlines(s->ring + s->head, first) +
-	                 newlines(s->ring, s->len - first);
-	atomic_fetch_add(&s->dropped, lines - s->mark_n);
+	                 newlines(s->ring, s->len - first) - s->mark_n;
+	atomic_fetch_sub(&s->lines, lines);
+	atomic_fetch_add(&s->dropped, lines);
+	atomic_fetch_add(&s->discarded, lines);
 	s->head = (s->head + s->len) % s->cap;
 	s->len = 0;
 	s->mark_n = 0;
@@ -328,6 +331,10 @@ static void *stream_main(void *arg)
 		if (pump(s, 100) < 0)
 			atomic_store(&s->dead, 1);
 	}
+	struct timespec cpu;
+	if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &cpu) == 0)
+		s->cpu_ns = (uint64_t)cpu.tv_sec * 1000000000u +
+		            (uint64_t)cpu.tv_nsec; /* read after the join */
 	return NULL;
 }
 
@@ -376,20 +383,29 @@ int le__stream_open(le__stream *s, const le_config *c)
 	return 0;
 }
 
+void le__stream_stop(le__stream *s)
+{
+	if (!s->started)
+		return;
+	pthread_mutex_lock(&s->mu);
+	s->stop = 1;
+	/* A reader that keeps up gets everything; a stalled one gets a
+	 * second, then the rest is thrown away, and counted: le_close_stats
+	 * reports it. */
+	s->stop_deadline = le__mono_ns() + 1000000000u;
+	pthread_cond_broadcast(&s->cv);
+	pthread_mutex_unlock(&s->mu);
+	pthread_join(s->thread, NULL);
+	s->started = 0;
+	pthread_mutex_lock(&s->mu);
+	if (s->len)
+		discard(s);
+	pthread_mutex_unlock(&s->mu);
+}
+
 void le__stream_close(le__stream *s)
 {
-	if (s->started) {
-		pthread_mutex_lock(&s->mu);
-		s->stop = 1;
-		/* A reader that keeps up gets everything; a stalled one gets a
-		 * second, then the rest is dropped (uncounted: no le_stats_get
-		 * can follow le_close). */
-		s->stop_deadline = le__mono_ns() + 1000000000u;
-		pthread_cond_broadcast(&s->cv);
-		pthread_mutex_unlock(&s->mu);
-		pthread_join(s->thread, NULL);
-		s->started = 0;
-	}
+	le__stream_stop(s);
 	if (s->own_nonblock && s->wfd >= 0)
 		close(s->wfd);
 	free(s->ring);
@@ -419,9 +435,11 @@ uint64_t le__stream_push(le__stream *s, const unsigned char *lines,
 	}
 	if (n > dropped)
 		pthread_cond_signal(&s->cv);
-	pthread_mutex_unlock(&s->mu);
+	/* Under mu: a discard (which takes lines back out) never finds
+	 * them not yet counted. */
 	atomic_fetch_add(&s->lines, n - dropped);
 	atomic_fetch_add(&s->dropped, dropped);
+	pthread_mutex_unlock(&s->mu);
 	return dropped;
 }
 

@@ -1068,16 +1068,14 @@ static void capture_close(struct capture *c, int status, double secs)
 {
 	le_stats st;
 
-	/* Flushed, the counters are final but for the passthrough lines
-	 * still buffered, which le_close writes (a stalled stdout gets a
-	 * second) without a count we could read afterwards.  A disk that
-	 * takes longer than the timeout only makes the summary early:
-	 * le_close still writes everything. */
+	/* The flush bounds the wait for a slow disk (le_close still writes
+	 * everything, and the counts below are taken after it has): the
+	 * passthrough lines a stalled stdout never took (it gets a second)
+	 * are among the dropped. */
 	int rc = le_flush(c->e, 30000);
 	if (rc == LE_ETIMEDOUT)
 		rc = 0;
-	le_stats_get(c->e, &st);
-	int crc = le_close(c->e);
+	int crc = le_close_stats(c->e, &st);
 	c->e = NULL;
 	if (rc >= 0)
 		rc = crc;

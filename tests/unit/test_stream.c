@@ -141,7 +141,14 @@ TEST(lines_arrive_whole_and_in_order_beside_the_segments)
 	CHECK_EQ(st.stream_dropped, 0);
 	CHECK(st.stream_cpu_ns > 0 && st.writer_cpu_ns > 0);
 	CHECK_EQ(st.record_hwm_bytes, 11); /* msg "10000" .. msg "19999" */
-	CHECK_EQ(le_close(e), 0);
+	le_stats fin;
+	CHECK_EQ(le_close_stats(e, &fin), 0);
+	CHECK_EQ(fin.written, 20000);
+	CHECK_EQ(fin.stream_lines, 20000);
+	CHECK_EQ(fin.stream_dropped, 0);
+	/* the threads' CPU, read as they ended (they are joined now) */
+	CHECK(fin.writer_cpu_ns >= st.writer_cpu_ns);
+	CHECK(fin.stream_cpu_ns >= st.stream_cpu_ns);
 	close(p[1]);
 	pthread_join(th, NULL);
 	/* Every line a JSON object, in order, with the escaped quotes. */
@@ -217,6 +224,79 @@ TEST(a_stalled_reader_that_returns_gets_a_drop_count_line)
 	CHECK(rd.len >= 6 && memcmp(rd.buf + rd.len - 6, "after\n", 6) == 0);
 	free(rd.buf);
 	close(p[0]);
+}
+
+/* What is still buffered behind a reader that never reads, a second into
+ * le_close, is thrown away: counted as dropped, never as lines written
+ * (once it was lost uncounted, and stream_lines said it had gone out).
+ * The pipe then holds exactly stream_lines record lines. */
+static void stalled_reader_close(int store)
+{
+	int p[2];
+	CHECK(pipe(p) == 0);
+	overflow = LE_OVERFLOW_BLOCK; /* none lost at the queue */
+	le_engine *e = open_stream(p[1], store, LE_STREAM_RAW, 0);
+	char buf[100];
+	memset(buf, 'z', sizeof buf);
+	/* 2 MB of lines against a 64 KiB pipe and a 1 MiB sink buffer:
+	 * some are refused at the sink's door, ~1 MiB are buffered at close */
+	for (int i = 0; i < 20000; i++)
+		CHECK_EQ(le_write(e, 0, LE_INFO, buf, sizeof buf), 0);
+	le_flush(e, 200); /* store: done; stream only: the reader never came */
+	le_stats st;
+	uint64_t t0 = le__mono_ns();
+	CHECK_EQ(le_close_stats(e, &st), 0);
+	uint64_t ms = (le__mono_ns() - t0) / 1000000;
+	CHECK(ms >= 900 && ms < 5000); /* the stalled reader's second */
+	close(p[1]);
+	/* what the descriptor got: record lines, and drop-count lines */
+	uint64_t recs = 0, marks = 0;
+	char line[256];
+	size_t at = 0;
+	ssize_t n;
+	char chunk[65536];
+	while ((n = read(p[0], chunk, sizeof chunk)) > 0)
+		for (ssize_t i = 0; i < n; i++) {
+			if (chunk[i] != '\n') {
+				if (at < sizeof line - 1)
+					line[at++] = chunk[i];
+				continue;
+			}
+			line[at] = 0;
+			if (at == sizeof buf && line[0] == 'z' && line[99] == 'z')
+				recs++;
+			else if (strstr(line, " records dropped"))
+				marks++;
+			else
+				CHECK(!"a line neither a record nor a drop count");
+			at = 0;
+		}
+	close(p[0]);
+	CHECK(st.stream_dropped > 0 && recs > 0);
+	CHECK_EQ(st.stream_lines, recs);
+	CHECK_EQ(st.stream_lines + st.stream_dropped, 20000);
+	CHECK_EQ(st.accepted, 20000);
+	CHECK_EQ(st.accepted, st.written + st.dropped);
+	if (store) {
+		CHECK_EQ(st.written, 20000); /* the segments have every one */
+	} else {
+		CHECK_EQ(st.written, recs); /* the lines are the records */
+		CHECK_EQ(st.dropped, st.stream_dropped);
+	}
+	CHECK_EQ(st.queue_records, 0);
+	overflow = LE_OVERFLOW_DROP;
+	if (store)
+		t_rmrf(dir);
+}
+
+TEST(lines_buffered_behind_a_stalled_reader_at_close_are_counted_dropped)
+{
+	stalled_reader_close(1);
+}
+
+TEST(stream_only_lines_lost_at_close_are_dropped_records_not_written)
+{
+	stalled_reader_close(0);
 }
 
 /* A stdout redirected to a regular file is shared with whoever else writes
@@ -333,6 +413,8 @@ int main(int argc, char **argv)
 	RUN(lines_arrive_whole_and_in_order_beside_the_segments);
 	RUN(sync_mode_writes_in_the_callers_thread);
 	RUN(a_stalled_reader_that_returns_gets_a_drop_count_line);
+	RUN(lines_buffered_behind_a_stalled_reader_at_close_are_counted_dropped);
+	RUN(stream_only_lines_lost_at_close_are_dropped_records_not_written);
 	RUN(regular_file_stdout_keeps_its_shared_offset);
 	RUN(bad_stream_config_is_refused);
 	RUN(stream_line_formats_are_exact_across_seconds_and_levels);
