@@ -56,6 +56,9 @@ int le__prealloc(int fd, uint64_t off, uint64_t len);
 /* Time in ns: wall clock (for record timestamps) and monotonic. */
 uint64_t le__now_ns(void);
 uint64_t le__mono_ns(void);
+/* The calling thread's CPU time (0 if unknown): an engine thread reads its
+ * own as it ends, for le_close_stats, which runs after the join. */
+uint64_t le__self_cpu_ns(void);
 /* Name a thread (top -H, perf --sort comm, /proc/PID/task/N/comm; at
  * most 15 bytes).  Called by its creator right after pthread_create, so
  * the name is there when le_open returns.  Best effort. */

@@ -331,10 +331,7 @@ static void *stream_main(void *arg)
 		if (pump(s, 100) < 0)
 			atomic_store(&s->dead, 1);
 	}
-	struct timespec cpu;
-	if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &cpu) == 0)
-		s->cpu_ns = (uint64_t)cpu.tv_sec * 1000000000u +
-		            (uint64_t)cpu.tv_nsec; /* read after the join */
+	s->cpu_ns = le__self_cpu_ns();
 	return NULL;
 }
 

@@ -1437,9 +1437,6 @@ void *le__writer_main(void *arg)
 			nap(sh, now);
 	}
 	drain(sh);
-	struct timespec cpu;
-	if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &cpu) == 0)
-		sh->cpu_ns = (uint64_t)cpu.tv_sec * 1000000000u +
-		             (uint64_t)cpu.tv_nsec; /* for le_close_stats */
+	sh->cpu_ns = le__self_cpu_ns();
 	return NULL;
 }
