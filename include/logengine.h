@@ -255,11 +255,16 @@ typedef struct le_stats {
 	uint64_t dropped_full;  /*   ... because the queue was full */
 	uint64_t dropped_io;    /*   ... because their segment write failed,
 	                           or (store = 0) the stream sink had no
-	                           room for them or its reader was gone */
+	                           room for them, or threw them away after
+	                           taking them (its reader gone, or behind a
+	                           stalled one at close) */
 	uint64_t written;       /* records in segment files (markers excluded);
 	                           with store = 0, records handed to the
-	                           stream sink.  stream_sync records bypass
-	                           the queue and are counted only in stream_* */
+	                           stream sink and not thrown away since (so
+	                           it can go down: to dropped_io, when the
+	                           reader dies with lines buffered).
+	                           stream_sync records bypass the queue and
+	                           are counted only in stream_* */
 	uint64_t bytes_written; /* bytes written to segment files (all framing) */
 	uint64_t truncated;     /* records cut to max_record_bytes */
 	uint64_t rejected;      /* records refused: too big (REJECT) */
@@ -287,7 +292,9 @@ typedef struct le_stats {
 	uint64_t stream_lines;      /* lines handed to the stream sink and
 	                               not thrown away since: written, or
 	                               still buffered (after le_close_stats:
-	                               written, every one) */
+	                               whole lines written, every one; a line
+	                               cut short by the reader's end counts
+	                               dropped) */
 	uint64_t stream_dropped;    /* records the stream sink had no room
 	                               for, or threw away: its reader gone,
 	                               or a stalled reader's lines still
@@ -322,8 +329,12 @@ int le_close(le_engine *e);
  * every thread joined, the stream sink's last lines written or, behind a
  * reader stalled for a second, counted in stream_dropped (and, with
  * store 0, in dropped).  So accepted == written + dropped exactly, and
- * stream_lines is the lines the descriptor got.  The only way to read the
- * counts of what le_close itself did.  final may be NULL (le_close).
+ * stream_lines is the whole lines the descriptor got (with stream_sync,
+ * records skip the queue: only stream_* count them).  The only way to
+ * read the counts of what le_close itself did.  final may be NULL
+ * (le_close); e NULL zeroes it.  In a fork child (le_close there frees
+ * the child's copy only) it is the copy's counters, as le_stats_get
+ * gives them there.
  * @return as le_close.
  */
 int le_close_stats(le_engine *e, le_stats *final);

@@ -301,6 +301,19 @@ static void engine_free(le_engine *e)
 	}
 	if (e->lock_fd >= 0)
 		le__close(e->lock_fd); /* drops the flock */
+	if (e->forked) {
+		/* A fork child's copies of the parent's threads' locks and
+		 * condition variables: never destroyed, only forgotten.
+		 * pthread_cond_destroy waits for the waiters it counts, and
+		 * the copy counts the parent's (the stream thread's, a
+		 * le_flush in another thread): a child's le_close hung there,
+		 * found by a second reader.  Nor is the stream thread, which
+		 * is not here, joined. */
+		if (e->has_stream)
+			le__stream_forget(&e->stream);
+		free(e);
+		return;
+	}
 	if (e->has_stream)
 		le__stream_close(&e->stream);
 	le__reaper_free(e);

@@ -95,6 +95,9 @@ int le__stream_open(le__stream *s, const le_config *c);
  * a second; what is left is thrown away and counted.  Idempotent. */
 void le__stream_stop(le__stream *s);
 void le__stream_close(le__stream *s); /* stop, then free */
+/* A fork child's copy: free our memory and descriptor, nothing else (the
+ * thread, its mutex and condition variable are the parent's). */
+void le__stream_forget(le__stream *s);
 uint64_t le__stream_push(le__stream *s, const unsigned char *lines,
                          const uint32_t *lens, size_t n);
 int le__stream_write_sync(le__stream *s, const unsigned char *line, size_t n);

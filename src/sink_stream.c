@@ -400,13 +400,20 @@ void le__stream_stop(le__stream *s)
 	pthread_mutex_unlock(&s->mu);
 }
 
+void le__stream_forget(le__stream *s)
+{
+	if (s->own_nonblock && s->wfd >= 0)
+		close(s->wfd);
+	s->wfd = -1;
+	free(s->ring);
+	s->ring = NULL;
+	s->started = 0;
+}
+
 void le__stream_close(le__stream *s)
 {
 	le__stream_stop(s);
-	if (s->own_nonblock && s->wfd >= 0)
-		close(s->wfd);
-	free(s->ring);
-	s->ring = NULL;
+	le__stream_forget(s);
 	pthread_mutex_destroy(&s->mu);
 	pthread_cond_destroy(&s->cv);
 }

@@ -1071,7 +1071,7 @@ static void capture_close(struct capture *c, int status, double secs)
 	/* The flush bounds the wait for a slow disk (le_close still writes
 	 * everything, and the counts below are taken after it has): the
 	 * passthrough lines a stalled stdout never took (it gets a second)
-	 * are among the dropped. */
+	 * are among the passthrough's dropped, stream_dropped. */
 	int rc = le_flush(c->e, 30000);
 	if (rc == LE_ETIMEDOUT)
 		rc = 0;

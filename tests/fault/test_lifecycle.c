@@ -3,6 +3,7 @@
  */
 #include "harness.h"
 
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdatomic.h>
 
@@ -34,6 +35,11 @@ TEST(fork_child_gets_eclosed_and_parent_is_unaffected)
 	c.dir = t_tmpdir(dir);
 	c.shards = 2;
 	c.overflow = LE_OVERFLOW_BLOCK;
+	/* and a stream sink, whose thread (and its lock) is the parent's
+	 * too: a child's le_close used to join it and hang */
+	int devnull = open("/dev/null", O_WRONLY);
+	CHECK(devnull >= 0);
+	c.stream_fd = devnull;
 	le_engine *e;
 	CHECK_RC(le_open(&e, &c));
 	write_n(e, 1000);
@@ -53,10 +59,14 @@ TEST(fork_child_gets_eclosed_and_parent_is_unaffected)
 			/* Stats from the copy; the threads are the parent's:
 			 * their CPU time is not the child's to report. */
 			le_stats cs;
-			if (le_stats_get(e, &cs) != 0 || cs.writer_cpu_ns != 0)
+			if (le_stats_get(e, &cs) != 0 || cs.writer_cpu_ns != 0 ||
+			    cs.stream_cpu_ns != 0)
 				_exit(4);
-			if (le_close(e) != 0)
+			if ((round & 1 ? le_close(e)
+			               : le_close_stats(e, &cs)) != 0)
 				_exit(3);
+			if (!(round & 1) && cs.stream_cpu_ns != 0)
+				_exit(5);
 			_exit(0);
 		}
 		int st;
@@ -70,6 +80,7 @@ TEST(fork_child_gets_eclosed_and_parent_is_unaffected)
 	CHECK_RC(le_flush(e, 10000));
 	le_stats_get(e, &st);
 	CHECK_EQ(le_close(e), 0);
+	close(devnull);
 	CHECK_EQ(count_records(dir), (long)st.written);
 	CHECK(st.written >= 2000);
 	t_rmrf(dir);
