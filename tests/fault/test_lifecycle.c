@@ -62,10 +62,18 @@ TEST(fork_child_gets_eclosed_and_parent_is_unaffected)
 			if (le_stats_get(e, &cs) != 0 || cs.writer_cpu_ns != 0 ||
 			    cs.stream_cpu_ns != 0)
 				_exit(4);
-			if ((round & 1 ? le_close(e)
-			               : le_close_stats(e, &cs)) != 0)
+			if (round & 1) {
+				if (le_close(e) != 0)
+					_exit(3);
+				_exit(0);
+			}
+			/* le_close_stats: the copy's counters, as above */
+			le_stats fin;
+			memset(&fin, 0xff, sizeof fin);
+			if (le_close_stats(e, &fin) != 0)
 				_exit(3);
-			if (!(round & 1) && cs.stream_cpu_ns != 0)
+			if (fin.written != cs.written || fin.stream_cpu_ns != 0 ||
+			    fin.writer_cpu_ns != 0)
 				_exit(5);
 			_exit(0);
 		}
