@@ -124,11 +124,9 @@ static void machine(void)
 	read_line("awk -F': *' '/^cpu family/{f=$2} $1 ~ /^model[ \\t]*$/ && m==\"\"{m=$2}"
 	          " /^cpu MHz/{h=$2} END{if(f!=\"\")printf \"family %s, model "
 	          "%s, %.0f MHz\", f, m, h}' /proc/cpuinfo", id, sizeof id);
-	if (id[0] && strlen(m_cpu) + strlen(id) + 4 < sizeof m_cpu) {
-		strcat(m_cpu, " (");
-		strcat(m_cpu, id);
-		strcat(m_cpu, ")");
-	}
+	size_t k = strlen(m_cpu);
+	if (id[0])
+		snprintf(m_cpu + k, sizeof m_cpu - k, " (%s)", id);
 	m_ncpu = sysconf(_SC_NPROCESSORS_ONLN);
 	m_mem_mb = sysconf(_SC_PHYS_PAGES) / 1024 * sysconf(_SC_PAGESIZE) /
 	           1024;

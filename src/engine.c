@@ -865,7 +865,7 @@ int le_stats_get(le_engine *e, le_stats *o)
 		        atomic_load(&sh->recovered_truncated);
 		if (sh->started)
 			o->writer_cpu_ns += thread_cpu_ns(e, sh->thread);
-		else if (!e->forked)
+		else
 			o->writer_cpu_ns += sh->cpu_ns; /* joined: le_close_stats */
 		o->recovered_records += atomic_load(&sh->recovered);
 		o->abandoned_slots += atomic_load(&sh->abandoned);
@@ -886,8 +886,8 @@ int le_stats_get(le_engine *e, le_stats *o)
 		o->stream_bytes = atomic_load(&e->stream.bytes);
 		if (e->stream.started)
 			o->stream_cpu_ns = thread_cpu_ns(e, e->stream.thread);
-		else if (!e->forked)
-			o->stream_cpu_ns = e->stream.cpu_ns;
+		else
+			o->stream_cpu_ns = e->stream.cpu_ns; /* joined */
 		/* Stream only: the lines are the records written, so a line
 		 * the sink threw away after its writer counted it written
 		 * (its reader gone, or still buffered at close) is one
