@@ -1,7 +1,8 @@
 /*
  * bench.c -- the benchmark driver: logengine side by side with spdlog,
  * glog and a raw write() baseline (bench.h, one file per competitor), over
- * the presets of seed 003, with a soak run.
+ * the presets (the comparisons, then scans of payload, producers and each
+ * engine knob), with a soak run.
  *
  *   bench [--quick | --scan | --full] [--only P,P..] [--list]
  *         [-n records] [-r repeats] [-s payload] [-t threads]
@@ -16,7 +17,7 @@
  * The knobs (--formatted, --untimed, --shards .. --drop) change the base of every preset; given
  * without --only they select the "custom" preset alone.  --list names the
  * presets; --quick (the default: compare, formatted, soak), --scan (and
- * every scan of seed 003), --full (and a 10-minute soak) choose them.
+ * every scan), --full (and a 10-minute soak) choose them.
  *
  * How one run is measured (the same for every competitor):
  *   - it runs in a child process of its own (fork), so CPU seconds (user +
@@ -316,6 +317,14 @@ static uint64_t fmt_len(long i)
 	               ndigits(i) + ndigits(2 * i) + ndigits(i / 2) + 7);
 }
 
+/* Length of "{} {} {}" with (i, 2i, i/2.0): i/2.0 prints shortest, "3"
+ * or "3.5" (BENCH_KV's figure of text, what spdlog's line carries). */
+static uint64_t kv_len(long i)
+{
+	return (uint64_t)(ndigits(i) + ndigits(2 * i) + ndigits(i / 2) + 2 +
+	                  (i % 2 ? 2 : 0));
+}
+
 struct producer {
 	const struct competitor *c;
 	const struct bench_cfg *cfg;
@@ -333,21 +342,37 @@ struct producer {
 
 static atomic_int go;
 
+/* BENCH_BURST_GAP_NS of spinning (not a sleep: waking costs more than
+ * the gap, and would be timed by the next call's cache misses). */
+static void burst_gap(void)
+{
+	uint64_t end = __rdtsc() + (uint64_t)(BENCH_BURST_GAP_NS * tsc_per_ns);
+	while (__rdtsc() < end)
+		_mm_pause();
+}
+
 /* One call of the workload (buf already holds record i's payload). */
 static inline int call_once(struct producer *w, const char *buf, long i)
 {
 	const struct bench_cfg *cfg = w->cfg;
 
-	if (cfg->workload == BENCH_FORMATTED)
+	if (cfg->workload == BENCH_FORMATTED ||
+	    (cfg->workload == BENCH_DEFERRED && !w->c->log_deferred))
 		return w->c->log_fmt(w->st, w->tid, (int)i, (int)(2 * i),
 		                     (double)i / 2.0);
+	if (cfg->workload == BENCH_DEFERRED)
+		return w->c->log_deferred(w->st, w->tid, (int)i, (int)(2 * i),
+		                          (double)i / 2.0);
+	if (cfg->workload == BENCH_KV)
+		return w->c->log_kv(w->st, w->tid, (int)i, (int)(2 * i),
+		                    (double)i / 2.0);
 	uint64_t key = cfg->route_keys ? (uint64_t)(i % cfg->route_keys)
 	                               : (uint64_t)w->tid;
 	return w->c->log(w->st, w->tid, key, buf, cfg->payload);
 }
 
-/* Untimed: the same calls without the timer around each (its ~25 ns
- * would be most of what the raw baseline costs). */
+/* Untimed: the same calls without the timer around each (the timer costs
+ * about as much as a raw record's copy: most of what the baseline does). */
 static void produce_untimed(struct producer *w, char *buf)
 {
 	int raw = w->cfg->workload == BENCH_RAW;
@@ -396,6 +421,8 @@ static void *produce(void *arg)
 			w->err = rc;
 			break;
 		}
+		if (w->cfg->burst && (j + 1) % w->cfg->burst == 0)
+			burst_gap();
 	}
 	free(buf);
 	return NULL;
@@ -500,9 +527,13 @@ static void measure(const struct competitor *c, const struct bench_cfg *cfg,
 	                                            : fin.dropped;
 	r->msgs = (double)total / r->secs;
 	uint64_t payload_bytes = 0;
-	if (cfg->workload == BENCH_FORMATTED)
+	if (cfg->workload == BENCH_FORMATTED ||
+	    cfg->workload == BENCH_DEFERRED)
 		for (long i = 0; i < total; i++)
 			payload_bytes += fmt_len(i);
+	else if (cfg->workload == BENCH_KV)
+		for (long i = 0; i < total; i++)
+			payload_bytes += kv_len(i);
 	else
 		payload_bytes = (uint64_t)total * cfg->payload;
 	r->mbs = (double)payload_bytes / r->secs / 1e6;

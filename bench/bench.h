@@ -39,7 +39,13 @@ extern "C" {
 
 enum bench_workload {
 	BENCH_RAW = 0, /* payload bytes as they are */
-	BENCH_FORMATTED = 1 /* BENCH_FMT with (i, 2i, i/2.0) */
+	BENCH_FORMATTED = 1, /* BENCH_FMT with (i, 2i, i/2.0) */
+	BENCH_KV = 2,  /* three values (i, 2i, i/2.0) as fields (logengine:
+	                  le_info_kv) or "{} {} {}" (spdlog) */
+	BENCH_DEFERRED = 3 /* BENCH_FMT with (i, 2i, i/2.0) through the
+	                  competitor's log_deferred (logengine: le_info, the
+	                  arguments copied, the text made when read), else
+	                  its log_fmt */
 };
 
 struct bench_cfg {
@@ -53,6 +59,9 @@ struct bench_cfg {
 	int soak;            /* 1: long run: bound the files (rotation,
 	                        retention) because they cannot all be kept */
 	int untimed;         /* driver only: calls are not timed one by one */
+	int burst;           /* driver only: timed calls come in bursts of
+	                        this many, BENCH_BURST_GAP_NS apart (0: back
+	                        to back) */
 	le_config le;        /* logengine's knobs; the others ignore them */
 };
 
@@ -91,7 +100,18 @@ struct competitor {
 	/* Optional (soak): records written and dropped so far, queue depth. */
 	void (*progress)(void *st, uint64_t *written, uint64_t *dropped,
 	                 uint64_t *queued);
+	/* Optional (BENCH_KV): one record of three values, (a, b, d), the
+	 * competitor's structured way.  @return as log. */
+	int (*log_kv)(void *st, int tid, int a, int b, double d);
+	/* Optional (BENCH_DEFERRED): one BENCH_FMT record whose text is made
+	 * later.  @return as log. */
+	int (*log_deferred)(void *st, int tid, int a, int b, double d);
 };
+
+/* The pause after each burst of timed calls: the writer drains what a
+ * burst queued, so each call meets the queue as an application that logs
+ * in bursts would, not a queue kept full. */
+#define BENCH_BURST_GAP_NS 20000
 
 extern const struct competitor bench_le, bench_spdlog, bench_glog, bench_raw;
 

@@ -92,4 +92,6 @@ extern "C" const struct competitor bench_glog = {
 	nullptr,
 	glog_count,
 	nullptr,
+	nullptr,
+	nullptr,
 };

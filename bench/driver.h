@@ -1,7 +1,7 @@
 /*
  * driver.h -- what the driver's three files share: bench.c (runs and the
- * soak), presets.c (the named presets of seed 003, as points), report.c
- * (statistics, JSON, Markdown).  The competitors see only bench.h.
+ * soak), presets.c (the named presets, as points), report.c (statistics,
+ * JSON, Markdown).  The competitors see only bench.h.
  */
 #ifndef LE_BENCH_DRIVER_H
 #define LE_BENCH_DRIVER_H
@@ -32,12 +32,18 @@ struct run_result {
 };
 
 /* A configuration to measure, and what its runs gave. */
+/* compare's points of logengine with its default durability, and its
+ * burst with the default overflow policy (presets.c) */
+#define VARIANT_DEFAULTS 2
+#define VARIANT_BURST 3
+
 struct point {
 	const char *preset;
 	char label[80];
 	struct bench_cfg cfg;  /* cfg.dir is set when it runs */
 	unsigned targets;      /* T_* bits */
-	int variant;           /* compare: 1 = logengine with a small queue */
+	int variant;           /* compare: 1 = logengine with a small queue,
+	                          VARIANT_DEFAULTS, VARIANT_BURST */
 	struct run_result res[NCOMP][MAXREP];
 	int nres[NCOMP];
 };

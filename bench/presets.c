@@ -1,9 +1,10 @@
 /*
- * presets.c -- the named presets of seed 003, each a list of points (a
+ * presets.c -- the named presets (the comparisons, and the scans of
+ * payload, producers and each engine knob), each a list of points (a
  * configuration and the competitors it runs).  Presets run in this order;
  * inside one, repeats are interleaved (bench.c).
  *
- * Knobs seed 003 names that logengine has no knob for are mapped, and the
+ * Scanned quantities that logengine has no knob for are mapped, and the
  * label says how: inflight (outstanding buffers per shard) is the number
  * of batches the queue holds, queue_capacity / batch_size; write-behind is
  * what the writer always does (pwrite into the page cache, the kernel
@@ -63,14 +64,40 @@ struct bench_cfg preset_base(void)
 
 /* The judged run, and again without the per-call timer for logengine,
  * spdlog and the raw baseline: the timer (lfence; rdtsc ... rdtscp, and
- * the store of the figure) costs more than a le_write on a VM whose rdtsc
- * takes 11 ns, so throughput is judged untimed, as the machine's limit
- * always was, and the timed figures stay beside it.  Then
- * logengine once more, timed and untimed, with its queue's byte bound
- * sized for its record bound (8,192 records x payload: 1 MiB), as
+ * the store of the figure) costs about as much as a le_write, so
+ * throughput is judged untimed and the timed figures stay beside it.
+ * Then, when the queue's byte bound is larger than its record bound
+ * needs (--queue-bytes), logengine once more, timed and untimed, with the
+ * byte bound sized for the record bound (8,192 records x payload), as
  * spdlog's queue is 8,192 messages: the ring behind the queue is sized by
- * the byte bound (16 MiB by default), and its size shows in every figure
- * (the "queue-bytes" scan). */
+ * the byte bound, and its size shows in every figure (the "queue-bytes"
+ * scan). */
+/*
+ * Then logengine as a user meets it first: with its default durability
+ * (fdatasync every second, on the sync thread), beside the durability-none
+ * rows above (spdlog and glog never sync, so those are the like-for-like
+ * comparison); and a burst of three times the records with the default
+ * overflow policy (drop), whose share kept the report states.
+ */
+static void p_compare_defaults(const char *name)
+{
+	struct bench_cfg c = preset_base();
+	le_config d;
+
+	if (!(O.targets & T_LE))
+		return;
+	le_config_init(&d);
+	c.le.durability = d.durability;
+	add_point(name, T_LE, &c, "logengine's default durability (fdatasync "
+	          "every %u ms); spdlog never syncs", d.sync_ms);
+	pts[npts - 1].variant = VARIANT_DEFAULTS;
+	c.le.overflow = d.overflow;
+	c.records = 3 * O.records;
+	add_point(name, T_LE, &c, "burst of %ld, the defaults (overflow drop): "
+	          "dropped = not kept", c.records);
+	pts[npts - 1].variant = VARIANT_BURST;
+}
+
 static void p_compare(const char *name)
 {
 	struct bench_cfg c = preset_base();
@@ -82,6 +109,7 @@ static void p_compare(const char *name)
 	if (O.targets & (T_LE | T_SPD | T_RAW))
 		add_point(name, O.targets & (T_LE | T_SPD | T_RAW), &c,
 		          "%ld x %u B, calls not timed", c.records, c.payload);
+	p_compare_defaults(name);
 	if (!(O.targets & T_LE) || small >= c.le.queue_capacity_bytes ||
 	    small < c.le.max_record_bytes)
 		return;
@@ -100,6 +128,47 @@ static void p_formatted(const char *name)
 	c.workload = BENCH_FORMATTED;
 	add_point(name, O.targets, &c, "%ld x fmt, %d producer%s", c.records,
 	          c.threads, c.threads > 1 ? "s" : "");
+}
+
+/* Three values per record, each competitor's structured way: logengine's
+ * le_info_kv with two int64 fields and a double (kept typed, no text),
+ * spdlog's info("{} {} {}") (text made on the calling thread).  The
+ * others have no such call. */
+static void p_kv(const char *name)
+{
+	struct bench_cfg c = preset_base();
+	c.workload = BENCH_KV;
+	unsigned t = O.targets & (T_LE | T_SPD);
+	if (!t)
+		return;
+	add_point(name, t, &c, "%ld x 3 fields, %d producer%s", c.records,
+	          c.threads, c.threads > 1 ? "s" : "");
+	c.untimed = 1;
+	add_point(name, t, &c, "%ld x 3 fields, calls not timed", c.records);
+}
+
+/* Issue 19's comparison: BENCH_FMT through logengine's deferred path
+ * (le_info) and le_logf, spdlog and glog, in one run: throughput with the
+ * calls not timed (the drain to the files included), then each call timed
+ * in bursts of 20 calls, BENCH_BURST_GAP_NS apart. */
+static void p_deferred(const char *name)
+{
+	struct bench_cfg c = preset_base();
+	unsigned fmt_t = O.targets & (T_LE | T_SPD | T_GLOG);
+
+	for (int timed = 0; timed < 2; timed++) {
+		c.untimed = !timed;
+		c.burst = timed ? 20 : 0;
+		c.workload = BENCH_DEFERRED;
+		if (O.targets & T_LE)
+			add_point(name, T_LE, &c, "%ld x fmt, deferred (le_info)%s",
+			          c.records, timed ? ", bursts of 20" : ", not timed");
+		c.workload = BENCH_FORMATTED;
+		if (fmt_t)
+			add_point(name, fmt_t, &c, "%ld x fmt, formatted at the "
+			          "call%s", c.records,
+			          timed ? ", bursts of 20" : ", not timed");
+	}
 }
 
 static void p_custom(const char *name)
@@ -153,9 +222,9 @@ static void p_batch(const char *name)
 	}
 }
 
-/* Inflight (seed 003: outstanding buffers per shard) has no knob of its
- * own: the queue holds queue_capacity / batch_size batches, so with
- * batch_size 256, inflight N is queue_capacity 256 N. */
+/* Inflight (outstanding buffers per shard) has no knob of its own: the
+ * queue holds queue_capacity / batch_size batches, so with batch_size
+ * 256, inflight N is queue_capacity 256 N. */
 static void p_inflight(const char *name)
 {
 	static const uint32_t n[] = {16, 64, 256};
@@ -238,10 +307,10 @@ static void p_flush_ms(const char *name)
 	}
 }
 
-/* Write-behind (seed 003) has no knob of its own: the writer always
- * pwrite()s into the page cache and lets the kernel write back; what
- * turns write-behind off is syncing: durability BATCH waits for
- * fdatasync after every batch. */
+/* Write-behind has no knob of its own: the writer always pwrite()s into
+ * the page cache and lets the kernel write back; what turns write-behind
+ * off is syncing: durability BATCH waits for fdatasync after every
+ * batch. */
 static void p_write_behind(const char *name)
 {
 	static const struct {
@@ -308,6 +377,12 @@ const struct preset presets[] = {
 	 "the judged run: all competitors, raw payloads"},
 	{"formatted", IN_QUICK, p_formatted,
 	 "\"" BENCH_FMT "\": le_logf vs spdlog vs glog vs snprintf+write"},
+	{"deferred", IN_QUICK, p_deferred,
+	 "\"" BENCH_FMT "\": le_info deferred vs le_logf vs spdlog vs glog, "
+	 "not timed, then timed in bursts of 20"},
+	{"kv", IN_QUICK, p_kv,
+	 "three values: le_info_kv with fields a, b (int64), d (double) vs "
+	 "spdlog info(\"{} {} {}\")"},
 	{"payload", IN_SCAN, p_payload, "payload 128/512/4096 B, all"},
 	{"threads", IN_SCAN, p_threads, "producers 1/2/4, all"},
 	{"threads-fmt", IN_SCAN, p_threads_fmt,

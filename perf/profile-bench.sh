@@ -1,12 +1,12 @@
 #!/bin/sh
 # perf/profile-bench.sh -- where logengine's time goes, on the benchmark's
-# own workload (build/bench, preset "custom", logengine only): the figures
-# behind the "Profile" section of docs/BENCHMARKS.md.
+# own workload (build/bench, preset "custom", logengine only); see
+# docs/BENCHMARKS.md, "perf/".
 #
 #   perf/profile-bench.sh [bench knobs...]     e.g. --fields 0 or --batch 256
 #
 # Three looks, each saved under perf/results/bench/profile-<date>/:
-#   perf-stat.txt     software events (this VM has no hardware counters):
+#   perf-stat.txt     software events (VMs often expose no hardware counters):
 #                     task-clock, page faults, context switches, migrations
 #   perf-report.txt   perf record -e cpu-clock -g: samples by thread
 #                     ("producer", "le-writer-0" = the engine's writer,

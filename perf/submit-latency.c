@@ -1,19 +1,19 @@
 /*
  * submit-latency.c -- the tail of le_write, one call at a time, against the
- * size of the queue: the figures behind "The tail of the producer's call is
- * the ring's size" in docs/BENCHMARKS.md.
+ * size of the queue (docs/BENCHMARKS.md, "perf/").
  *
  *   build/submit-latency [queue_capacity [queue_capacity_bytes [mapped_queue
  *                        [batch_size]]]]
  *
  * One producer writes 1,000,000 records of 128 B (overflow block,
  * durability none) into DIR=$TMPDIR/le-submit-latency, each call timed
- * alone with lfence; rdtsc ... rdtscp, and prints percentiles in TSC cycles
- * (2.45 GHz on the reference machine), then the gaps, in calls, between
- * the first calls at or above p99.9 (periodic gaps point at the batch;
- * irregular ones at the machine), how many calls took 200 ns or more and
- * 2 us or more (those wait for space: overflow block), and, for the slow
- * calls below 2 us, where in its 4 KiB page of the ring the call's slot
+ * alone with lfence; rdtsc ... rdtscp, and prints percentiles in TSC
+ * cycles, then the gaps, in calls, between the first calls at or above
+ * p99.9 (periodic gaps point at the batch; irregular ones at the
+ * machine), how many calls took 490 cycles or more (200 ns with a
+ * 2.45 GHz TSC; the thresholds are in cycles) and ten times that (those
+ * wait for space: overflow block), and, for the slow calls below the
+ * second threshold, where in its 4 KiB page of the ring the call's slot
  * was: 64 counts, one per 64-byte line (every slot is 192 bytes, laps
  * restart at offset 0).  A pile at lines 43-45 is the prefetch of the slot
  * after next reaching into a new page (a TLB walk): it goes away when the
@@ -28,7 +28,7 @@
 #include <string.h>
 #include <x86intrin.h>
 
-#include "engine.h"
+#include "perf_engine.h"
 #include "queue.h" /* le__ring_size_for: the ring's laps */
 
 #define N 1000000
@@ -95,8 +95,8 @@ int main(int argc, char **argv)
 	for (uint64_t i = 0, pos = 0; i < N; i++, pos += 192) {
 		if (pos + 192 > size)
 			pos = 0; /* the rest of the lap is padding */
-		slow += lat[i] >= 490;   /* 200 ns at 2.45 GHz */
-		waited += lat[i] >= 4900; /* 2 us */
+		slow += lat[i] >= 490;   /* 200 ns with a 2.45 GHz TSC */
+		waited += lat[i] >= 4900; /* 2 us with a 2.45 GHz TSC */
 		if (lat[i] >= 490 && lat[i] < 4900)
 			line[(pos % 4096) / 64]++;
 	}

@@ -1,7 +1,7 @@
 /*
  * trickle-cost.c -- what a stream-only engine costs per line when records
- * trickle in (an access log), in process CPU: the figures behind "The
- * writer used to spin when producers were slow" in docs/BENCHMARKS.md.
+ * trickle in (an access log), in process CPU (docs/BENCHMARKS.md,
+ * "perf/"): a writer that spins while producers are slow shows here.
  *
  *   build/trickle-cost MODE RATE SECONDS [FLUSH_MS] > /dev/null
  *

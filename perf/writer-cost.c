@@ -1,7 +1,7 @@
 /*
  * writer-cost.c -- what the writer thread costs per record, and how much of
- * the run it was busy: the figures behind "The writer" in
- * docs/BENCHMARKS.md, where wall-clock throughput alone is too noisy.
+ * the run it was busy (docs/BENCHMARKS.md, "perf/"): on a shared machine
+ * wall-clock throughput alone is too noisy to compare two builds.
  *
  *   build/writer-cost [records [dir]]
  *
@@ -21,7 +21,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "engine.h"
+#include "perf_engine.h"
 
 static double mono(void)
 {

@@ -7,13 +7,14 @@
  * are drawn at the top of format.h.
  */
 #include "crc32c.h"
+#include "fields.h"
 #include "format.h"
 
 void le__seg_hdr_encode(unsigned char out[LE_SEG_HDR], const le__seg_hdr *h)
 {
 	memset(out, 0, LE_SEG_HDR);
 	memcpy(out, LE_SEG_MAGIC, 8);
-	le__put16(out + 8, LE_SEG_VERSION);
+	le__put16(out + 8, (uint16_t)h->version);
 	le__put16(out + 10, LE_SEG_HDR);
 	le__put32(out + 12, h->fields);
 	le__put32(out + 16, h->shard);
@@ -33,7 +34,7 @@ int le__seg_hdr_decode(const unsigned char in[LE_SEG_HDR], le__seg_hdr *h)
 	if (le__get32(in + LE_SEG_HDR_CRC_OFF) != want)
 		return LE_ECORRUPT;
 	h->version = le__get16(in + 8);
-	if (h->version != LE_SEG_VERSION)
+	if (h->version < LE_SEG_VERSION_MIN || h->version > LE_SEG_VERSION)
 		return LE_EVERSION;
 	if (le__get16(in + 10) != LE_SEG_HDR)
 		return LE_ECORRUPT;
@@ -117,9 +118,37 @@ uint32_t le__frame_encode(unsigned char *out, uint32_t fields, uint32_t flags,
 	return total;
 }
 
+/* A payload with LE_REC_FIELDS: the block must decode whole, or the
+ * frame is damaged (the writer never stores one that does not). */
+static int split_fields(le__frame *f, const char **why)
+{
+	const unsigned char *b, *msg;
+	size_t blen, mlen;
+
+	if (le__fields_split(f->payload, f->len, &b, &blen, &msg, &mlen) < 0) {
+		*why = "field block longer than the payload";
+		return LE_FRAME_BAD;
+	}
+	if (le__fields_check(b, blen, why) < 0)
+		return LE_FRAME_BAD;
+	f->fields = b;
+	f->fields_len = (uint32_t)blen;
+	f->payload = msg;
+	f->len = (uint32_t)mlen;
+	return LE_FRAME_OK;
+}
+
 int le__frame_decode(const unsigned char *buf, uint64_t avail,
                      uint32_t fields, uint32_t max_size, le__frame *f,
                      const char **why)
+{
+	return le__frame_decode_v(buf, avail, LE_SEG_VERSION, fields, max_size,
+	                          f, why);
+}
+
+int le__frame_decode_v(const unsigned char *buf, uint64_t avail,
+                       uint32_t version, uint32_t fields, uint32_t max_size,
+                       le__frame *f, const char **why)
 {
 	uint32_t fixed = le__frame_fixed(fields);
 	const unsigned char *p;
@@ -148,7 +177,8 @@ int le__frame_decode(const unsigned char *buf, uint64_t avail,
 	if (crc_at)
 		p += 4;
 	f->flags = *p++;
-	if (f->flags & ~LE_REC_KNOWN_FLAGS) {
+	if (f->flags & ~(version >= 2 ? LE_REC_KNOWN_FLAGS
+	                              : LE_REC_KNOWN_FLAGS_V1)) {
 		*why = "unknown record flags";
 		return LE_FRAME_BAD;
 	}
@@ -185,7 +215,110 @@ int le__frame_decode(const unsigned char *buf, uint64_t avail,
 	}
 	f->payload = p;
 	f->len = f->size + 4 - fixed;
+	f->fields = NULL;
+	f->fields_len = 0;
+	if (f->flags & LE_REC_FIELDS)
+		return split_fields(f, why);
 	return LE_FRAME_OK;
+}
+
+/* Everything of a frame at p (size word read, within avail) but its CRC:
+ * @return 1 valid so far, 0 not (le__frame_decode_v will say why). */
+static int frame_plain_check(const unsigned char *p, uint32_t size,
+                             uint32_t fixed, uint32_t known, uint32_t fields,
+                             uint32_t shard, uint64_t seq)
+{
+	const unsigned char *q = p + ((fields & LE_FIELD_CRC) ? 8 : 4);
+	uint32_t flags = *q++;
+
+	if (flags & ~known)
+		return 0;
+	if (fields & LE_FIELD_LEVEL) {
+		if (*q > LE_FATAL)
+			return 0;
+		q++;
+	}
+	if (fields & LE_FIELD_SHARD) {
+		if (shard != UINT32_MAX && le__get16(q) != shard)
+			return 0;
+		q += 2;
+	}
+	if ((fields & LE_FIELD_SEQUENCE) && le__get64(q) != seq)
+		return 0;
+	if (flags & LE_REC_FIELDS) {
+		const unsigned char *b, *msg;
+		size_t blen, mlen;
+		const char *why;
+		if (le__fields_split(p + fixed, size + 4 - fixed, &b, &blen, &msg,
+		                     &mlen) < 0 ||
+		    le__fields_check(b, blen, &why) < 0)
+			return 0;
+	}
+	return 1;
+}
+
+/* Of the n frames at buf + off[i], how many in a row from the first have
+ * the CRC they carry (computed side by side: le__crc32c_multi). */
+static int crc_run(const unsigned char *buf, const size_t *off, int n)
+{
+	uint32_t crc[LE_CRC_WAYS] = {0}, pre[LE_CRC_WAYS];
+	const unsigned char *p[LE_CRC_WAYS];
+	size_t len[LE_CRC_WAYS];
+
+	for (int i = 0; i < n; i++) {
+		pre[i] = le__get32(buf + off[i]);
+		p[i] = buf + off[i] + 8;
+		len[i] = pre[i] - 4;
+	}
+	le__crc32c_multi(crc, pre, p, len, n);
+	for (int i = 0; i < n; i++)
+		if (le__crc_mask(crc[i]) != le__get32(buf + off[i] + 4))
+			return i;
+	return n;
+}
+
+uint64_t le__frames_check(const unsigned char *buf, size_t avail,
+                          uint32_t version, uint32_t fields, uint32_t shard,
+                          size_t max_bytes, uint64_t *seq, size_t *used)
+{
+	uint32_t fixed = le__frame_fixed(fields);
+	uint32_t known = version >= 2 ? LE_REC_KNOWN_FLAGS
+	                              : LE_REC_KNOWN_FLAGS_V1;
+	size_t off = 0, group[LE_CRC_WAYS], end = avail < max_bytes ? avail
+	                                                          : max_bytes;
+	uint64_t n = 0, next = *seq;
+	int g = 0, stop = 0;
+
+	while (!stop) {
+		uint32_t size = 0;
+		stop = end - off < 4;
+		if (!stop) {
+			size = le__get32(buf + off);
+			stop = size < fixed - 4 || size > LE_FRAME_MAX ||
+			       (uint64_t)size + 4 > end - off ||
+			       !frame_plain_check(buf + off, size, fixed, known,
+			                          fields, shard, next + (uint64_t)g);
+		}
+		if (!stop)
+			group[g++] = off;
+		/* A full group, or the last: its CRCs, side by side. */
+		if (g == LE_CRC_WAYS || (stop && g)) {
+			int ok = (fields & LE_FIELD_CRC) ? crc_run(buf, group, g)
+			                                 : g;
+			n += (uint64_t)ok;
+			next += (uint64_t)ok;
+			if (ok < g) {
+				off = group[ok];
+				break;
+			}
+			g = 0;
+		}
+		if (!stop)
+			off += (size_t)size + 4;
+	}
+	*seq = next;
+	*used = off;
+	return n;
 }
 
 void le__ckpt_encode(unsigned char out[LE_CKPT_SLOT], const le__ckpt *c)

@@ -145,9 +145,9 @@ static void multi_hw(uint32_t *crc, const uint32_t *pre,
 	}
 	for (int i = 0; i < n; i++)
 		same &= len[i] == m;
-	/* The instruction's latency is three cycles; Zen 5 issues two a
-	 * cycle, so it takes six chains or more to keep it busy (one chain
-	 * 0.85 ns a crc32q, four 0.215, eight 0.138, on this host's EPYC). */
+	/* The instruction's latency is three cycles and recent cores issue
+	 * one or two a cycle, so it takes three to six independent chains
+	 * to keep it busy: eight frames at once cover both. */
 	if (n == LE_CRC_WAYS)
 		o = side_by_side(c, p, m, LE_CRC_WAYS);
 	else if (n == 4)

@@ -49,6 +49,8 @@ const char *le_strerror(int rc)
 	case LE_EIO: return "write or sync to the log failed";
 	case LE_EVERSION: return "unknown log format version";
 	case LE_ENOMEM: return "out of memory";
+	case LE_EUNSAFE:
+		return "refused: not a regular file or directory of the log";
 	}
 	if (rc < 0 && rc > -4096)
 		return strerror(-rc); /* glibc: static strings for known errnos */

@@ -14,7 +14,7 @@
  *
  *   off len  segment header
  *     0   8  magic "LOGENGSG"
- *     8   2  format version (1)
+ *     8   2  format version (2; 1 is still read)
  *    10   2  header length (64)
  *    12   4  fields: LE_FIELD_* bits present in every frame of the file
  *    16   4  shard number
@@ -29,7 +29,10 @@
  *     u32  size    bytes of the frame after this word; 1 <= size
  *    [u32  crc ]   masked CRC32C of the size word followed by every byte
  *                  after the crc word (flags .. end of payload)
- *     u8   flags   LE_REC_TRUNCATED | LE_REC_MARKER; other bits zero
+ *     u8   flags   LE_REC_TRUNCATED | LE_REC_MARKER, and in version 2
+ *                  LE_REC_FIELDS (the payload starts with a field block,
+ *                  fields.h) and LE_REC_DEFERRED (then a call site's
+ *                  arguments, defer.h); other bits zero
  *    [u8   level]  0..5
  *    [u16  shard]
  *    [u64  seq  ]
@@ -64,7 +67,8 @@
 #include "logengine.h"
 
 #define LE_SEG_MAGIC "LOGENGSG"
-#define LE_SEG_VERSION 1
+#define LE_SEG_VERSION 2     /* written */
+#define LE_SEG_VERSION_MIN 1 /* the oldest read: it has no field blocks */
 #define LE_SEG_HDR 64
 #define LE_SEG_HDR_CRC_OFF 60
 
@@ -80,7 +84,11 @@
 #define LE_FRAME_MAX (LE_MAX_RECORD_LIMIT + LE_FRAME_FIXED_MAX)
 #define LE_MAX_SHARDS 256
 
-#define LE_REC_KNOWN_FLAGS (LE_REC_TRUNCATED | LE_REC_MARKER)
+#define LE_REC_KNOWN_FLAGS_V1 (LE_REC_TRUNCATED | LE_REC_MARKER)
+#define LE_REC_KNOWN_FLAGS                                                    \
+	(LE_REC_KNOWN_FLAGS_V1 | LE_REC_FIELDS | LE_REC_DEFERRED)
+/* Flags a producer puts in a queue slot (markers are the writer's). */
+#define LE_SLOT_KNOWN_FLAGS (LE_REC_TRUNCATED | LE_REC_FIELDS | LE_REC_DEFERRED)
 
 _Static_assert(sizeof(LE_SEG_MAGIC) - 1 == 8, "segment magic is 8 bytes");
 _Static_assert(sizeof(LE_CKPT_MAGIC) - 1 == 8, "checkpoint magic is 8 bytes");
@@ -160,8 +168,11 @@ typedef struct le__frame {
 	uint32_t shard;   /* UINT32_MAX when absent */
 	uint64_t seq;     /* 0 when absent */
 	uint64_t ts;      /* 0 when absent */
-	const unsigned char *payload;
+	const unsigned char *payload; /* the message (after a field block) */
 	uint32_t len;
+	const unsigned char *fields;  /* LE_REC_FIELDS: the block after its
+	                                 length word; else NULL */
+	uint32_t fields_len;
 } le__frame;
 
 typedef struct le__ckpt {
@@ -197,8 +208,7 @@ void le__frame_seal(unsigned char *const *frames, int n);
  * le__frame_put for fields == LE_FIELD_ALL (the default), inline for the
  * writer's loop: flags, level, shard, seq and ts are 20 bytes from offset
  * 8, written as three stores instead of five field by field behind a test
- * of each bit.  Writer CPU per 128-byte record (build/writer-cost, five
- * alternating pairs): collect() 19.8 ns (19.1-21.1) -> 17.6 (17.4-18.3).
+ * of each bit: the store's put runs this for every record.
  */
 static inline uint32_t le__frame_put_all(unsigned char *out, uint32_t flags,
                                          int level, uint32_t shard,
@@ -228,11 +238,30 @@ enum {
 /*
  * Decode the frame at buf (avail bytes readable).  max_size bounds the size
  * word (never above LE_FRAME_MAX).  Fills *f on LE_FRAME_OK; *why names the
- * defect otherwise (static string).
+ * defect otherwise (static string).  A frame of the current version; the
+ * _v form decodes one of a segment of format `version`.
  */
 int le__frame_decode(const unsigned char *buf, uint64_t avail,
                      uint32_t fields, uint32_t max_size, le__frame *f,
                      const char **why);
+int le__frame_decode_v(const unsigned char *buf, uint64_t avail,
+                       uint32_t version, uint32_t fields, uint32_t max_size,
+                       le__frame *f, const char **why);
+
+/*
+ * The run of whole, valid frames at the start of buf[0..avail): each
+ * checked as le__frame_decode_v checks one (size within LE_FRAME_MAX,
+ * flags, level, field block, CRC), plus its shard (when `shard` is not
+ * UINT32_MAX and frames carry one) and its sequence (*seq, *seq + 1, ...
+ * when frames carry one), CRCs LE_CRC_WAYS frames at a time.  The run
+ * stops before the first frame that is cut short, would not be valid, or
+ * would take it past max_bytes; that frame is left for
+ * le__frame_decode_v to describe.  @return frames in the run; *used their
+ * bytes; *seq moved past them.
+ */
+uint64_t le__frames_check(const unsigned char *buf, size_t avail,
+                          uint32_t version, uint32_t fields, uint32_t shard,
+                          size_t max_bytes, uint64_t *seq, size_t *used);
 
 void le__ckpt_encode(unsigned char out[LE_CKPT_SLOT], const le__ckpt *c);
 /* 0 or LE_ECORRUPT. */

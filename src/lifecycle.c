@@ -104,16 +104,18 @@ static void flush_for_crash(le_engine *e)
 	for (uint32_t i = 0; i < e->nshards; i++) {
 		le__shard *sh = &e->shards[i];
 		uint64_t target = atomic_load(sh->ring.head);
-		uint64_t cur = atomic_load(&sh->flush_req);
+		uint64_t cur = atomic_load(&sh->prog.flush_req);
 		while (cur < target &&
-		       !atomic_compare_exchange_weak(&sh->flush_req, &cur, target))
+		       !atomic_compare_exchange_weak(&sh->prog.flush_req, &cur,
+		                                     target))
 			;
-		le__wake_writer(sh);
+		le__wake_after(sh);
 	}
 	for (uint32_t i = 0; i < e->nshards; i++) {
 		le__shard *sh = &e->shards[i];
-		uint64_t target = atomic_load(&sh->flush_req);
-		while (atomic_load(&sh->done_pos) < target && mono_ns() < deadline) {
+		uint64_t target = atomic_load(&sh->prog.flush_req);
+		while (atomic_load(&sh->prog.done_pos) < target &&
+		       mono_ns() < deadline) {
 			struct timespec ts = {0, 200000};
 			nanosleep(&ts, NULL);
 		}

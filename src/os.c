@@ -6,11 +6,18 @@
  */
 #define _GNU_SOURCE
 #include "os.h"
+#include "internal.h"
 
 #include <errno.h>
+#include <stdatomic.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <linux/futex.h>
+#include <pthread.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -19,8 +26,14 @@ static int real_open(const char *path, int flags, mode_t mode)
 	return open(path, flags, mode);
 }
 
+static int real_openat(int dirfd, const char *name, int flags, mode_t mode)
+{
+	return openat(dirfd, name, flags, mode);
+}
+
 const le__os le__os_real = {
 	.open = real_open,
+	.openat = real_openat,
 	.close = close,
 	.pwrite = pwrite,
 	.pread = pread,
@@ -30,35 +43,212 @@ const le__os le__os_real = {
 	.unlink = unlink,
 	.mkdir = mkdir,
 	.fallocate = fallocate,
+	.sync_range = sync_file_range,
+	.rename = rename,
 };
 
-le__os le__os_table = {
-	.open = real_open,
-	.close = close,
-	.pwrite = pwrite,
-	.pread = pread,
-	.fdatasync = fdatasync,
-	.fsync = fsync,
-	.ftruncate = ftruncate,
-	.unlink = unlink,
-	.mkdir = mkdir,
-	.fallocate = fallocate,
-};
+/*
+ * The table in use, switched by pointer: a test installs a table while
+ * an engine's threads may be between two calls, and each call reads the
+ * pointer once (acquire) and then a table nobody writes.  A table is
+ * copied into the slot the previous install did not use, so the table a
+ * thread just loaded is not the one being overwritten.
+ */
+static le__os le__os_slot[2];
+static unsigned le__os_next;
+static _Atomic(const le__os *) le__os_cur = &le__os_real;
+#define OS (atomic_load_explicit(&le__os_cur, memory_order_acquire))
+
+void le__os_install(const le__os *t)
+{
+	if (!t) {
+		atomic_store_explicit(&le__os_cur, &le__os_real,
+		                      memory_order_release);
+		return;
+	}
+	le__os *slot = &le__os_slot[le__os_next];
+	le__os_next ^= 1;
+	*slot = *t;
+	atomic_store_explicit(&le__os_cur, slot, memory_order_release);
+}
+
+const le__os *le__os_current(void)
+{
+	return OS;
+}
 
 int le__open(const char *path, int flags, mode_t mode)
 {
 	int fd;
 	do
-		fd = le__os_table.open(path, flags | O_CLOEXEC, mode);
+		fd = OS->open(path, flags | O_CLOEXEC, mode);
 	while (fd < 0 && errno == EINTR);
 	return fd < 0 ? -errno : fd;
+}
+
+static const char *kind(mode_t m)
+{
+	return S_ISLNK(m)    ? "a symbolic link"
+	       : S_ISFIFO(m) ? "a FIFO"
+	       : S_ISSOCK(m) ? "a socket"
+	       : S_ISCHR(m)  ? "a character device"
+	       : S_ISBLK(m)  ? "a block device"
+	       : S_ISDIR(m)  ? "a directory"
+	       : S_ISREG(m)  ? "a regular file"
+	                     : "of an unknown type";
+}
+
+/* Name what stands at dirfd/name, which could not be opened as it should
+ * (rel: its path inside the log directory, for the message). */
+static int refuse(int dirfd, const char *name, const char *rel, int rc)
+{
+	struct stat st;
+	if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+		return rc;
+	if (S_ISLNK(st.st_mode))
+		le__seterr("%s is a symbolic link; refusing to follow it", rel);
+	else if (rc == -ENOTDIR && !S_ISDIR(st.st_mode))
+		le__seterr("%s is %s, not a directory; refusing it", rel,
+		           kind(st.st_mode));
+	else if (rc == -ENXIO || rc == -EISDIR)
+		le__seterr("%s is %s, not a regular file; refusing to open it",
+		           rel, kind(st.st_mode));
+	else
+		return rc;
+	return LE_EUNSAFE;
+}
+
+static int openat_retry(int dirfd, const char *name, int flags, mode_t mode)
+{
+	int fd;
+	do
+		fd = OS->openat(dirfd, name, flags | O_CLOEXEC, mode);
+	while (fd < 0 && errno == EINTR);
+	return fd < 0 ? -errno : fd;
+}
+
+/* The opened fd must be what flags asked for; see le__open_in. */
+static int check_opened(int fd, int flags, const char *rel)
+{
+	struct stat st;
+	int want_dir = (flags & O_DIRECTORY) != 0;
+	int writes = (flags & O_ACCMODE) != O_RDONLY;
+
+	if (fstat(fd, &st) < 0)
+		return -errno;
+	if (want_dir ? !S_ISDIR(st.st_mode) : !S_ISREG(st.st_mode)) {
+		le__seterr("%s is %s, not a %s; refusing to open it", rel,
+		           kind(st.st_mode),
+		           want_dir ? "directory" : "regular file");
+		return LE_EUNSAFE;
+	}
+	if (writes && !want_dir && st.st_nlink > 1) {
+		le__seterr("%s has %lu hard links; refusing to write through "
+		           "it into another file", rel,
+		           (unsigned long)st.st_nlink);
+		return LE_EUNSAFE;
+	}
+	if (!(flags & O_NONBLOCK)) {
+		int fl = fcntl(fd, F_GETFL);
+		if (fl < 0 || fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) < 0)
+			return -errno;
+	}
+	return 0;
+}
+
+/* An opened descriptor checked (check_opened), then truncated if asked
+ * (only now: never a file that is refused), or closed.  @return fd or
+ * the error. */
+static int settle_open(int fd, int flags, const char *name, int trunc)
+{
+	int rc = check_opened(fd, flags, name);
+	if (rc == 0 && trunc)
+		rc = le__ftruncate(fd, 0);
+	if (rc < 0) {
+		le__close(fd);
+		return rc;
+	}
+	return fd;
+}
+
+int le__open_in(const char *path, int depth, int flags, mode_t mode)
+{
+	char buf[4096];
+	size_t n = strlen(path), cut = n;
+	int dfd, fd;
+
+	if (n >= sizeof buf)
+		return -ENAMETOOLONG;
+	/* Truncate only what passed the checks (a hard link's other name
+	 * must keep its bytes). */
+	int trunc = (flags & O_TRUNC) != 0;
+	flags &= ~O_TRUNC;
+	/* The root: path without its last depth components. */
+	for (int d = 0; d < depth && cut > 0; d++) {
+		while (cut > 0 && path[cut - 1] != '/')
+			cut--;
+		while (d + 1 < depth && cut > 0 && path[cut - 1] == '/')
+			cut--;
+	}
+	memcpy(buf, path, n + 1);
+	const char *rel = path + cut;
+	if (depth == 0) {
+		fd = openat_retry(AT_FDCWD, path, flags | O_NONBLOCK, mode);
+		if (fd < 0)
+			return fd;
+		return settle_open(fd, flags, path, trunc);
+	}
+	if (cut > 0) {
+		buf[cut] = '\0';
+		dfd = openat_retry(AT_FDCWD, buf, O_RDONLY | O_DIRECTORY, 0);
+		if (dfd < 0)
+			return dfd;
+	} else {
+		dfd = AT_FDCWD;
+	}
+	/* buf[cut..] is rel again; each component in turn. */
+	memcpy(buf, path, n + 1);
+	char *comp = buf + cut;
+	for (;;) {
+		char *slash = strchr(comp, '/');
+		int last = slash == NULL;
+		if (slash) {
+			*slash = '\0';
+			if (slash[1] == '\0')
+				last = 1; /* "shard-000/": the directory */
+		}
+		int fl = last ? flags | O_NOFOLLOW | O_NONBLOCK
+		              : O_RDONLY | O_DIRECTORY | O_NOFOLLOW;
+		fd = openat_retry(dfd, comp, fl, mode);
+		if (fd < 0) {
+			/* the message names rel up to this component */
+			char r[4096];
+			snprintf(r, sizeof r, "%.*s", (int)(comp - buf - cut +
+			         strlen(comp)), rel);
+			if (fd == -ELOOP || fd == -ENOTDIR || fd == -ENXIO ||
+			    fd == -EISDIR)
+				fd = refuse(dfd, comp, r, fd);
+			if (dfd != AT_FDCWD)
+				le__close(dfd);
+			return fd;
+		}
+		if (dfd != AT_FDCWD)
+			le__close(dfd);
+		if (last)
+			break;
+		dfd = fd;
+		comp = slash + 1;
+		while (*comp == '/')
+			comp++;
+	}
+	return settle_open(fd, flags, rel, trunc);
 }
 
 int le__close(int fd)
 {
 	/* Linux closes the descriptor even when close reports EINTR: never
 	 * retry, or we might close a descriptor another thread just got. */
-	return le__os_table.close(fd) < 0 && errno != EINTR ? -errno : 0;
+	return OS->close(fd) < 0 && errno != EINTR ? -errno : 0;
 }
 
 int le__pwrite_some(int fd, const void *buf, size_t len, uint64_t off,
@@ -68,7 +258,7 @@ int le__pwrite_some(int fd, const void *buf, size_t len, uint64_t off,
 
 	*done = 0;
 	while (len > 0) {
-		ssize_t n = le__os_table.pwrite(fd, p, len, (off_t)off);
+		ssize_t n = OS->pwrite(fd, p, len, (off_t)off);
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;
@@ -96,7 +286,7 @@ ssize_t le__pread_full(int fd, void *buf, size_t len, uint64_t off)
 	size_t got = 0;
 
 	while (got < len) {
-		ssize_t n = le__os_table.pread(fd, p + got, len - got,
+		ssize_t n = OS->pread(fd, p + got, len - got,
 		                               (off_t)(off + got));
 		if (n < 0) {
 			if (errno == EINTR)
@@ -115,7 +305,7 @@ int le__fdatasync(int fd)
 	/* No EINTR loop on purpose: after a failed sync the page state is
 	 * unknown (the kernel may have dropped the dirty pages), so the
 	 * caller must treat the data as lost, never retry and trust. */
-	return le__os_table.fdatasync(fd) < 0 ? -errno : 0;
+	return OS->fdatasync(fd) < 0 ? -errno : 0;
 }
 
 int le__fsync_path(const char *dir)
@@ -123,7 +313,17 @@ int le__fsync_path(const char *dir)
 	int fd = le__open(dir, O_RDONLY | O_DIRECTORY, 0);
 	if (fd < 0)
 		return fd;
-	int rc = le__os_table.fsync(fd) < 0 ? -errno : 0;
+	int rc = OS->fsync(fd) < 0 ? -errno : 0;
+	le__close(fd);
+	return rc;
+}
+
+int le__fsync_dir_in(const char *dir, int depth)
+{
+	int fd = le__open_in(dir, depth, O_RDONLY | O_DIRECTORY, 0);
+	if (fd < 0)
+		return fd;
+	int rc = OS->fsync(fd) < 0 ? -errno : 0;
 	le__close(fd);
 	return rc;
 }
@@ -132,25 +332,38 @@ int le__ftruncate(int fd, uint64_t len)
 {
 	int rc;
 	do
-		rc = le__os_table.ftruncate(fd, (off_t)len);
+		rc = OS->ftruncate(fd, (off_t)len);
 	while (rc < 0 && errno == EINTR);
 	return rc < 0 ? -errno : 0;
 }
 
 int le__unlink(const char *path)
 {
-	return le__os_table.unlink(path) < 0 ? -errno : 0;
+	return OS->unlink(path) < 0 ? -errno : 0;
+}
+
+int le__rename(const char *from, const char *to)
+{
+	return OS->rename(from, to) < 0 ? -errno : 0;
 }
 
 int le__mkdir(const char *path, mode_t mode)
 {
-	return le__os_table.mkdir(path, mode) < 0 ? -errno : 0;
+	return OS->mkdir(path, mode) < 0 ? -errno : 0;
 }
 
 int le__prealloc(int fd, uint64_t off, uint64_t len)
 {
-	return le__os_table.fallocate(fd, FALLOC_FL_KEEP_SIZE, (off_t)off,
+	return OS->fallocate(fd, FALLOC_FL_KEEP_SIZE, (off_t)off,
 	                              (off_t)len) < 0 ? -errno : 0;
+}
+
+int le__writeback(int fd, uint64_t off, uint64_t len)
+{
+	if (!OS->sync_range)
+		return 0;
+	return OS->sync_range(fd, (off_t)off, (off_t)len,
+	                               SYNC_FILE_RANGE_WRITE) < 0 ? -errno : 0;
 }
 
 uint64_t le__now_ns(void)
@@ -175,231 +388,27 @@ uint64_t le__self_cpu_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-/* ---- TSC timestamps (see os.h) ---- */
-
-#include <pthread.h>
-#include <sched.h>
-#include <signal.h>
-#include <stdio.h>
-#include <string.h>
-
-static int tsc_ok;
-static double tsc_ratio; /* ns per tick, from the first calibration */
-static pthread_once_t tsc_once = PTHREAD_ONCE_INIT;
-
-/* A (tsc, CLOCK_REALTIME, CLOCK_MONOTONIC) triple read as close together
- * as the machine allows: the best of five by the counter's span. */
-static void triple(uint64_t *tsc, uint64_t *real, uint64_t *mono)
+uint64_t le__thread_cpu_ns(pthread_t t)
 {
-#if defined(__x86_64__)
-	uint64_t best = UINT64_MAX;
-	for (int i = 0; i < 5; i++) {
-		uint64_t a = __rdtsc(), n = le__now_ns(), m = le__mono_ns(),
-		         b = __rdtsc();
-		if (b - a < best) {
-			best = b - a;
-			*tsc = a + (b - a) / 2;
-			*real = n;
-			*mono = m;
-		}
-	}
-#else
-	*tsc = 0;
-	*real = le__now_ns();
-	*mono = le__mono_ns();
-#endif
-}
+	clockid_t cid;
+	struct timespec ts;
 
-#if defined(__x86_64__)
-/* "tsc": the kernel vouches for the counter.  "kvm-clock": it may do, if
- * every CPU says the counter is invariant; the skew check decides. */
-static int tsc_source(void)
-{
-	char cs[64] = "", line[4096];
-	int flags = 0, bad = 0;
-	FILE *f = fopen("/sys/devices/system/clocksource/clocksource0/"
-	                "current_clocksource", "re");
-	if (f) {
-		if (!fgets(cs, sizeof cs, f))
-			cs[0] = '\0';
-		fclose(f);
-	}
-	if (strncmp(cs, "tsc", 3) == 0)
-		return 1;
-	if (strncmp(cs, "kvm-clock", 9) != 0 ||
-	    !(f = fopen("/proc/cpuinfo", "re")))
+	if (pthread_getcpuclockid(t, &cid) != 0 || clock_gettime(cid, &ts) != 0)
 		return 0;
-	while (fgets(line, sizeof line, f)) {
-		if (strncmp(line, "flags", 5) != 0)
-			continue;
-		flags++;
-		if (!strstr(line, " constant_tsc") || !strstr(line, " nonstop_tsc"))
-			bad++;
-	}
-	fclose(f);
-	return flags && !bad ? 2 : 0;
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-struct skew {
-	uint64_t tsc, mono;
-};
-
-static void *skew_read(void *arg)
+void le__futex_wait(_Atomic uint32_t *w, uint32_t val, uint64_t ns)
 {
-	struct skew *k = arg;
-	uint64_t real;
-	triple(&k->tsc, &real, &k->mono);
-	return NULL;
+	struct timespec ts = {(time_t)(ns / 1000000000u),
+	                      (long)(ns % 1000000000u)};
+	syscall(SYS_futex, (uint32_t *)w, FUTEX_WAIT_PRIVATE, val, &ts, NULL,
+	        0);
 }
 
-/* On every CPU this process may run on (every CPU a thread can be
- * pinned to: the caller's own mask may be narrower than its process's),
- * the counter against CLOCK_MONOTONIC (which kvm-clock keeps consistent
- * across CPUs) on the line through (t0, m0) at the calibrated ratio.  The
- * probe threads block every signal (the process's are not theirs).
- * @return 1 when every such CPU is within LE_TSC_SKEW_NS of it. */
-static int skew_ok(uint64_t t0, uint64_t m0)
+void le__futex_wake(_Atomic uint32_t *w, int n)
 {
-	struct skew k;
-	pthread_attr_t a;
-	pthread_t th;
-	sigset_t all, old;
-	long ncpu = sysconf(_SC_NPROCESSORS_CONF);
-	int checked = 0, ok = 1;
-
-	if (ncpu < 1 || ncpu > CPU_SETSIZE)
-		return 0;
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
-	for (int cpu = 0; ok && cpu < ncpu; cpu++) {
-		cpu_set_t one;
-		CPU_ZERO(&one);
-		CPU_SET(cpu, &one);
-		if (pthread_attr_init(&a) != 0) {
-			ok = 0;
-			break;
-		}
-		int rc = pthread_attr_setaffinity_np(&a, sizeof one, &one);
-		if (rc == 0)
-			rc = pthread_create(&th, &a, skew_read, &k);
-		pthread_attr_destroy(&a);
-		if (rc == EINVAL)
-			continue; /* offline, or outside the process's cpuset */
-		if (rc != 0 || pthread_join(th, NULL) != 0)
-			ok = 0;
-		else if (le__tsc_skewed(t0, m0, tsc_ratio, k.tsc, k.mono))
-			ok = 0;
-		checked++;
-	}
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	return ok && checked > 0;
-}
-#endif
-
-static void tsc_probe(void)
-{
-#if defined(__x86_64__)
-	int src = getenv("LE_NO_TSC") ? 0 : tsc_source();
-	if (!src)
-		return;
-	uint64_t t0 = 0, r0, m0 = 0, t1 = 0, r1, m1 = 0;
-	triple(&t0, &r0, &m0);
-	do
-		triple(&t1, &r1, &m1);
-	while (m1 - m0 < 5000000u);
-	if (t1 <= t0)
-		return;
-	tsc_ratio = (double)(m1 - m0) / (double)(t1 - t0);
-	tsc_ok = tsc_ratio > 0.01 && tsc_ratio < 100.0 &&
-	         (src == 1 || skew_ok(t1, m1));
-#endif
-}
-
-int le__tsc_forbid;
-
-int le__tsc_usable(void)
-{
-	pthread_once(&tsc_once, tsc_probe);
-	return tsc_ok && !le__tsc_forbid;
-}
-
-void le__clock_rebase(le__clock *c, uint64_t tsc, uint64_t real,
-                      uint64_t mono)
-{
-	c->mult = (uint64_t)(c->ns_per_tick * 4294967296.0 + 0.5);
-	c->base_tsc = tsc;
-	c->base_ns = real;
-	c->base_mono = mono;
-}
-
-void le__clock_init(le__clock *c)
-{
-	uint64_t t = 0, n = 0, m = 0;
-
-	memset(c, 0, sizeof *c);
-	if (!le__tsc_usable())
-		return;
-	triple(&t, &n, &m);
-	c->ns_per_tick = tsc_ratio;
-	le__clock_rebase(c, t, n, m);
-}
-
-int le__clock_ratio_ok(double first, double now)
-{
-	return now > first * 0.999 && now < first * 1.001;
-}
-
-void le__clock_recal(le__clock *c)
-{
-	uint64_t t = 0, n = 0, m = 0;
-	if (c->ns_per_tick == 0)
-		return;
-	triple(&t, &n, &m);
-	le__clock_recal_at(c, t, n, m, tsc_ratio);
-}
-
-void le__clock_recal_at(le__clock *c, uint64_t tsc, uint64_t real,
-                        uint64_t mono, double first)
-{
-	/* Over half a second or more the triple's jitter (tens of ns) is
-	 * noise.  Against CLOCK_MONOTONIC: CLOCK_REALTIME may be stepped. */
-	if (mono > c->base_mono + 500000000u && tsc > c->base_tsc) {
-		double r = (double)(mono - c->base_mono) /
-		           (double)(tsc - c->base_tsc);
-		if (le__clock_ratio_ok(first, r))
-			c->ns_per_tick = r;
-	}
-	le__clock_rebase(c, tsc, real, mono);
-}
-
-int le__tsc_skewed(uint64_t t0, uint64_t m0, double ratio, uint64_t tsc,
-                   uint64_t mono)
-{
-	double want = (double)m0 + (double)(int64_t)(tsc - t0) * ratio;
-	double off = (double)mono - want;
-	return off > LE_TSC_SKEW_NS || off < -(double)LE_TSC_SKEW_NS;
-}
-
-int le__clock_slipped(const le__clock *c, uint64_t tsc, uint64_t real)
-{
-	uint64_t ns = le__clock_ns(c, tsc);
-	return ns > real + LE_CLOCK_SLIP_NS || ns + LE_CLOCK_SLIP_NS < real;
-}
-
-void le__clock_check(le__clock *c, uint64_t *real)
-{
-#if defined(__x86_64__)
-	if (c->ns_per_tick != 0) {
-		uint64_t t = __rdtsc(), m = 0;
-		*real = le__now_ns();
-		if (le__clock_slipped(c, t, *real)) {
-			triple(&t, real, &m);
-			le__clock_rebase(c, t, *real, m);
-		}
-		return;
-	}
-#endif
-	*real = le__now_ns();
+	syscall(SYS_futex, (uint32_t *)w, FUTEX_WAKE_PRIVATE, n, NULL, NULL, 0);
 }
 
 void le__name_thread(pthread_t t, const char *name)

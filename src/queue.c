@@ -30,6 +30,7 @@
 #include "crc32c.h"
 #include "format.h"
 #include "internal.h"
+#include "clock.h"
 #include "os.h"
 
 static void geometry(le__ring *r, uint64_t size)
@@ -48,9 +49,9 @@ static void geometry(le__ring *r, uint64_t size)
 #endif
 
 /* Fault the whole ring in now, writable, without changing a byte: left to
- * the producers, the first lap costs one page fault (~5 us) per 4 KiB, and
- * those faults were all of le_write's p99.9 (docs/BENCHMARKS.md).  Best
- * effort: kernels before 5.14 lack it, and then the faults happen later. */
+ * the producers, the first lap costs a page fault (microseconds) per 4 KiB
+ * in le_write, which is where its slowest calls would be.  Best effort:
+ * kernels before 5.14 lack it, and then the faults happen later. */
 static void prefault(void *map, size_t len)
 {
 	madvise(map, len, MADV_POPULATE_WRITE);
@@ -71,7 +72,7 @@ static void prefault(void *map, size_t len)
  */
 #define HUGE_SZ (2ull << 20)
 
-static void *map_aligned(size_t len, int fd)
+static void *map_aligned(size_t len, int fd, int huge)
 {
 	int flags = fd < 0 ? MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE
 	                   : MAP_SHARED;
@@ -98,14 +99,33 @@ static void *map_aligned(size_t len, int fd)
 	if (res + span > at + len)
 		munmap(at + len, (size_t)(res + span - (at + len)));
 #ifdef MADV_HUGEPAGE
-	madvise(m, len, MADV_HUGEPAGE);
+	/* A ring that trims returns 4 KiB pages: one huge page would keep
+	 * 2 MiB resident for a few records. */
+	madvise(m, len, huge ? MADV_HUGEPAGE : MADV_NOHUGEPAGE);
+#else
+	(void)huge;
 #endif
 	return m;
 }
 
+static int trims(size_t len, int fd)
+{
+	return fd < 0 && len >= LE_QUEUE_HDR + LE_TRIM_MIN;
+}
+
 static void attach(le__ring *r, void *map, size_t len)
 {
-	prefault(map, len);
+	r->trims = trims(len, r->fd);
+	if (r->trims) {
+		/* What the producers fill first; the writer faults in the
+		 * rest ahead of them (le__ring_populate). */
+		uint64_t a = (len - LE_QUEUE_HDR) / 16;
+		r->ahead = a < (256u << 10) ? 256u << 10
+		           : a > (4u << 20) ? 4u << 20 : a;
+		prefault(map, LE_QUEUE_HDR + r->ahead);
+	} else {
+		prefault(map, len);
+	}
 	r->map = map;
 	r->map_len = len;
 	r->data = (unsigned char *)map + LE_QUEUE_HDR;
@@ -122,7 +142,12 @@ static void attach(le__ring *r, void *map, size_t len)
  * discarded (what it held was only ever promised by the durability
  * policy, which the segment files keep).
  */
-uint64_t le__boot_id_override;
+static uint64_t le__boot_id_override;
+
+void le__boot_id_set(uint64_t id)
+{
+	le__boot_id_override = id;
+}
 
 static uint64_t boot_id(void)
 {
@@ -139,6 +164,21 @@ static uint64_t boot_id(void)
 	for (const char *p = b; *p; p++)
 		h = (h ^ (unsigned char)*p) * 0x100000001b3ull;
 	return h;
+}
+
+uint64_t le__boot_id(void)
+{
+	/* The kernel's cannot change under a running process: read once
+	 * (a live page reader asks for every page it reads). */
+	static _Atomic uint64_t kernel;
+	if (le__boot_id_override)
+		return le__boot_id_override;
+	uint64_t b = atomic_load_explicit(&kernel, memory_order_relaxed);
+	if (!b) {
+		b = boot_id();
+		atomic_store_explicit(&kernel, b, memory_order_relaxed);
+	}
+	return b;
 }
 
 static void put_header(unsigned char *h, const le__ring *r, uint32_t shard)
@@ -222,10 +262,45 @@ int le__ring_get_clock(const le__ring *r, le__clock *c)
 	return 0;
 }
 
+/*
+ * A header that fails its checksum was damaged (another boot's header
+ * still passes it and is discarded for its boot id alone; a file cut off
+ * before its header was written is zeros).  Its ring may still hold a
+ * dead process's records, and the geometry it had is the one the file's
+ * length gives: @return 0 and *size when that length is one a ring can
+ * have.
+ */
+static int damaged_header(const unsigned char *h, uint64_t file_len,
+                          uint64_t *size)
+{
+	int zeros = 1;
+	for (int i = 0; i < 64; i++)
+		zeros &= h[i] == 0;
+	if (zeros || le__get32(h + 60) ==
+	                     le__crc_mask(le__crc32c_extend(0, h, 60)))
+		return LE_ECORRUPT;
+	if (file_len <= LE_QUEUE_HDR)
+		return LE_ECORRUPT;
+	*size = file_len - LE_QUEUE_HDR;
+	if (*size % LE_SLOT_ALIGN || *size > LE_RING_MAX)
+		return LE_ECORRUPT;
+	return 0;
+}
+
+int le__ring_has_clock(const le__ring *r)
+{
+	const unsigned char *b = (const unsigned char *)r->map +
+	                         LE_QUEUE_CLOCK_OFF;
+	for (int i = 0; i < 36; i++)
+		if (b[i])
+			return 1;
+	return 0;
+}
+
 static int map_file(le__ring *r, int fd, uint64_t size)
 {
 	size_t len = LE_QUEUE_HDR + size;
-	void *m = map_aligned(len, fd);
+	void *m = map_aligned(len, fd, 1);
 	if (m == MAP_FAILED)
 		return -errno;
 	geometry(r, size);
@@ -254,27 +329,29 @@ static int create(le__ring *r, int fd, uint64_t size, uint32_t shard)
 }
 
 int le__ring_open(le__ring *r, const char *path, uint64_t size,
-                  uint32_t shard)
+                  uint32_t shard, unsigned mode)
 {
 	memset(r, 0, sizeof *r);
 	r->fd = -1;
 	if (!path) {
 		size_t len = LE_QUEUE_HDR + size;
-		void *m = map_aligned(len, -1);
+		void *m = map_aligned(len, -1, !trims(len, -1));
 		if (m == MAP_FAILED)
 			return -errno;
 		geometry(r, size);
 		attach(r, m, len);
 		return 0;
 	}
-	int fd = le__open(path, O_RDWR | O_CREAT, 0644);
+	int fd = le__open_in(path, LE_IN_SHARD, O_RDWR | O_CREAT, (mode_t)mode);
 	if (fd < 0) {
-		le__seterr("queue: cannot open %s: %s", path, strerror(-fd));
+		if (fd != LE_EUNSAFE)
+			le__seterr("queue: cannot open %s: %s", path,
+			           le_strerror(fd));
 		return fd;
 	}
 	r->fd = fd;
 	struct stat st;
-	unsigned char h[64];
+	unsigned char h[64] = {0};
 	uint64_t old;
 	int rc;
 	if (fstat(fd, &st) == 0 && st.st_size >= (off_t)LE_QUEUE_HDR &&
@@ -282,6 +359,11 @@ int le__ring_open(le__ring *r, const char *path, uint64_t size,
 	    get_header(h, (uint64_t)st.st_size, shard, &old) == 0) {
 		rc = map_file(r, fd, old); /* drain first, renew later */
 		r->reused = 1;
+	} else if (st.st_size > (off_t)LE_QUEUE_HDR &&
+	           damaged_header(h, (uint64_t)st.st_size, &old) == 0) {
+		rc = map_file(r, fd, old); /* recovery says so */
+		r->reused = 1;
+		r->hdr_damaged = 1;
 	} else {
 		rc = create(r, fd, size, shard);
 	}
@@ -307,7 +389,7 @@ int le__ring_file_busy(const char *path, uint32_t shard)
 	unsigned char h[LE_QUEUE_TAIL_OFF + 8];
 	struct stat st;
 	uint64_t size;
-	int fd = le__open(path, O_RDONLY, 0);
+	int fd = le__open_in(path, LE_IN_SHARD, O_RDONLY, 0);
 	if (fd < 0)
 		return 0;
 	int busy = fstat(fd, &st) == 0 &&
@@ -338,6 +420,87 @@ int le__ring_renew(le__ring *r, const char *path, uint64_t size,
 	return rc;
 }
 
+#define MARK_KEY 0x9e3779b97f4a7c15ull
+
+static uint64_t mark_check(uint64_t pos, uint64_t seq)
+{
+	return pos ^ (seq << 32 | seq >> 32) ^ MARK_KEY;
+}
+
+void le__ring_mark(le__ring *r, uint64_t pos, uint64_t seq)
+{
+	_Atomic uint64_t *m = (_Atomic uint64_t *)((unsigned char *)r->map +
+	                                           LE_QUEUE_MARK_OFF);
+	/* Relaxed, in this order, before the release's own stores (a
+	 * signal fence keeps the compiler from moving them): a kill sees
+	 * what was stored, and between two of these reads as no mark. */
+	atomic_store_explicit(&m[2], 0, memory_order_relaxed);
+	atomic_store_explicit(&m[0], pos, memory_order_relaxed);
+	atomic_store_explicit(&m[1], seq, memory_order_relaxed);
+	atomic_store_explicit(&m[2], mark_check(pos, seq), memory_order_relaxed);
+	atomic_signal_fence(memory_order_seq_cst);
+}
+
+int le__ring_get_mark(const le__ring *r, uint64_t *pos, uint64_t *seq)
+{
+	const unsigned char *m = (const unsigned char *)r->map +
+	                         LE_QUEUE_MARK_OFF;
+	*pos = le__get64(m);
+	*seq = le__get64(m + 8);
+	return le__get64(m + 16) == mark_check(*pos, *seq) && *seq != 0 &&
+	               *pos % LE_SLOT_ALIGN == 0
+	               ? 0
+	               : LE_ECORRUPT;
+}
+
+/* A slot a producer could have left at pos: 1 and *bytes; a pad: 2. */
+static int plausible(const le__ring *r, uint64_t pos,
+                     int (*ok)(const le__slot *, uint32_t), uint32_t *bytes)
+{
+	const uint64_t mask = r->lap - 1;
+	uint64_t off = pos & mask;
+	if (off >= r->size)
+		return 0;
+	const le__slot *s = (const le__slot *)(r->data + off);
+	uint64_t st = atomic_load_explicit(&s->state, memory_order_relaxed);
+	uint32_t n = (uint32_t)st & LE_SLOT_SIZE_MASK;
+	if ((uint32_t)(st >> 32) != (uint32_t)(pos >> r->lap_shift) || n == 0)
+		return 0;
+	if ((st & (LE_SLOT_PAD | LE_SLOT_READY)) ==
+	    (LE_SLOT_PAD | LE_SLOT_READY))
+		return n == r->lap - off ? 2 : 0;
+	if (!(st & LE_SLOT_READY) || off + n > r->size || n < LE_SLOT_HDR ||
+	    !ok(s, n))
+		return 0;
+	*bytes = n;
+	return 1;
+}
+
+int le__ring_resync(const le__ring *r, uint64_t from, uint64_t end,
+                    int (*ok)(const le__slot *, uint32_t), uint64_t *at)
+{
+	const uint64_t mask = r->lap - 1;
+	uint32_t n, m;
+	for (uint64_t p = (from | (LE_SLOT_ALIGN - 1)) + 1; p < end;
+	     p += LE_SLOT_ALIGN) {
+		if ((p & mask) >= r->size) {
+			/* the lap's unreal gap: at most size / 64 lines are
+			 * looked at per lap, however large the lap */
+			p = (p | mask) + 1 - LE_SLOT_ALIGN;
+			continue;
+		}
+		if (plausible(r, p, ok, &n) != 1)
+			continue;
+		/* One slot-like line may be payload bytes; two in a row, or
+		 * one that ends where the queue does, hardly. */
+		if (p + n >= end || plausible(r, p + n, ok, &m) != 0) {
+			*at = p;
+			return 1;
+		}
+	}
+	return 0;
+}
+
 uint64_t le__ring_resume(const le__ring *r)
 {
 	uint64_t t = atomic_load(r->tail), h = atomic_load(r->head);
@@ -348,7 +511,24 @@ uint64_t le__ring_resume(const le__ring *r)
 	        rel % LE_SLOT_ALIGN == 0) ? rel : t;
 }
 
-void le__ring_release(le__ring *r, uint64_t from, uint64_t to)
+#define PAGE 4096u
+
+/* Return the whole pages in real [off, end) of the ring; @return where
+ * the pages begin and end (lo == hi: none). */
+static void trim_pages(le__ring *r, uint64_t off, uint64_t end,
+                       uint64_t *lo, uint64_t *hi)
+{
+	*lo = (off + PAGE - 1) & ~(uint64_t)(PAGE - 1);
+	*hi = end & ~(uint64_t)(PAGE - 1);
+	if (*hi <= *lo) {
+		*lo = *hi = off;
+		return;
+	}
+	if (madvise(r->data + *lo, (size_t)(*hi - *lo), MADV_DONTNEED) != 0)
+		*lo = *hi = off; /* kept: their FREE words are written */
+}
+
+void le__ring_release(le__ring *r, uint64_t from, uint64_t to, int trim)
 {
 	const uint64_t mask = r->lap - 1;
 
@@ -356,22 +536,82 @@ void le__ring_release(le__ring *r, uint64_t from, uint64_t to)
 	 * the middle of the FREE words leaves a walkable queue (FREE stores
 	 * are release stores: none is seen before this one). */
 	atomic_store_explicit(r->rel, to, memory_order_relaxed);
+	/* Before any page goes: a producer that finds one of them zero
+	 * finds this too (le__ring_claim_zero). */
+	if (trim && r->trims)
+		atomic_store(&r->trimming, to);
 	while (from < to) {
 		uint64_t off = from & mask;
 		uint64_t lap_end = from - off + r->lap;
 		uint64_t stop = to < lap_end ? to : lap_end;
 		uint64_t real_end = off + (stop - from);
 		uint64_t next = le__free_word((from >> r->lap_shift) + 1);
+		uint64_t lo = real_end, hi = real_end;
 		if (real_end > r->size)
 			real_end = r->size;
-		for (; off < real_end; off += LE_SLOT_ALIGN)
+		if (trim && r->trims)
+			trim_pages(r, off, real_end, &lo, &hi);
+		for (; off < real_end; off += LE_SLOT_ALIGN) {
+			if (off == lo && hi > lo) {
+				off = hi - LE_SLOT_ALIGN; /* zeros: FREE */
+				continue;
+			}
 			atomic_store_explicit(
 				(_Atomic uint64_t *)(r->data + off), next,
 				memory_order_release);
+		}
 		from = stop;
 	}
 	/* release: producers that see the new tail (acquire) see FREE. */
 	atomic_store_explicit(r->tail, to, memory_order_release);
+}
+
+void le__ring_populate(le__ring *r, uint64_t from, uint64_t to)
+{
+	const uint64_t mask = r->lap - 1;
+
+	while (from < to) {
+		uint64_t off = from & mask;
+		uint64_t lap_end = from - off + r->lap;
+		uint64_t stop = to < lap_end ? to : lap_end;
+		uint64_t end = off + (stop - from);
+		if (end > r->size)
+			end = r->size;
+		off &= ~(uint64_t)(PAGE - 1);
+		if (end > off)
+			prefault(r->data + off, (size_t)(end - off));
+		from = stop;
+	}
+}
+
+/*
+ * The word at h (lap lapno != 0) is zero: its page was returned by the
+ * release that moved tail past it in the lap before, and zero is FREE for
+ * the lap after.  Claim it, then make sure the claim is not a stale
+ * producer's: one whose head is from that lap before (delayed since), at a
+ * position the release had just consumed.  That release stored `trimming`
+ * (past h) before it returned the page, and tail (past h) after; a claim
+ * of ours is good iff neither is past h (a producer at its next-lap
+ * position is at or past both).  Seeing the page zero means the return
+ * happened before our load (the kernel's page-table lock, taken by the
+ * return and by our fault, orders them), so `trimming` is seen.  A stale
+ * claim is given back at once: producers of the right lap that see it in
+ * between take it for another lap's word and look again, as at any
+ * claimed slot; none moves head for it (its lap is not theirs).
+ * @return 1 when the slot is ours.
+ */
+int le__ring_claim_zero(le__ring *r, le__slot *s, uint64_t h, uint64_t claim)
+{
+	uint64_t zero = 0;
+
+	if (!r->trims ||
+	    !atomic_compare_exchange_strong(&s->state, &zero, claim))
+		return 0;
+	if (atomic_load(&r->trimming) > h || atomic_load(r->tail) > h) {
+		atomic_store(&s->state, 0);
+		return 0;
+	}
+	return 1;
 }
 
 uint64_t le__ring_size_for(uint64_t cap_rec, uint64_t cap_bytes,

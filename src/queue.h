@@ -52,6 +52,15 @@
  * no two slots share a cache line, so producers never false-share.)
  *
  * A fresh file or anonymous mapping is all zeros: FREE(lap 0) everywhere.
+ *
+ * Returned pages.  A ring that trims (LE_TRIM_MIN, anonymous) returns the
+ * pages of lines it releases while little is queued (MADV_DONTNEED) instead
+ * of writing their FREE words: they read as zeros afterwards, and a zero
+ * word is FREE for whatever lap comes next.  The one producer that could
+ * take it wrongly is a stale one (its head from the lap the line was just
+ * consumed in, delayed since): le__ring_claim_zero sees it from `trimming`
+ * and gives the word back.  Pages go only in the release, before tail
+ * passes them: no producer is writing there.
  */
 #ifndef LE_QUEUE_H
 #define LE_QUEUE_H
@@ -80,6 +89,8 @@
  * 192  8  releasing: where a release in progress will move tail (its
  *         FREE words are being written; a crash there leaves them
  *         half-done, and recovery starts the walk here, not at tail)
+ * 200 24  the last release's mark: u64 position, u64 sequence, u64 check
+ *         (le__ring_mark)
  * 256 36  the clock the slots' stamps are in (le__ring_put_clock) */
 #define LE_QUEUE_MAGIC "LOGENGQU"
 /* Above any ring le__ring_size_for makes (~2.7 GB at the largest bounds):
@@ -89,6 +100,7 @@
 #define LE_QUEUE_HEAD_OFF 64u
 #define LE_QUEUE_TAIL_OFF 128u
 #define LE_QUEUE_REL_OFF 192u
+#define LE_QUEUE_MARK_OFF 200u
 #define LE_QUEUE_CLOCK_OFF 256u
 
 typedef struct le__slot {
@@ -121,7 +133,22 @@ typedef struct le__ring {
 	int fd;                     /* -1: anonymous mapping */
 	int reused;                 /* the file was there (a previous
 	                               engine's): made anew once drained */
+	int hdr_damaged;            /* its header failed its checks: its
+	                               geometry was taken from its length */
+	/* Memory that follows use (le__ring_release's `trim`): an anonymous
+	 * ring of LE_TRIM_MIN or more whose released pages may be returned
+	 * to the kernel, then faulted in again `ahead` bytes before the
+	 * producers reach them (le__ring_populate). */
+	int trims;
+	uint64_t ahead;
+	/* where the release that returns pages will move tail: stored before
+	 * the pages go (see le__ring_claim_zero) */
+	_Atomic uint64_t trimming;
 } le__ring;
+
+/* Smallest ring whose pages are returned when little is queued: below
+ * it, the whole ring is faulted in at open (and in one huge page). */
+#define LE_TRIM_MIN (4ull << 20)
 
 static inline uint64_t le__free_word(uint64_t lap_no)
 {
@@ -170,6 +197,10 @@ static inline void le__budget_give(_Atomic uint64_t *b, uint64_t recs,
  */
 #define LE_PRODUCER_AHEAD 1024u
 
+/* A zero state word where FREE(lap) != 0 was expected: queue.c. */
+int le__ring_claim_zero(le__ring *r, le__slot *s, uint64_t h,
+                        uint64_t claim);
+
 static inline le__slot *le__ring_reserve(le__ring *r, uint32_t need,
                                          uint64_t *used)
 {
@@ -202,7 +233,9 @@ static inline le__slot *le__ring_reserve(le__ring *r, uint32_t need,
 		uint64_t claim = want | take | (pad ? LE_SLOT_PAD | LE_SLOT_READY : 0);
 		if (atomic_compare_exchange_strong_explicit(
 			    &s->state, &want, claim, memory_order_acq_rel,
-			    memory_order_acquire)) {
+			    memory_order_acquire) ||
+		    (want == 0 && (uint32_t)lapno != 0 &&
+		     le__ring_claim_zero(r, s, h, claim))) {
 			uint64_t hh = h;
 			atomic_compare_exchange_strong_explicit(
 				r->head, &hh, h + take, memory_order_release,
@@ -295,11 +328,12 @@ static inline int le__ring_peek(const le__ring *r, uint64_t *rd,
  * Open a shard's ring.  path NULL: an anonymous mapping (nothing survives
  * the process).  Otherwise the QUEUE file at path: created with `size`
  * bytes if missing or unreadable, else mapped with the geometry it has
- * (which may differ from `size`: drain it, then le__ring_renew).
+ * (which may differ from `size`: drain it, then le__ring_renew); mode:
+ * the file's permission bits when it is created.
  * @return 0, or -errno / LE_ECORRUPT (set le_errmsg) on failure.
  */
 int le__ring_open(le__ring *r, const char *path, uint64_t size,
-                  uint32_t shard);
+                  uint32_t shard, unsigned mode);
 void le__ring_close(le__ring *r);
 
 /*
@@ -314,9 +348,40 @@ void le__ring_close(le__ring *r);
 struct le__clock;
 void le__ring_put_clock(le__ring *r, const struct le__clock *c);
 int le__ring_get_clock(const le__ring *r, struct le__clock *c);
+/* 1 when the clock area holds anything (get failing then means damage). */
+int le__ring_has_clock(const le__ring *r);
 
-/* Tests simulate a reboot by changing this (0: the kernel's boot_id). */
-extern uint64_t le__boot_id_override;
+/*
+ * The mark: the record slots from ring position pos on get sequence
+ * numbers from seq on, in ring order (markers may take numbers between
+ * them).  The writer puts it before each release (the release's end and
+ * its next sequence) and at start; recovery counts the records its
+ * segments hold from seq on and skips that many slots from pos -- what a
+ * kill between a batch's write and its release, a copied directory or a
+ * second recovery of the same file would otherwise write twice.  It also
+ * witnesses tail and the releasing word.  Three words, the last a check
+ * of the other two, so a kill between the stores (or damage) reads as no
+ * mark.  get: 0, or LE_ECORRUPT when there is none.
+ */
+void le__ring_mark(le__ring *r, uint64_t pos, uint64_t seq);
+int le__ring_get_mark(const le__ring *r, uint64_t *pos, uint64_t *seq);
+
+/*
+ * Recovery after damage: the first position in (from, end) on a 64-byte
+ * line where a slot a producer could have written starts -- published,
+ * of that position's lap, within the ring, its header consistent
+ * (ok(slot, bytes) says), and followed by another such slot, a pad, or
+ * end.  @return 1 (*at set), or 0 when there is none.
+ */
+int le__ring_resync(const le__ring *r, uint64_t from, uint64_t end,
+                    int (*ok)(const le__slot *, uint32_t), uint64_t *at);
+
+/* Tests simulate a reboot by setting the boot id queue files are stamped
+ * with and checked against (0: the kernel's boot_id again). */
+void le__boot_id_set(uint64_t id);
+/* FNV-1a of the kernel's boot_id (or the test's): which boot a file
+ * belongs to (the QUEUE header, the live counters page). */
+uint64_t le__boot_id(void);
 
 /* 1 when the QUEUE file at path (of this boot) holds queued records. */
 int le__ring_file_busy(const char *path, uint32_t shard);
@@ -335,8 +400,13 @@ int le__ring_renew(le__ring *r, const char *path, uint64_t size,
                    uint32_t shard);
 
 /* Mark each line behind virtual [from, to) FREE for its next lap, and move
- * tail to `to`. */
-void le__ring_release(le__ring *r, uint64_t from, uint64_t to);
+ * tail to `to`.  trim (a ring that trims): the whole pages in the range
+ * are returned to the kernel instead (they read as zeros, which
+ * le__ring_reserve takes as FREE for their next lap). */
+void le__ring_release(le__ring *r, uint64_t from, uint64_t to, int trim);
+/* Fault in, writable, the pages under virtual [from, to) (a ring that
+ * trims: before the producers get there).  Changes no byte. */
+void le__ring_populate(le__ring *r, uint64_t from, uint64_t to);
 
 /* Size a shard's ring so that the budget, not the ring, is always what
  * limits a producer: every queued record could be in this one shard. */

@@ -1,12 +1,12 @@
 /*
  * reaper.c -- retention's unlinks, off the writer threads.
  *
- * Deleting a 64 MiB segment on ext4 frees its extents inside unlink(2):
- * 50-130 ms in the soak (docs/BENCHMARKS.md), during which a writer that
- * did it itself took no records, and the queue (1 MiB: a few tens of
- * milliseconds at full rate) filled.  Writers hand the paths to this one
- * thread per engine instead, through a bounded list; when the list is full
- * the writer unlinks the file itself, as before.
+ * Deleting a large segment on ext4 frees its extents inside unlink(2):
+ * tens of milliseconds, during which a writer that did it itself would
+ * take no records, and the queue (a few tens of milliseconds of records at
+ * full rate) would fill.  Writers hand the segments to this one thread per
+ * engine instead, through a bounded list; when the list is full a writer
+ * unlinks the file itself.
  *
  * A segment handed over and not yet unlinked is an old, whole segment:
  * if the process dies first, the next le_open lists it again, and
@@ -18,15 +18,18 @@
  * again.  segments_deleted counts only segments that are gone.  le_close
  * joins the thread after the writers, once every queued unlink is done.
  */
-#include "engine.h"
+#include "reaper.h"
+
+#include "os.h"
+#include "seg_zst.h"
+#include "segment.h"
 
 #include <errno.h>
 #include <string.h>
 
 static void *reaper_main(void *arg)
 {
-	le_engine *e = arg;
-	le__reaper *r = &e->reaper;
+	le__reaper *r = arg;
 	char path[LE_PATH_MAX];
 
 	for (;;) {
@@ -41,15 +44,13 @@ static void *reaper_main(void *arg)
 		 * unlink is done: if it fails, it needs a place in back. */
 		le__reap x = r->q[r->head];
 		pthread_mutex_unlock(&r->mu);
-		le__seg_path(path, sizeof path, x.sh->dir, x.index);
-		int rc = le__unlink(path);
+		le__seg_path(path, sizeof path, x.dir, x.index);
+		int rc = le__seg_unlink(path);
 		int failed = rc < 0 && rc != -ENOENT;
-		if (failed) {
-			atomic_store(&e->last_error, rc);
-			atomic_fetch_add(&e->errors_total, 1);
-		} else {
-			atomic_fetch_add(&x.sh->segments_deleted, 1);
-		}
+		if (failed)
+			atomic_store(r->last_error, rc);
+		else
+			atomic_fetch_add(x.deleted, 1);
 		pthread_mutex_lock(&r->mu);
 		r->head = (r->head + 1) % LE_REAP_MAX;
 		r->n--;
@@ -63,11 +64,11 @@ static void *reaper_main(void *arg)
 	return NULL;
 }
 
-int le__reaper_start(le_engine *e)
+int le__reaper_start(le__reaper *r, _Atomic int *last_error)
 {
-	le__reaper *r = &e->reaper;
 	int rc;
 
+	r->last_error = last_error;
 	if ((rc = pthread_mutex_init(&r->mu, NULL)) != 0)
 		return -rc;
 	if ((rc = pthread_cond_init(&r->cv, NULL)) != 0) {
@@ -75,7 +76,7 @@ int le__reaper_start(le_engine *e)
 		return -rc;
 	}
 	r->inited = 1;
-	rc = pthread_create(&r->thread, NULL, reaper_main, e);
+	rc = pthread_create(&r->thread, NULL, reaper_main, r);
 	if (rc != 0)
 		return -rc;
 	le__name_thread(r->thread, "le-reaper");
@@ -83,18 +84,14 @@ int le__reaper_start(le_engine *e)
 	return 0;
 }
 
-int le__reaper_push(le_engine *e, le__shard *sh, uint64_t index,
-                    uint64_t bytes)
+int le__reaper_push(le__reaper *r, const le__reap *x)
 {
-	le__reaper *r = &e->reaper;
-
 	if (!r->started)
 		return 0;
 	pthread_mutex_lock(&r->mu);
 	int ok = r->n + atomic_load(&r->nback) < LE_REAP_MAX && !r->stop;
 	if (ok) {
-		r->q[(r->head + r->n) % LE_REAP_MAX] =
-			(le__reap){.sh = sh, .index = index, .bytes = bytes};
+		r->q[(r->head + r->n) % LE_REAP_MAX] = *x;
 		r->n++;
 		pthread_cond_broadcast(&r->cv);
 	}
@@ -102,18 +99,16 @@ int le__reaper_push(le_engine *e, le__shard *sh, uint64_t index,
 	return ok;
 }
 
-size_t le__reaper_take_back(le_engine *e, le__shard *sh, le__reap *out,
+size_t le__reaper_take_back(le__reaper *r, const void *owner, le__reap *out,
                             size_t cap)
-{
-	le__reaper *r = &e->reaper;
-	size_t got = 0;
+{	size_t got = 0;
 
 	if (!atomic_load_explicit(&r->nback, memory_order_relaxed))
 		return 0; /* the common case: no lock */
 	pthread_mutex_lock(&r->mu);
 	unsigned nb = atomic_load(&r->nback), keep = 0;
 	for (unsigned i = 0; i < nb; i++) {
-		if (r->back[i].sh == sh && got < cap)
+		if (r->back[i].owner == owner && got < cap)
 			out[got++] = r->back[i];
 		else
 			r->back[keep++] = r->back[i];
@@ -123,10 +118,8 @@ size_t le__reaper_take_back(le_engine *e, le__shard *sh, le__reap *out,
 	return got;
 }
 
-void le__reaper_stop(le_engine *e)
+void le__reaper_stop(le__reaper *r)
 {
-	le__reaper *r = &e->reaper;
-
 	if (!r->started)
 		return;
 	pthread_mutex_lock(&r->mu);
@@ -137,10 +130,8 @@ void le__reaper_stop(le_engine *e)
 	r->started = 0;
 }
 
-void le__reaper_free(le_engine *e)
+void le__reaper_free(le__reaper *r)
 {
-	le__reaper *r = &e->reaper;
-
 	if (!r->inited)
 		return;
 	pthread_mutex_destroy(&r->mu);

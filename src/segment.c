@@ -18,6 +18,7 @@
 #include <sys/stat.h>
 
 #include "os.h"
+#include "seg_zst.h"
 
 /* The window starts small (a reader keeps one scanner per shard, and there
  * may be 256 shards) and doubles on each refill up to WINDOW_MAX, so a long
@@ -43,7 +44,8 @@ static int cmp_u64(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
-/* Parse exactly 16 lower-case hex digits followed by ".seg". */
+/* Parse exactly 16 lower-case hex digits followed by ".seg" or, an
+ * archived segment, ".seg.zst". */
 static int parse_seg_name(const char *name, uint64_t *idx)
 {
 	uint64_t v = 0;
@@ -56,25 +58,33 @@ static int parse_seg_name(const char *name, uint64_t *idx)
 		else
 			return 0;
 	}
-	if (strcmp(name + 16, ".seg") != 0)
+	if (strcmp(name + 16, ".seg") != 0 &&
+	    strcmp(name + 16, ".seg" LE_ZST_SUFFIX) != 0)
 		return 0;
 	*idx = v;
 	return 1;
 }
 
 /* Collect numbers parsed from directory entries into a sorted array. */
-static int list_dir(const char *dir, int (*parse)(const char *, uint64_t *),
-                    uint64_t **out, size_t *n)
+static int list_dir(const char *dir, int depth,
+                    int (*parse)(const char *, uint64_t *), uint64_t **out,
+                    size_t *n)
 {
-	DIR *d = opendir(dir);
 	uint64_t *v = NULL, x;
 	size_t len = 0, cap = 0;
 	struct dirent *de;
 
 	*out = NULL;
 	*n = 0;
-	if (!d)
-		return -errno;
+	int fd = le__open_in(dir, depth, O_RDONLY | O_DIRECTORY, 0);
+	if (fd < 0)
+		return fd;
+	DIR *d = fdopendir(fd);
+	if (!d) {
+		int rc = -errno;
+		le__close(fd);
+		return rc;
+	}
 	while ((de = readdir(d)) != NULL) {
 		if (!parse(de->d_name, &x))
 			continue;
@@ -94,6 +104,13 @@ static int list_dir(const char *dir, int (*parse)(const char *, uint64_t *),
 	closedir(d);
 	if (len)
 		qsort(v, len, sizeof *v, cmp_u64);
+	/* A segment and its archive (a crash between the archive's rename
+	 * and the segment's unlink) are one segment. */
+	size_t w = 0;
+	for (size_t i = 0; i < len; i++)
+		if (w == 0 || v[w - 1] != v[i])
+			v[w++] = v[i];
+	len = w;
 	*out = v;
 	*n = len;
 	return 0;
@@ -101,7 +118,7 @@ static int list_dir(const char *dir, int (*parse)(const char *, uint64_t *),
 
 int le__seg_list(const char *shard_dir, uint64_t **out, size_t *n)
 {
-	return list_dir(shard_dir, parse_seg_name, out, n);
+	return list_dir(shard_dir, LE_IN_DIR, parse_seg_name, out, n);
 }
 
 static int parse_shard_name(const char *name, uint64_t *shard)
@@ -123,7 +140,7 @@ static int parse_shard_name(const char *name, uint64_t *shard)
 int le__shard_list(const char *dir, uint32_t **out, size_t *n)
 {
 	uint64_t *v;
-	int rc = list_dir(dir, parse_shard_name, &v, n);
+	int rc = list_dir(dir, LE_IN_ROOT, parse_shard_name, &v, n);
 	*out = NULL;
 	if (rc < 0)
 		return rc;
@@ -154,9 +171,12 @@ int le__scan_open(le__scan *s, const char *path, uint32_t expect_shard,
 
 	memset(s, 0, sizeof *s);
 	*why = "";
-	s->fd = le__open(path, O_RDONLY, 0);
-	if (s->fd < 0)
+	s->fd = le__seg_open_read(path, &s->archived, why);
+	if (s->fd < 0) {
+		if (s->fd == LE_ECORRUPT && !**why)
+			*why = "archive damaged";
 		return s->fd;
+	}
 	if (fstat(s->fd, &st) < 0) {
 		rc = -errno;
 		goto fail;
@@ -255,8 +275,8 @@ static int peek(le__scan *s, uint64_t off, le__frame *f, const char **why)
 	size_t avail = (size_t)(s->win_off + s->win_len - off);
 	if (avail > left)
 		avail = (size_t)left;
-	rc = le__frame_decode(s->buf + (off - s->win_off), avail, fields,
-	                      LE_FRAME_MAX, f, why);
+	rc = le__frame_decode_v(s->buf + (off - s->win_off), avail,
+	                        s->hdr.version, fields, LE_FRAME_MAX, f, why);
 	if (rc != LE_FRAME_OK)
 		return rc;
 	if ((fields & LE_FIELD_SHARD) && f->shard != s->hdr.shard) {
@@ -284,6 +304,34 @@ int le__scan_next(le__scan *s, le__frame *f, const char **why)
 	s->next_seq++;
 	s->frames++;
 	return LE_FRAME_OK;
+}
+
+int64_t le__scan_many(le__scan *s, uint64_t max_bytes, uint64_t *bytes)
+{
+	uint64_t left = s->off < s->file_len ? s->file_len - s->off : 0;
+	uint64_t want = left < max_bytes ? left : max_bytes;
+	size_t used;
+
+	*bytes = 0;
+	if (want > WINDOW_MAX)
+		want = WINDOW_MAX;
+	if (want < 4)
+		return 0;
+	int rc = window(s, s->off, (size_t)want);
+	if (rc < 0)
+		return rc;
+	size_t at = (size_t)(s->off - s->win_off);
+	size_t avail = s->win_len - at;
+	uint64_t seq = s->next_seq;
+	uint64_t n = le__frames_check(s->buf + at, avail < want ? avail
+	                                                       : (size_t)want,
+	                              s->hdr.version, s->hdr.fields,
+	                              s->hdr.shard, (size_t)want, &seq, &used);
+	s->off += used;
+	s->next_seq += n;
+	s->frames += n;
+	*bytes = used;
+	return (int64_t)n;
 }
 
 int le__scan_resync(le__scan *s)
@@ -316,7 +364,7 @@ int le__ckpt_read(const char *shard_dir, le__ckpt *c)
 	int n = snprintf(path, sizeof path, "%s/CHECKPOINT", shard_dir);
 	if (n < 0 || (size_t)n >= sizeof path)
 		return -ENAMETOOLONG;
-	int fd = le__open(path, O_RDONLY, 0);
+	int fd = le__open_in(path, LE_IN_SHARD, O_RDONLY, 0);
 	if (fd < 0)
 		return fd;
 	memset(buf, 0, sizeof buf);

@@ -1,7 +1,7 @@
 /*
  * segment.h -- segment files: naming, listing, sequential scanning with
  * validation, and the checkpoint file.  Shared by recovery (engine.c), the
- * writers (writer.c) and the reader API (reader.c).
+ * writers (writer.c) and the reader API (reader_*.c).
  */
 #ifndef LE_SEGMENT_H
 #define LE_SEGMENT_H
@@ -19,8 +19,8 @@ int le__shard_dir(char *buf, size_t cap, const char *dir, uint32_t shard);
 /* DIR/shard-NNN/IIIIIIIIIIIIIIII.seg */
 int le__seg_path(char *buf, size_t cap, const char *shard_dir, uint64_t index);
 
-/* Segment indexes in shard_dir, ascending; *out malloc'd (free it), may be
- * NULL when *n == 0.  @return 0, -errno, LE_ENOMEM. */
+/* Segment indexes in shard_dir, ascending, archived ones (.seg.zst)
+ * included; *out malloc'd (free it), may be NULL when *n == 0.  @return 0, -errno, LE_ENOMEM. */
 int le__seg_list(const char *shard_dir, uint64_t **out, size_t *n);
 
 /* Shard numbers with a shard-NNN directory in dir, ascending. */
@@ -42,9 +42,13 @@ typedef struct le__scan {
 	uint64_t off;         /* offset of the next frame */
 	uint64_t next_seq;    /* sequence the next frame must carry */
 	uint64_t frames;      /* frames returned */
+	int archived;         /* path was gone, and its archive (.seg.zst,
+	                         seg_zst.h) is what fd holds, decompressed;
+	                         also set when opening the archive failed */
 } le__scan;
 
-/* Open path and check its header; expect_shard UINT32_MAX = any.
+/* Open path and check its header; expect_shard UINT32_MAX = any.  A path
+ * that is gone is read from its archive, PATH.zst, when there is one.
  * @return 0; LE_ECORRUPT (short/damaged header: *why says); LE_EVERSION;
  * -errno.  On failure nothing needs closing. */
 int le__scan_open(le__scan *s, const char *path, uint32_t expect_shard,
@@ -54,6 +58,17 @@ int le__scan_open(le__scan *s, const char *path, uint32_t expect_shard,
  * call and s->off / s->next_seq have advanced; otherwise *why says what is
  * wrong at s->off and nothing moved.  A negative return is an I/O error. */
 int le__scan_next(le__scan *s, le__frame *f, const char **why);
+
+/*
+ * Take the run of whole, valid frames from s->off on (le__frames_check:
+ * CRCs checked several at a time), at most max_bytes of them and what one
+ * window holds (refilled from s->off first if it must), as le__scan_next
+ * would one by one.  @return frames taken (s->off, s->next_seq, s->frames
+ * past them; *bytes their size; they are in the window at s->off as it
+ * was), 0 when the next frame needs le__scan_next (cut short, damaged,
+ * larger than max_bytes, the end), or < 0 on an I/O error.
+ */
+int64_t le__scan_many(le__scan *s, uint64_t max_bytes, uint64_t *bytes);
 
 /* From s->off + 1, look for the next offset at which a valid frame with a
  * sequence at or past s->next_seq starts.  @return 1 found (s->off there,

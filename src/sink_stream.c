@@ -18,13 +18,78 @@
  * gone) is not a death: every thread of ours blocks SIGPIPE, and the sink
  * just counts everything from then on as dropped.
  *
- * Synchronous mode (stream_sync) writes each line in the caller's thread
- * with a blocking write: the baseline of the pipeline comparison, the same
- * formatting code, and exactly the stall the async mode exists to remove.
+ * Accounting: every record a port takes is counted once, as a line
+ * (stream_lines: handed over and not thrown away since) or as dropped
+ * (stream_dropped: no room in the batch's stage or in the buffer, the
+ * reader gone, or still buffered when le_close gave up on a stalled
+ * reader).  Marker lines ("N records dropped", the stream's own or the
+ * queue's) are neither.
  */
 #define _GNU_SOURCE
-#include "engine.h"
+#include "stream.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+
+#include "fields.h"
 #include "fmt.h"
+#include "internal.h"
+#include "os.h"
+
+#define LE_STREAM_MARKS 64       /* marker lines the buffer may hold */
+
+struct le__stream {
+	int fd;                  /* the caller's descriptor */
+	int wfd;                 /* ours: a non-blocking reopen, or fd */
+	int own_nonblock;
+	/* stream_path: the file we opened (wfd == fd, ours to close), which
+	 * le_reopen has the stream thread open again by name. */
+	const char *path;        /* [const] the engine's copy, or NULL */
+	_Atomic int reopen;      /* set by le_reopen (a signal handler) */
+	_Atomic uint64_t reopens;
+	int mid_line;            /* [thread] the last write ended inside a
+	                            line (the ring wrapped there): no reopen
+	                            until the rest of it is written */
+	int format;
+	pthread_t thread;
+	int started;
+	pthread_mutex_t mu;      /* guards ring, head, len, drops_pending and
+	                            the line accounting below */
+	pthread_cond_t cv;       /* CLOCK_MONOTONIC */
+	unsigned char *ring;
+	size_t cap, head, len;
+	uint64_t drops_pending;  /* to report with a line */
+	/* So that lines thrown away (the reader gone) are counted as
+	 * dropped: every line ends in its only '\n', so the ring's newlines
+	 * are its lines; the marker lines among them (not records) are known
+	 * by where they end, in bytes ever put (the ring's bytes ever taken
+	 * out are put_bytes - len). */
+	uint64_t put_bytes;
+	uint64_t mark_end[LE_STREAM_MARKS]; /* put_bytes at a marker's end */
+	unsigned mark_head, mark_n;
+	int stop;
+	uint64_t stop_deadline;
+	_Atomic int dead;        /* EPIPE or the like: the reader is gone */
+	_Atomic uint64_t lines, dropped, bytes;
+	uint64_t cpu_ns;         /* the thread's CPU time when it ended */
+	size_t stage_cap;        /* a port's stage: a batch's lines */
+};
+
+/* A shard writer's port: the lines of its batch, formatted in put and
+ * handed over in commit.  A marker line's length has MARK_BIT set. */
+#define MARK_BIT 0x80000000u
+typedef struct port {
+	le__sink sink;
+	le__stream *s;
+	uint32_t shard;
+	unsigned char *stage;
+	size_t len, cap;
+	uint32_t *lens;
+	size_t n, max;
+	uint64_t dropped;        /* records whose line did not fit */
+	unsigned char *plain;    /* a deferred record's text (le__rec_plain) */
+	size_t plain_cap;
+} port;
 
 #include <errno.h>
 #include <fcntl.h>
@@ -49,35 +114,11 @@ static size_t put_u64(char *o, uint64_t v)
 	return (size_t)n;
 }
 
-/*
- * "2026-11-30T21:30:27.123456789Z", 30 bytes.  The calendar part changes
- * once a second, and gmtime_r with snprintf cost more than all the rest of
- * a line, so each thread (a shard's writer; a caller in stream_sync mode)
- * keeps the text of the last second it formatted.
- */
 #define TS_LEN 30
-static _Thread_local struct {
-	uint64_t sec;
-	char text[64]; /* "YYYY-MM-DDTHH:MM:SS.", 20 used */
-} ts_cache = {UINT64_MAX, ""};
 
 static size_t put_ts(char *out, uint64_t ns)
 {
-	uint64_t sec = ns / 1000000000u;
-	if (sec != ts_cache.sec) {
-		time_t t = (time_t)sec;
-		struct tm tm;
-		gmtime_r(&t, &tm);
-		snprintf(ts_cache.text, sizeof ts_cache.text,
-		         "%04d-%02d-%02dT%02d:%02d:%02d.", tm.tm_year + 1900,
-		         tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min,
-		         tm.tm_sec);
-		ts_cache.sec = sec;
-	}
-	memcpy(out, ts_cache.text, 20);
-	le__dec_fixed(ns % 1000000000u, out + 29, 9);
-	out[29] = 'Z';
-	return TS_LEN;
+	return le__put_ts(out, ns, 9); /* recfmt.c */
 }
 
 /* Level names padded to five, as " %-5s " would. */
@@ -95,54 +136,20 @@ static size_t put_str(unsigned char *o, const char *str)
 	return n;
 }
 
-/* JSON string body: escapes ", \, control bytes; bytes that are not valid
- * UTF-8 become \u00XX of their value (as logengine cat -o json does). */
-static size_t json_escape(unsigned char *o, size_t cap, const unsigned char *p,
-                          size_t n)
-{
-	static const char hex[] = "0123456789abcdef";
-	size_t w = 0;
-	for (size_t i = 0; i < n && w + 12 < cap;) {
-		unsigned c = p[i];
-		if (c == '"' || c == '\\') {
-			o[w++] = '\\';
-			o[w++] = (unsigned char)c;
-			i++;
-		} else if (c < 0x20 || c == 0x7f) {
-			w += (size_t)snprintf((char *)o + w, 8, "\\u%04x", c);
-			i++;
-		} else if (c < 0x80) {
-			o[w++] = (unsigned char)c;
-			i++;
-		} else {
-			size_t k = c >= 0xf0 ? 4 : c >= 0xe0 ? 3 : c >= 0xc2 ? 2 : 0;
-			size_t j = 1;
-			while (k && j < k && i + j < n && (p[i + j] & 0xc0) == 0x80)
-				j++;
-			if (k && j == k && k <= 4 && c <= 0xf4) {
-				memcpy(o + w, p + i, k);
-				w += k;
-				i += k;
-			} else {
-				o[w++] = '\\', o[w++] = 'u', o[w++] = '0',
-				o[w++] = '0', o[w++] = (unsigned char)hex[c >> 4],
-				o[w++] = (unsigned char)hex[c & 15];
-				i++;
-			}
-		}
-	}
-	return w;
-}
-
 size_t le__stream_format(unsigned char *out, size_t cap, int format,
                          uint64_t ts, int level, uint32_t shard, uint64_t seq,
                          uint32_t flags, const void *payload, uint32_t len)
 {
-	size_t w = 0;
-	const unsigned char *p = payload;
+	size_t w = 0, flen = 0, mlen;
+	const unsigned char *p = payload, *fb = NULL;
 
 	if (cap < 256)
 		return 0;
+	/* A field block (fields.h) goes after the message, formatted by
+	 * recfmt.c as every output formats it. */
+	if ((flags & LE_REC_FIELDS) &&
+	    le__fields_split(payload, len, &fb, &flen, &p, &mlen) == 0)
+		len = (uint32_t)mlen;
 	if (format == LE_STREAM_JSON) {
 		/* {"seq":..,"ts":"..","level":"..","shard":..,"msg":".."} */
 		w = put_str(out, "{\"seq\":");
@@ -159,8 +166,11 @@ size_t le__stream_format(unsigned char *out, size_t cap, int format,
 		if (flags & LE_REC_MARKER)
 			w += put_str(out + w, "\"marker\":true,");
 		w += put_str(out + w, "\"msg\":\"");
-		w += json_escape(out + w, cap - w - 4, p, len);
+		w += le__json_escape(out + w, cap - w - 4, p, len);
 		out[w++] = '"';
+		if (flen)
+			w += le__fields_format(out + w, cap - w - 2, LE__FMT_JSON,
+			                       fb, flen);
 		out[w++] = '}';
 	} else {
 		if (format == LE_STREAM_TEXT) {
@@ -189,6 +199,9 @@ size_t le__stream_format(unsigned char *out, size_t cap, int format,
 				q++;
 			}
 		}
+		if (flen)
+			w += le__fields_format(out + w, cap - w - 1, LE__FMT_TEXT,
+			                       fb, flen);
 	}
 	out[w++] = '\n';
 	return w;
@@ -200,7 +213,7 @@ size_t le__stream_format(unsigned char *out, size_t cap, int format,
 static void wait_ms(le__stream *s, long ms)
 {
 	struct timespec t;
-	clock_gettime(CLOCK_REALTIME, &t);
+	clock_gettime(CLOCK_MONOTONIC, &t);
 	t.tv_nsec += ms * 1000000;
 	if (t.tv_nsec >= 1000000000) {
 		t.tv_sec++;
@@ -238,7 +251,6 @@ static void discard(le__stream *s)
 	                 newlines(s->ring, s->len - first) - s->mark_n;
 	atomic_fetch_sub(&s->lines, lines);
 	atomic_fetch_add(&s->dropped, lines);
-	atomic_fetch_add(&s->discarded, lines);
 	s->head = (s->head + s->len) % s->cap;
 	s->len = 0;
 	s->mark_n = 0;
@@ -267,6 +279,8 @@ static int pump(le__stream *s, int timeout_ms)
 	ssize_t w = write(s->wfd, s->ring + start, n);
 	if (w < 0)
 		return (errno == EAGAIN || errno == EINTR) ? 0 : -1;
+	if (w > 0) /* read before head moves: producers may reuse it after */
+		s->mid_line = s->ring[start + (size_t)w - 1] != '\n';
 	pthread_mutex_lock(&s->mu);
 	s->head = (s->head + (size_t)w) % s->cap;
 	s->len -= (size_t)w;
@@ -305,18 +319,49 @@ static void put_drops(le__stream *s)
 	s->drops_pending = 0;
 }
 
+/*
+ * Open stream_path again (logrotate renamed it).  Only this thread writes
+ * wfd, so every byte pumped before this went to the old file and every
+ * byte after goes to the new one.  If the open fails the old file is kept
+ * (lines still go somewhere) and the next le_reopen tries again.
+ */
+static void reopen(le__stream *s)
+{
+	if (!s->path)
+		return;
+	int fd = open(s->path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+	if (fd < 0)
+		return;
+	close(s->wfd);
+	s->fd = s->wfd = fd;
+	atomic_fetch_add(&s->reopens, 1);
+}
+
+void le__stream_reopen(le__stream *s)
+{
+	if (s && s->path)
+		atomic_store(&s->reopen, 1); /* lock-free: signal-safe */
+}
+
 static void *stream_main(void *arg)
 {
 	le__stream *s = arg;
 
 	for (;;) {
 		pthread_mutex_lock(&s->mu);
-		while (!s->len && !s->stop && !s->drops_pending) {
+		/* le_reopen cannot signal cv (not async-signal-safe): a
+		 * request is seen within one wait. */
+		while (!s->len && !s->stop && !s->drops_pending &&
+		       !atomic_load(&s->reopen)) {
 			wait_ms(s, 100);
 		}
 		put_drops(s);
 		int stop = s->stop, empty = !s->len;
 		pthread_mutex_unlock(&s->mu);
+		/* At a line's end only: a line is never split across the
+		 * old file and the new one. */
+		if (!s->mid_line && atomic_exchange(&s->reopen, 0))
+			reopen(s);
 		if (stop && (empty || s->dead ||
 		             le__mono_ns() > s->stop_deadline))
 			break;
@@ -335,26 +380,45 @@ static void *stream_main(void *arg)
 	return NULL;
 }
 
-int le__stream_open(le__stream *s, const le_config *c)
+int le__stream_open(le__stream **out, const le_config *c)
 {
 	char path[64];
+	pthread_condattr_t ca;
+	le__stream *s = calloc(1, sizeof *s);
 
-	memset(s, 0, sizeof *s);
+	*out = NULL;
+	if (!s)
+		return LE_ENOMEM;
 	s->fd = c->stream_fd;
 	s->format = c->stream_format;
-	s->sync = c->stream_sync;
-	s->wfd = -1;
 	pthread_mutex_init(&s->mu, NULL);
-	pthread_cond_init(&s->cv, NULL);
-	if (s->sync)
-		return 0;
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&s->cv, &ca);
+	pthread_condattr_destroy(&ca);
+	/* A file of our own: appended to (O_APPEND, so a file logrotate
+	 * truncated is written from its new end), reopened by le_reopen. */
+	if (c->stream_path) {
+		s->path = c->stream_path;
+		s->fd = open(s->path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC,
+		             0644);
+		if (s->fd < 0) {
+			int rc = -errno;
+			le__seterr("stream_path: cannot open %s: %s", s->path,
+			           strerror(errno));
+			s->wfd = -1;
+			le__stream_close(s);
+			return rc;
+		}
+	}
 	/* A description of our own, non-blocking, for pipes, FIFOs and
 	 * terminals only: those have no file offset to share.  A regular
 	 * file never stalls, and reopening it would give us an offset of
 	 * our own, writing over whoever else writes to that stdout. */
 	struct stat st;
 	s->wfd = s->fd;
-	if (fstat(s->fd, &st) == 0 && (S_ISFIFO(st.st_mode) || S_ISCHR(st.st_mode))) {
+	if (!s->path && fstat(s->fd, &st) == 0 &&
+	    (S_ISFIFO(st.st_mode) || S_ISCHR(st.st_mode))) {
 		snprintf(path, sizeof path, "/proc/self/fd/%d", s->fd);
 		int fd = open(path, O_WRONLY | O_NONBLOCK | O_CLOEXEC);
 		if (fd >= 0) {
@@ -363,9 +427,16 @@ int le__stream_open(le__stream *s, const le_config *c)
 		}
 	}
 	s->cap = c->stream_buffer_bytes;
+	/* A batch is at most max_pending_bytes of payload past its first
+	 * record: twice that as plain lines, more only for lines that
+	 * escape heavily (JSON), which are then dropped and counted. */
+	s->stage_cap = (size_t)c->max_pending_bytes * 2 +
+	               le__stream_line_max(c->max_record_bytes) + 256;
 	s->ring = malloc(s->cap);
-	if (!s->ring)
+	if (!s->ring) {
+		le__stream_close(s);
 		return LE_ENOMEM;
+	}
 	sigset_t all, old;
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
@@ -373,16 +444,18 @@ int le__stream_open(le__stream *s, const le_config *c)
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (rc < 0) {
 		le__seterr("stream_fd: cannot start the stream thread");
+		le__stream_close(s);
 		return rc;
 	}
 	le__name_thread(s->thread, "le-stream");
 	s->started = 1;
+	*out = s;
 	return 0;
 }
 
 void le__stream_stop(le__stream *s)
 {
-	if (!s->started)
+	if (!s || !s->started)
 		return;
 	pthread_mutex_lock(&s->mu);
 	s->stop = 1;
@@ -402,79 +475,200 @@ void le__stream_stop(le__stream *s)
 
 void le__stream_forget(le__stream *s)
 {
-	if (s->own_nonblock && s->wfd >= 0)
+	if (!s)
+		return;
+	if ((s->own_nonblock || s->path) && s->wfd >= 0)
 		close(s->wfd);
-	s->wfd = -1;
 	free(s->ring);
-	s->ring = NULL;
-	s->started = 0;
+	free(s);
 }
 
 void le__stream_close(le__stream *s)
 {
+	if (!s)
+		return;
 	le__stream_stop(s);
-	le__stream_forget(s);
 	pthread_mutex_destroy(&s->mu);
 	pthread_cond_destroy(&s->cv);
+	le__stream_forget(s);
 }
 
-uint64_t le__stream_push(le__stream *s, const unsigned char *lines,
-                         const uint32_t *lens, size_t n)
+/* Hand lines over (lens[i] with MARK_BIT: a marker line).  @return the
+ * record lines dropped for want of room or of a reader. */
+static uint64_t push(le__stream *s, const unsigned char *lines,
+                     const uint32_t *lens, size_t n)
 {
-	uint64_t dropped = 0;
+	uint64_t dropped = 0, recs = 0;
 	size_t off = 0;
 
 	pthread_mutex_lock(&s->mu);
 	for (size_t i = 0; i < n; i++) {
-		if (atomic_load(&s->dead) || s->cap - s->len < lens[i] + 64) {
-			dropped++;
-			s->drops_pending++;
+		uint32_t len = lens[i] & ~MARK_BIT;
+		int mark = (lens[i] & MARK_BIT) != 0;
+		recs += !mark;
+		if (atomic_load(&s->dead) || s->cap - s->len < len + 64 ||
+		    (mark && s->mark_n == LE_STREAM_MARKS)) {
+			dropped += !mark;
+			s->drops_pending += !mark;
 		} else {
 			/* Lost lines are reported before the next one that
 			 * gets through, in their place in the stream. */
 			put_drops(s);
-			ring_put(s, lines + off, lens[i]);
+			ring_put(s, lines + off, len);
+			if (mark) {
+				s->mark_end[(s->mark_head + s->mark_n) %
+				            LE_STREAM_MARKS] = s->put_bytes;
+				s->mark_n++;
+			}
 		}
-		off += lens[i];
+		off += len;
 	}
-	if (n > dropped)
+	if (n)
 		pthread_cond_signal(&s->cv);
 	/* Under mu: a discard (which takes lines back out) never finds
 	 * them not yet counted. */
-	atomic_fetch_add(&s->lines, n - dropped);
+	atomic_fetch_add(&s->lines, recs - dropped);
 	atomic_fetch_add(&s->dropped, dropped);
 	pthread_mutex_unlock(&s->mu);
 	return dropped;
-}
-
-int le__stream_write_sync(le__stream *s, const unsigned char *line, size_t n)
-{
-	while (n > 0) {
-		ssize_t w = write(s->fd, line, n);
-		if (w < 0) {
-			if (errno == EINTR)
-				continue;
-			atomic_fetch_add(&s->dropped, 1);
-			return -errno;
-		}
-		line += w;
-		n -= (size_t)w;
-		atomic_fetch_add(&s->bytes, (uint64_t)w);
-	}
-	atomic_fetch_add(&s->lines, 1);
-	return 0;
 }
 
 int le__stream_drained(le__stream *s, int timeout_ms)
 {
 	uint64_t dl = le__mono_ns() + (uint64_t)timeout_ms * 1000000u;
 	pthread_mutex_lock(&s->mu);
-	while (s->len && !atomic_load(&s->dead)) {
+	/* Until the bytes handed over before this call are out of the
+	 * buffer, not until it is empty: with a reader slower than the
+	 * producers it never is, and the lines put after ours are not the
+	 * caller's to wait for. */
+	uint64_t want = s->put_bytes;
+	while (s->put_bytes - s->len < want && !atomic_load(&s->dead)) {
 		if (timeout_ms >= 0 && le__mono_ns() > dl)
 			break;
 		wait_ms(s, 10);
 	}
-	int done = !s->len;
+	int done = s->put_bytes - s->len >= want;
 	pthread_mutex_unlock(&s->mu);
 	return done;
+}
+
+void le__stream_stats(le__stream *s, le_stats *o, int forked)
+{
+	o->stream_lines += atomic_load(&s->lines);
+	o->stream_dropped += atomic_load(&s->dropped);
+	o->stream_bytes += atomic_load(&s->bytes);
+	o->stream_reopens += atomic_load(&s->reopens);
+	if (!s->started)
+		o->stream_cpu_ns += s->cpu_ns; /* joined: le_close_stats */
+	else if (!forked)
+		o->stream_cpu_ns += le__thread_cpu_ns(s->thread);
+}
+
+/* ---- a shard writer's port ---- */
+
+/* Format each record's line into the stage; a line that does not fit is
+ * dropped and counted there.  Takes every record. */
+static size_t port_put(le__sink *sk, const le__rec *r, size_t n)
+{
+	port *p = (port *)sk;
+
+	for (size_t i = 0; i < n; i++) {
+		le__rec x;
+		le__rec_plain(&r[i], &x, p->plain, p->plain_cap);
+		size_t need = le__stream_line_max(x.len);
+		if (p->n == p->max || p->len + need > p->cap) {
+			p->dropped += !(x.flags & LE_REC_MARKER);
+			continue;
+		}
+		size_t k = le__stream_format(p->stage + p->len, p->cap - p->len,
+		                             p->s->format, x.ts, x.level,
+		                             p->shard, x.seq, x.flags,
+		                             x.payload, x.len);
+		p->lens[p->n++] = (uint32_t)k |
+		                  ((x.flags & LE_REC_MARKER) ? MARK_BIT : 0);
+		p->len += k;
+	}
+	return n;
+}
+
+/* Hand the stage's lines to the stream.  Never fails: what finds no room
+ * is dropped and counted. */
+static int port_commit(le__sink *sk)
+{
+	port *p = (port *)sk;
+	le__stream *s = p->s;
+
+	if (p->n)
+		push(s, p->stage, p->lens, p->n);
+	if (p->dropped) {
+		pthread_mutex_lock(&s->mu);
+		atomic_fetch_add(&s->dropped, p->dropped);
+		s->drops_pending += p->dropped;
+		pthread_cond_signal(&s->cv);
+		pthread_mutex_unlock(&s->mu);
+	}
+	p->n = 0;
+	p->len = 0;
+	p->dropped = 0;
+	return 0;
+}
+
+static void port_drop(le__sink *sk, uint64_t unseen)
+{
+	port *p = (port *)sk;
+
+	p->dropped += unseen;
+	port_commit(sk);
+}
+
+static void port_close(le__sink *sk)
+{
+	port_commit(sk);
+}
+
+static void port_free(le__sink *sk)
+{
+	port *p = (port *)sk;
+
+	if (!p)
+		return;
+	free(p->stage);
+	free(p->lens);
+	free(p->plain);
+	free(p);
+}
+
+static const le__sink_ops port_ops = {
+	.put = port_put,
+	.commit = port_commit,
+	.drop = port_drop,
+	.close = port_close,
+	.free = port_free,
+};
+
+int le__stream_port(le__sink **out, le__stream *s, uint32_t shard,
+                    uint32_t batch, uint32_t max_rec)
+{
+	port *p = calloc(1, sizeof *p);
+
+	*out = NULL;
+	if (!p)
+		return LE_ENOMEM;
+	p->sink.ops = &port_ops;
+	p->s = s;
+	p->shard = shard;
+	/* A batch's lines: its records (and a marker), each up to
+	 * max_pending_bytes of payload in all, escaped. */
+	p->max = (size_t)batch + 64;
+	p->cap = s->stage_cap;
+	p->stage = malloc(p->cap);
+	p->lens = malloc(p->max * sizeof *p->lens);
+	p->plain_cap = (size_t)max_rec + 1;
+	p->plain = malloc(p->plain_cap);
+	if (!p->stage || !p->lens || !p->plain) {
+		port_free(&p->sink);
+		return LE_ENOMEM;
+	}
+	*out = &p->sink;
+	return 0;
 }

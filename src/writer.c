@@ -1,1440 +1,638 @@
 /*
  * writer.c -- one thread per shard: take published slots from the shard's
- * ring, encode them as frames into an output buffer, write the buffer to
- * the active segment, then give the ring space and the budget back.
+ * ring, hand them to the shard's sinks (sink.h), then give the ring space
+ * and the budget back.  The loop knows nothing of what the sinks do.
  *
- * State machine of one loop turn:
+ * One loop turn:
  *
- *   collect   encode ready slots from rd until batch_size frames, or
- *             max_pending_bytes, or the segment would overflow
- *   write?    when the batch is full, a le_flush waits, the oldest pending
- *             frame is flush_ms old, the segment must rotate, or we stop
- *   periodic  fdatasync (LE_SYNC_INTERVAL), checkpoint, age rotation
- *   sleep     nothing to do: spin briefly, then futex-sleep on `sleeping`
- *             for at most flush_ms (producers wake us when the queue fills)
+ *   gather    collect ready slots from rd into the batch (sequence
+ *             number, timestamp in ns), CHUNK at a time, and put each
+ *             chunk in every sink; until batch_size records or
+ *             max_pending_bytes, or a sink takes fewer (it must commit
+ *             first: a segment is full)
+ *   commit?   when the batch is full, a sink is short, a le_flush waits,
+ *             the oldest record is flush_ms old, or we stop: commit every
+ *             sink, sync them (LE_SYNC_BATCH, or a flush waits), release
+ *   periodic  the interval sync, the sinks' ticks (checkpoint, rotation
+ *             by age), the clock's recalibration
+ *   sleep     nothing to do: nap while busy, else futex-sleep on
+ *             `sleeping` for at most flush_ms (producers wake us when the
+ *             queue fills): pace.c
  *
- * Ring space is released only after the pwrite that carries its records
- * has returned, so a record leaves the queue only once it is in the file.
+ * Syncs are asked of the shard's sync thread, or made here when it does
+ * not run (sync.c, the writer's side).  While a dead process's queue is
+ * written out at le_open (recovering), each slot is checked first
+ * (deadq.c).
  *
- * The output buffer mirrors file bytes [buf_off, buf_off + buf_len); its
- * last buf_new bytes are not yet written.  With direct_io the buffer starts
- * on a 4 KiB boundary and every write is whole blocks (zero padded, which
- * readers see as end of data); the partial last block stays in the buffer
- * and is written again, completed, next time.
+ * Ring space is released only after every sink committed the records in
+ * it, so a record leaves the queue only once it is in the files.
  */
 #define _GNU_SOURCE
-#include "engine.h"
+#include "writer.h"
+
+#include "deadq.h"
+#include "pace.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
-#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <sys/stat.h>
+#include <string.h>
 #include <time.h>
 #include <unistd.h>
 
-#include "crc32c.h"
-#include "os.h"
-
-#define ALIGN 4096u
 #define MS 1000000ull
 
-/* Largest a segment may grow: segment_bytes, or less under ulimit -f. */
-static uint64_t seg_limit(const le__shard *sh)
-{
-	uint64_t lim = sh->e->cfg.segment_bytes;
-	return sh->seg_cap && sh->seg_cap < lim ? sh->seg_cap : lim;
-}
-
-static uint64_t seg_end(const le__shard *sh)
-{
-	return sh->buf_off + sh->buf_len;
-}
-
-static uint64_t written_end(const le__shard *sh)
-{
-	return seg_end(sh) - sh->buf_new;
-}
-
-static void note_error(le__shard *sh, int rc)
-{
-	atomic_store(&sh->e->last_error, rc);
-	atomic_fetch_add(&sh->e->errors_total, 1);
-}
-
-/* ---- segments ---- */
-
-/* Put (index, bytes) in the list at position at (sh->nsegs: the end). */
-static int segs_insert(le__shard *sh, size_t at, uint64_t index,
-                       uint64_t bytes)
-{
-	if (sh->nsegs == sh->segs_cap) {
-		size_t nc = sh->segs_cap ? sh->segs_cap * 2 : 16;
-		le__segmeta *n = realloc(sh->segs, nc * sizeof *n);
-		if (!n)
-			return LE_ENOMEM;
-		sh->segs = n;
-		sh->segs_cap = nc;
-	}
-	memmove(sh->segs + at + 1, sh->segs + at,
-	        (sh->nsegs - at) * sizeof *sh->segs);
-	sh->segs[at].index = index;
-	sh->segs[at].bytes = bytes;
-	sh->nsegs++;
-	sh->segs_bytes += bytes;
-	return 0;
-}
-
-static int segs_push(le__shard *sh, uint64_t index, uint64_t bytes)
-{
-	return segs_insert(sh, sh->nsegs, index, bytes);
-}
-
-/* Put segments whose unlink failed back in the list where their index
- * goes (before every segment it held: indices only grow). */
-static void segs_take_back(le__shard *sh)
-{
-	le__reap back[LE_REAP_MAX];
-	size_t n = le__reaper_take_back(sh->e, sh, back, LE_REAP_MAX);
-
-	for (size_t i = 0; i < n; i++) {
-		size_t at = 0;
-		while (at < sh->nsegs && sh->segs[at].index < back[i].index)
-			at++;
-		if (segs_insert(sh, at, back[i].index, back[i].bytes) < 0)
-			return; /* ENOMEM: left out of retention until reopened */
-	}
-}
-
-/* Delete the oldest sealed segments while the shard is over its budget.
- * The active segment is not in the list and is never deleted.  A segment
- * handed to the reaper leaves the list (and the shard's bytes) at once;
- * one whose unlink fails comes back (segs_take_back) and is tried again
- * at the next rotation.  The writer unlinks itself only when the reaper's
- * list is full; a failure then keeps the segment in the list. */
-static void retention(le__shard *sh)
-{
-	uint64_t keep = sh->e->cfg.retention_bytes;
-	char path[LE_PATH_MAX];
-	size_t drop = 0;
-
-	if (!keep)
-		return;
-	segs_take_back(sh);
-	while (drop < sh->nsegs && sh->segs_bytes + seg_end(sh) > keep) {
-		le__segmeta *m = &sh->segs[drop];
-		/* Freeing a big file's blocks takes ext4 tens of ms: the
-		 * reaper thread does it while this one writes on. */
-		if (!le__reaper_push(sh->e, sh, m->index, m->bytes)) {
-			le__seg_path(path, sizeof path, sh->dir, m->index);
-			int rc = le__unlink(path);
-			if (rc < 0 && rc != -ENOENT) {
-				note_error(sh, rc);
-				break;
-			}
-			atomic_fetch_add(&sh->segments_deleted, 1);
-		}
-		sh->segs_bytes -= m->bytes;
-		drop++;
-	}
-	if (drop) {
-		memmove(sh->segs, sh->segs + drop,
-		        (sh->nsegs - drop) * sizeof *sh->segs);
-		sh->nsegs -= drop;
-	}
-}
-
-static int open_flags(const le__shard *sh)
-{
-	return O_WRONLY | (sh->e->cfg.direct_io ? O_DIRECT : 0);
-}
-
-/* Start segment `index`: create the file, put its header in the buffer
- * (written with the first batch), make the new name durable. */
-static int seg_create(le__shard *sh, uint64_t index)
-{
-	char path[LE_PATH_MAX];
-	le__seg_hdr h = {
-		.version = LE_SEG_VERSION,
-		.fields = sh->e->cfg.fields,
-		.shard = sh->id,
-		.index = index,
-		.base_seq = sh->next_seq,
-		.created_ns = le__now_ns(),
-	};
-	int rc = le__seg_path(path, sizeof path, sh->dir, index);
-	if (rc < 0)
-		return rc;
-	int fd = le__open(path, open_flags(sh) | O_CREAT | O_TRUNC, 0644);
-	if (fd < 0) {
-		if (fd == -EINVAL && sh->e->cfg.direct_io)
-			le__seterr("direct_io: %s does not support O_DIRECT",
-			           sh->dir);
-		return fd;
-	}
-	/* The directory entry must survive a power cut before any record
-	 * that depends on it is reported written (a kill -9 needs nothing:
-	 * the entry is in the kernel already).  With LE_SYNC_NONE nothing is
-	 * promised across a power cut, and the fsync (up to 200 ms on this
-	 * VM) would stall the writer at every rotation. */
-	rc = sh->e->cfg.durability == LE_SYNC_NONE ? 0 : le__fsync_path(sh->dir);
-	if (rc < 0) {
-		le__close(fd);
-		return rc;
-	}
-	sh->fd = fd;
-	sh->seg_index = index;
-	sh->seg_created_mono = le__mono_ns();
-	sh->prealloc_end = 0;
-	sh->buf_off = 0;
-	le__seg_hdr_encode(sh->buf, &h);
-	sh->buf_len = LE_SEG_HDR;
-	sh->buf_new = LE_SEG_HDR;
-	sh->ckpt_off = 0;
-	atomic_fetch_add(&sh->segments_created, 1);
-	return 0;
-}
-
-/* Seal the active segment (its buffer must be written). */
-static int seg_seal(le__shard *sh)
-{
-	int rc = 0;
-
-	if (sh->fd < 0)
-		return 0;
-	if (seg_end(sh) == 0) {
-		/* Nothing of it, not even its header, reached the file. */
-		char path[LE_PATH_MAX];
-		le__close(sh->fd);
-		sh->fd = -1;
-		le__seg_path(path, sizeof path, sh->dir, sh->seg_index);
-		le__unlink(path);
-		return 0;
-	}
-	if (sh->e->cfg.direct_io || sh->prealloc_end > seg_end(sh))
-		/* drop O_DIRECT's zero padding and unused reserved blocks */
-		rc = le__ftruncate(sh->fd, seg_end(sh));
-	if (rc == 0 && sh->dirty && sh->e->cfg.durability != LE_SYNC_NONE) {
-		rc = le__fdatasync(sh->fd);
-		atomic_fetch_add(&sh->syncs, 1);
-		if (rc < 0)
-			atomic_fetch_add(&sh->sync_errors, 1);
-	}
-	if (rc < 0)
-		note_error(sh, rc);
-	sh->dirty = 0;
-	le__close(sh->fd);
-	sh->fd = -1;
-	segs_push(sh, sh->seg_index, seg_end(sh));
-	return rc;
-}
-
-static int seg_rotate(le__shard *sh)
-{
-	sh->rotate_pending = 0;
-	seg_seal(sh);
-	int rc = seg_create(sh, sh->seg_index + 1);
-	if (rc < 0) {
-		note_error(sh, rc);
-		return rc;
-	}
-	retention(sh);
-	return 0;
-}
-
-/* ---- recovery ---- */
-
-/* Check the checkpoint against the segment: the frame it names must decode
- * at last_off and end exactly at offset.  @return 1 when it can be used. */
-static int ckpt_usable(le__scan *s, const le__ckpt *c)
-{
-	le__frame f;
-	const char *why;
-
-	if (c->offset <= LE_SEG_HDR || c->offset > s->file_len ||
-	    c->last_off < LE_SEG_HDR || c->last_off >= c->offset ||
-	    c->next_seq == 0)
-		return 0;
-	s->off = c->last_off;
-	s->next_seq = c->next_seq - 1;
-	if (le__scan_next(s, &f, &why) == LE_FRAME_OK && s->off == c->offset)
-		return 1;
-	s->off = LE_SEG_HDR;
-	s->next_seq = s->hdr.base_seq;
-	return 0;
-}
-
-/* Scan the last segment to its valid end.  Sets sh->next_seq, last_ts,
- * last_frame_off; *valid_end; *damaged when a valid frame follows the
- * first bad one (then the file must be kept whole and sealed, never
- * truncated: that would cut records that were written). */
-static int scan_tail(le__shard *sh, le__scan *s, const le__ckpt *c,
-                     int have_ckpt, uint64_t *valid_end, int *damaged)
-{
-	le__frame f;
-	const char *why;
-	int rc;
-
-	if (have_ckpt && c->seg_index == s->hdr.index)
-		ckpt_usable(s, c);
-	while ((rc = le__scan_next(s, &f, &why)) == LE_FRAME_OK) {
-		sh->last_frame_off = s->off - f.size - 4;
-		if (f.ts > sh->last_ts)
-			sh->last_ts = f.ts;
-	}
-	if (rc < 0)
-		return rc;
-	*valid_end = s->off;
-	sh->next_seq = s->next_seq;
-	*damaged = 0;
-	if (s->off >= s->file_len)
-		return 0;
-	rc = le__scan_resync(s);
-	if (rc <= 0)
-		return rc; /* nothing valid follows: a torn tail */
-	/* Damage inside the file: continue numbering after its highest
-	 * sequence so no number is used twice. */
-	*damaged = 1;
-	do {
-		while ((rc = le__scan_next(s, &f, &why)) == LE_FRAME_OK)
-			if (f.ts > sh->last_ts)
-				sh->last_ts = f.ts;
-		if (rc < 0)
-			return rc;
-	} while ((rc = le__scan_resync(s)) == 1);
-	if (s->next_seq > sh->next_seq)
-		sh->next_seq = s->next_seq;
-	return rc < 0 ? rc : 0;
-}
-
-/* Set next_seq past every frame of segment `index` (best effort). */
-static void seq_after(le__shard *sh, uint64_t index)
-{
-	char path[LE_PATH_MAX];
-	le__scan s;
-	le__frame f;
-	const char *why;
-
-	le__seg_path(path, sizeof path, sh->dir, index);
-	if (le__scan_open(&s, path, sh->id, &why) < 0)
-		return;
-	do
-		while (le__scan_next(&s, &f, &why) == LE_FRAME_OK)
-			;
-	while (le__scan_resync(&s) == 1);
-	if (s.next_seq > sh->next_seq)
-		sh->next_seq = s.next_seq;
-	le__scan_close(&s);
-}
-
-/* Open the last segment for appending at valid_end. */
-static int seg_reopen(le__shard *sh, uint64_t index, uint64_t valid_end)
-{
-	char path[LE_PATH_MAX];
-	int rc = le__seg_path(path, sizeof path, sh->dir, index);
-	if (rc < 0)
-		return rc;
-	int fd = le__open(path, open_flags(sh), 0);
-	if (fd < 0)
-		return fd;
-	sh->fd = fd;
-	sh->seg_index = index;
-	sh->seg_created_mono = le__mono_ns();
-	sh->prealloc_end = valid_end;
-	if (sh->e->cfg.direct_io) {
-		/* The partial last block goes back in the buffer, to be
-		 * rewritten whole with the next batch. */
-		sh->buf_off = valid_end & ~(uint64_t)(ALIGN - 1);
-		sh->buf_len = (size_t)(valid_end - sh->buf_off);
-		int rfd = le__open(path, O_RDONLY, 0);
-		if (rfd < 0)
-			return rfd;
-		ssize_t got = le__pread_full(rfd, sh->buf, sh->buf_len,
-		                             sh->buf_off);
-		le__close(rfd);
-		if (got != (ssize_t)sh->buf_len)
-			return got < 0 ? (int)got : LE_ECORRUPT;
-	} else {
-		sh->buf_off = valid_end;
-		sh->buf_len = 0;
-	}
-	sh->buf_new = 0;
-	sh->ckpt_off = valid_end;
-	return 0;
-}
-
-/* A last segment whose header never made it to disk: empty or zeros. */
-static int is_unborn(const char *path)
-{
-	unsigned char h[LE_SEG_HDR];
-	int fd = le__open(path, O_RDONLY, 0);
-	if (fd < 0)
-		return 0;
-	ssize_t got = le__pread_full(fd, h, sizeof h, 0);
-	struct stat st;
-	int r = fstat(fd, &st) == 0 && got >= 0;
-	le__close(fd);
-	if (!r)
-		return 0;
-	/* Shorter than a header: the crash came while the header itself
-	 * was being written, and no record can be in the file. */
-	if (st.st_size < (off_t)LE_SEG_HDR)
-		return 1;
-	for (ssize_t i = 0; i < got; i++)
-		if (h[i])
-			return 0;
-	/* all zeros, and nothing but zeros could follow a missing header */
-	return st.st_size <= (off_t)ALIGN;
-}
-
-static int recover_last(le__shard *sh, uint64_t index, const le__ckpt *c,
-                        int have_ckpt)
-{
-	char path[LE_PATH_MAX];
-	le__scan s;
-	const char *why;
-	uint64_t valid_end;
-	int damaged, rc;
-
-	le__seg_path(path, sizeof path, sh->dir, index);
-	rc = le__scan_open(&s, path, sh->id, &why);
-	if (rc == 0 && s.hdr.index != index) {
-		/* A segment under another file's name (copied, renamed):
-		 * readers refuse it, so never append to it. */
-		le__scan_close(&s);
-		rc = LE_ECORRUPT;
-	}
-	if (rc == LE_ECORRUPT && is_unborn(path)) {
-		/* Crash between create and first write: nothing was in it.
-		 * Number on after the segment before it. */
-		rc = le__unlink(path);
-		if (rc < 0)
-			return rc;
-		if (sh->nsegs)
-			seq_after(sh, sh->segs[sh->nsegs - 1].index);
-		sh->seg_index = index - 1;
-		return 1; /* caller creates a fresh segment at `index` */
-	}
-	if (rc == LE_ECORRUPT) {
-		/* A header damaged after the fact, or a file under another
-		 * name: keep it for readers to report; number on after every
-		 * frame we can know of -- the previous segment's, this file's
-		 * if its header still reads, or what a checkpoint about this
-		 * very file says (the only witness left of a lost header). */
-		if (sh->nsegs)
-			seq_after(sh, sh->segs[sh->nsegs - 1].index);
-		seq_after(sh, index);
-		if (have_ckpt && c->seg_index == index && c->next_seq > sh->next_seq)
-			sh->next_seq = c->next_seq;
-		segs_push(sh, index, 0);
-		sh->seg_index = index;
-		return 1;
-	}
-	if (rc < 0) {
-		le__seterr("%s: %s", path, why[0] ? why : le_strerror(rc));
-		return rc;
-	}
-	rc = scan_tail(sh, &s, c, have_ckpt, &valid_end, &damaged);
-	if (rc == 0 && have_ckpt && valid_end < s.file_len) {
-		/* Started from the checkpoint and did not reach the end: the
-		 * checkpoint may have named bytes inside a payload that only
-		 * looked like a frame.  Never cut on its word; scan again from
-		 * the header. */
-		s.off = LE_SEG_HDR;
-		s.next_seq = s.hdr.base_seq;
-		sh->last_ts = 0;
-		rc = scan_tail(sh, &s, c, 0, &valid_end, &damaged);
-	}
-	uint64_t file_len = s.file_len;
-	uint32_t fields = s.hdr.fields;
-	le__scan_close(&s);
-	if (rc < 0)
-		return rc;
-	if (!damaged && valid_end < file_len) {
-		/* Torn tail: cut it before anything is appended. */
-		int fd = le__open(path, O_WRONLY, 0);
-		if (fd < 0)
-			return fd;
-		rc = le__ftruncate(fd, valid_end);
-		if (rc == 0)
-			rc = le__fdatasync(fd);
-		le__close(fd);
-		if (rc < 0)
-			return rc;
-		atomic_fetch_add(&sh->recovered_truncated, file_len - valid_end);
-	}
-	if (damaged || fields != sh->e->cfg.fields) {
-		/* Keep the file as it is; new records go to a new segment. */
-		segs_push(sh, index, damaged ? file_len : valid_end);
-		sh->seg_index = index;
-		return 1;
-	}
-	return seg_reopen(sh, index, valid_end);
-}
-
-static int drain_dead(le__shard *sh);
-
-int le__writer_recover(le__shard *sh)
-{
-	le_engine *e = sh->e;
-	uint64_t *idx = NULL;
-	size_t n = 0;
-	le__ckpt c;
-	char path[LE_PATH_MAX + 16];
-	int rc, have_ckpt;
-
-	sh->buf_cap = e->cfg.max_pending_bytes +
-	              le__frame_fixed(LE_FIELD_ALL) + e->max_rec + 64 +
-	              3 * ALIGN;
-	if (posix_memalign((void **)&sh->buf, ALIGN, sh->buf_cap) != 0) {
-		sh->buf = NULL;
-		return LE_ENOMEM;
-	}
-	if (e->has_stream) {
-		sh->stage_max = e->batch + 64;
-		sh->stage_cap = e->cfg.max_pending_bytes * 2 +
-		                le__stream_line_max(e->max_rec) + 256;
-		sh->stage = malloc(sh->stage_cap);
-		sh->stage_lens = malloc(sh->stage_max * sizeof *sh->stage_lens);
-		if (!sh->stage || !sh->stage_lens)
-			return LE_ENOMEM;
-	}
-	if (!e->cfg.store) {
-		sh->rd = atomic_load(sh->ring.tail);
-		sh->buf_len = sh->buf_new = 0;
-		return 0;
-	}
-	have_ckpt = le__ckpt_read(sh->dir, &c) == 0 && c.shard == sh->id;
-	sh->ckpt_gen = have_ckpt ? c.gen : 0;
-	snprintf(path, sizeof path, "%s/CHECKPOINT", sh->dir);
-	sh->ckpt_fd = le__open(path, O_RDWR | O_CREAT, 0644);
-	if (sh->ckpt_fd < 0)
-		return sh->ckpt_fd;
-	rc = le__seg_list(sh->dir, &idx, &n);
-	if (rc < 0)
-		goto out;
-	for (size_t i = 0; i + 1 < n; i++) {
-		struct stat st;
-		le__seg_path(path, sizeof path, sh->dir, idx[i]);
-		rc = segs_push(sh, idx[i],
-		               stat(path, &st) == 0 ? (uint64_t)st.st_size : 0);
-		if (rc < 0)
-			goto out;
-	}
-	sh->next_seq = 1;
-	if (n == 0) {
-		if (have_ckpt && c.next_seq > sh->next_seq)
-			sh->next_seq = c.next_seq; /* all segments deleted */
-		rc = seg_create(sh, have_ckpt ? c.seg_index + 1 : 1);
-		goto out;
-	}
-	rc = recover_last(sh, idx[n - 1], &c, have_ckpt);
-	if (rc == 1) /* the checkpoint's word is not enough to skip numbers */
-		rc = seg_create(sh, sh->seg_index + 1);
-out:
-	free(idx);
-	sh->rd = le__ring_resume(&sh->ring);
-	if (rc >= 0 && le__ring_busy(&sh->ring))
-		rc = drain_dead(sh);
-	if (rc < 0 && !le_errmsg()[0])
-		le__seterr("shard %u (%s): recovery failed: %s", sh->id,
-		           sh->dir, le_strerror(rc));
-	return rc < 0 ? rc : 0;
-}
-
-void le__writer_free(le__shard *sh)
-{
-	if (sh->fd >= 0)
-		le__close(sh->fd);
-	if (sh->ckpt_fd >= 0)
-		le__close(sh->ckpt_fd);
-	sh->fd = sh->ckpt_fd = -1;
-	free(sh->buf);
-	free(sh->segs);
-	free(sh->stage);
-	free(sh->stage_lens);
-	sh->buf = NULL;
-	sh->segs = NULL;
-	sh->stage = NULL;
-	sh->stage_lens = NULL;
-}
-
-/* ---- the loop ---- */
-
-/* The published slot at rd, or NULL.  Skips padding. */
-static le__slot *peek_slot(le__shard *sh, uint32_t *bytes)
-{
-	le__slot *s;
-	return le__ring_peek(&sh->ring, &sh->rd, &s, bytes) == LE_PEEK_RECORD
-	               ? s
-	               : NULL;
-}
-
-/* Format a record as a line for the stream sink, into the batch's stage;
- * a line that does not fit is counted and dropped there. */
-static void stage(le__shard *sh, uint64_t ts, int level, uint64_t seq,
-                  uint32_t flags, const void *payload, uint32_t len)
-{
-	size_t need = le__stream_line_max(len);
-	if (sh->nstage == sh->stage_max || sh->stage_len + need > sh->stage_cap) {
-		sh->stage_dropped++;
-		return;
-	}
-	size_t n = le__stream_format(sh->stage + sh->stage_len,
-	                             sh->stage_cap - sh->stage_len,
-	                             sh->e->cfg.stream_format, ts, level, sh->id,
-	                             seq, flags, payload, len);
-	sh->stage_lens[sh->nstage++] = (uint32_t)n;
-	sh->stage_len += n;
-}
-
-/* Hand the batch's lines to the stream sink.  @return lines dropped. */
-static uint64_t unstage(le__shard *sh)
-{
-	uint64_t dropped = sh->stage_dropped;
-	if (sh->nstage)
-		dropped += le__stream_push(&sh->e->stream, sh->stage,
-		                           sh->stage_lens, sh->nstage);
-	if (sh->stage_dropped) {
-		atomic_fetch_add(&sh->e->stream.dropped, sh->stage_dropped);
-		pthread_mutex_lock(&sh->e->stream.mu);
-		sh->e->stream.drops_pending += sh->stage_dropped;
-		pthread_mutex_unlock(&sh->e->stream.mu);
-	}
-	sh->nstage = 0;
-	sh->stage_len = 0;
-	sh->stage_dropped = 0;
-	return dropped;
-}
-
-/* Compute the CRCs of the frames encoded since the last seal. */
-static void seal(le__shard *sh)
-{
-	unsigned char *f[LE_CRC_WAYS];
-
-	for (int i = 0; i < sh->nunsealed; i++)
-		f[i] = sh->buf + sh->unsealed[i];
-	if (sh->nunsealed)
-		le__frame_seal(f, sh->nunsealed);
-	sh->nunsealed = 0;
-}
-
-/* Append one frame to the buffer; its CRC is computed LE_CRC_WAYS frames
- * at a time (le__frame_seal), before any write. */
-static void encode(le__shard *sh, uint32_t flags, int level, uint64_t ts,
-                   const void *payload, uint32_t len)
-{
-	uint32_t fields = sh->e->cfg.fields;
-
-	if (ts < sh->last_ts)
-		ts = sh->last_ts; /* keep a shard's timestamps monotonic */
-	sh->last_ts = ts;
-	sh->pend_last_off = seg_end(sh);
-	uint32_t n = le__frame_put(sh->buf + sh->buf_len, fields, flags,
-	                           level, sh->id, sh->next_seq, ts, payload,
-	                           len);
-	if (fields & LE_FIELD_CRC) {
-		sh->unsealed[sh->nunsealed++] = sh->buf_len;
-		if (sh->nunsealed == LE_CRC_WAYS)
-			seal(sh);
-	}
-	sh->buf_len += n;
-	sh->buf_new += n;
-	sh->next_seq++;
-	if (sh->pend_recs++ == 0)
-		sh->pend_since = le__mono_ns();
-}
-
-static int room_for(le__shard *sh, uint32_t len)
-{
-	return sh->buf_len + le__frame_fixed(sh->e->cfg.fields) + len +
-	               ALIGN <= sh->buf_cap;
-}
-
-/* Would a frame of len payload bytes overflow the active segment? */
-static int must_rotate(le__shard *sh, uint32_t len)
-{
-	uint64_t end = seg_end(sh) + le__frame_fixed(sh->e->cfg.fields) + len;
-	return end > seg_limit(sh) && seg_end(sh) > LE_SEG_HDR;
-}
-
-/* Marker for records dropped since the last one. */
-static void encode_marker(le__shard *sh)
-{
-	char msg[64];
-	uint64_t n = atomic_load_explicit(&sh->dropped_pending,
-	                                  memory_order_relaxed);
-	if (!n)
-		return;
-	int len = snprintf(msg, sizeof msg, "%" PRIu64 " records dropped", n);
-	if (!room_for(sh, (uint32_t)len) || must_rotate(sh, (uint32_t)len))
-		return;
-	n = atomic_exchange_explicit(&sh->dropped_pending, 0,
-	                             memory_order_relaxed);
-	len = snprintf(msg, sizeof msg, "%" PRIu64 " records dropped", n);
-	encode(sh, LE_REC_MARKER, LE_WARN, le__now_ns(), msg, (uint32_t)len);
-	sh->pend_markers++;
-}
-
-enum { C_MORE, C_FULL, C_ROTATE };
+/* Records collected between two puts: their slot headers are still in L1
+ * when the sinks read them. */
+#define CHUNK 128
 
 /*
- * Encode ready slots until the batch is full.  @return why it stopped.
- * This is the writer's inner loop, so the state it advances lives in
- * locals (stores through the byte buffer would otherwise force every
- * sh-> field back to memory on each record) and is written back once.
+ * A deferred slot's descriptor, from the shard's SITES table: its
+ * producer put it there before the slot (after a kill -9, the dead
+ * process's table, kept for recovery).  A slot whose site is not there
+ * (a damaged file) becomes a plain record that says so: sinks never see
+ * a deferred record without its descriptor.
  */
-static int collect(le__shard *sh)
+static void find_site(le__shard *sh, le__rec *x)
 {
-	le_engine *e = sh->e;
-	le__ring *r = &sh->ring;
-	const uint64_t mask = r->lap - 1;
-	const uint32_t fields = e->cfg.fields;
-	const uint32_t fixed = le__frame_fixed(fields);
-	const int store = e->cfg.store;
-	const uint64_t limit = store ? seg_limit(sh) : UINT64_MAX;
-	const size_t cap = sh->buf_cap - ALIGN;
-	const uint32_t batch = e->batch;
-	const size_t max_new = e->cfg.max_pending_bytes;
-	int why = C_FULL;
+	static const char lost[] = "[deferred record: call site lost]";
+	uint32_t fb = 0;
+	size_t dlen;
 
-	encode_marker(sh);
-	unsigned char *buf = sh->buf;
-	size_t len = sh->buf_len, nw = sh->buf_new;
-	uint64_t rd = sh->rd, seq = sh->next_seq, last_ts = sh->last_ts;
-	uint64_t bytes_sum = 0, last_off = sh->pend_last_off;
-	uint32_t recs = sh->pend_recs, slots = 0;
+	if (x->flags & LE_REC_FIELDS) {
+		if (x->len < 4 || le__get32(x->payload) > x->len - 4)
+			goto lost;
+		fb = 4 + le__get32(x->payload);
+	}
+	if (x->len < 4 || fb > x->len - 4)
+		goto lost;
+	x->site = le__get32(x->payload + fb);
+	x->dfb = fb;
+	if (x->site < sh->sites.n && sh->sites.seen[x->site]) {
+		/* checked before: the common case, no call */
+		x->desc = sh->sites.seen[x->site];
+		x->dlen = le__get16(x->desc);
+		return;
+	}
+	x->desc = le__sitetab_get(&sh->sites, x->site, &dlen);
+	if (!x->desc)
+		goto lost;
+	x->dlen = (uint32_t)dlen;
+	return;
+lost:
+	x->payload = (const unsigned char *)lost;
+	x->len = sizeof lost - 1;
+	x->flags &= ~(uint8_t)(LE_REC_DEFERRED | LE_REC_FIELDS);
+	x->desc = NULL;
+}
+
+/* ---- collect ---- */
+
+enum { G_MORE, G_FULL, G_SHORT };
+
+static int batch_full(const le__shard *sh)
+{
+	const le__batch *b = &sh->batch;
+	return b->n >= sh->e->batch || b->n >= b->cap ||
+	       b->bytes >= sh->e->cfg.max_pending_bytes ||
+	       b->slot_bytes >= sh->e->batch_payload;
+}
+
+static void add_rec(le__shard *sh, const void *payload, uint32_t len,
+                    int level, uint32_t flags, uint64_t ts)
+{
+	le__batch *b = &sh->batch;
+
+	if (b->n == 0)
+		b->since = le__mono_ns();
+	b->recs[b->n++] = (le__rec){.payload = payload, .len = len,
+	                            .level = (uint8_t)level,
+	                            .flags = (uint8_t)flags,
+	                            .seq = sh->w.next_seq++, .ts = ts};
+	b->bytes += LE_FRAME_FIXED_MAX + len;
+}
+
+/* A "N records dropped" marker, once per batch, for the records producers
+ * dropped since the last one. */
+static void add_marker(le__shard *sh)
+{
+	le__batch *b = &sh->batch;
+
+	if (b->has_marker || batch_full(sh) ||
+	    !atomic_load_explicit(&sh->sig.dropped_pending, memory_order_relaxed))
+		return;
+	uint64_t n = atomic_exchange_explicit(&sh->sig.dropped_pending, 0,
+	                                      memory_order_relaxed);
+	int len = snprintf(b->marker, sizeof b->marker,
+	                   "%" PRIu64 " records dropped", n);
+	uint64_t ts = le__now_ns();
+	if (ts < sh->w.last_ts)
+		ts = sh->w.last_ts;
+	sh->w.last_ts = ts;
+	b->has_marker = 1;
+	add_rec(sh, b->marker, (uint32_t)len, LE_WARN, LE_REC_MARKER, ts);
+}
+
+/*
+ * Collect ready slots into the batch, at most `max`.  @return G_MORE when
+ * the ring has nothing more ready (or, at recovery, nothing that makes
+ * sense), G_FULL when the batch is full.  The loop's state lives in locals
+ * and is written back once.
+ */
+static int collect(le__shard *sh, size_t max)
+{
+	le__ring *r = &sh->ring;
+	le__batch *b = &sh->batch;
+	const uint64_t mask = r->lap - 1;
+	const int recovering = sh->w.recovering;
+	const uint64_t max_bytes = sh->e->cfg.max_pending_bytes;
+	const uint64_t max_payload = sh->e->batch_payload;
+	uint64_t rd = sh->w.rd, seq = sh->w.next_seq, last_ts = sh->w.last_ts;
+	uint64_t bytes = b->bytes, slot_bytes = b->slot_bytes;
+	size_t n = b->n, end = n + max;
+	uint32_t slots = 0;
+	int why = G_FULL;
 	uint64_t now_real;
-	le__clock_check(&sh->clock, &now_real);
+
+	le__clock_check(&sh->w.clock, &now_real);
 	/* Rebased (here or by the periodic recalibration): a process that
 	 * recovers this queue after a kill -9 converts its stamps with the
 	 * clock the QUEUE header holds. */
-	if (!sh->recovering && (sh->clock.base_tsc != sh->clock_put_tsc ||
-	                        sh->clock.mult != sh->clock_put_mult))
+	if (!recovering && (sh->w.clock.base_tsc != sh->w.clock_put_tsc ||
+	                    sh->w.clock.mult != sh->w.clock_put_mult))
 		le__writer_note_clock(sh);
-	const le__clock clk = sh->clock;
-	/* Frames waiting for their CRC, LE_CRC_WAYS at a time (encode()). */
-	unsigned char *un[LE_CRC_WAYS];
-	int nun = sh->nunsealed;
-	for (int i = 0; i < nun; i++)
-		un[i] = buf + sh->unsealed[i];
+	const le__clock clk = sh->w.clock;
 
-	while (recs < batch && nw < max_new) {
-		le__slot *sl;
-		uint32_t sbytes;
+	while (n < end && bytes < max_bytes && slot_bytes < max_payload) {
+		le__slot *sl = NULL; /* set unless LE_PEEK_EMPTY */
+		uint32_t sbytes = 0;
 		int k = le__ring_peek(r, &rd, &sl, &sbytes);
-		if (k == LE_PEEK_EMPTY || (k == LE_PEEK_CLAIMED && !sh->recovering)) {
-			why = C_MORE;
+		if (recovering) {
+			/* damaged slots, and those written already */
+			int v = le__deadq_slot(sh, &rd, k, sl, sbytes, seq);
+			if (v > 0)
+				continue;
+			if (v < 0) {
+				why = G_MORE;
+				break;
+			}
+		} else if (k != LE_PEEK_RECORD) {
+			why = G_MORE;
 			break;
 		}
-		if (k == LE_PEEK_CLAIMED || (sh->recovering && sl->seq &&
-		                             sl->seq < seq)) {
-			/* Recovery: a slot its dead producer never published
-			 * (never accepted), or one already in the segment
-			 * (written, then killed before the ring moved on). */
-			if (k == LE_PEEK_CLAIMED)
-				atomic_fetch_add(&sh->abandoned, 1);
-			rd += sbytes;
-			continue;
-		}
-		uint32_t plen = sl->len, flen = fixed + plen;
+		uint32_t plen = sl->len;
 		if (plen > sbytes - LE_SLOT_HDR || sl->level > LE_FATAL ||
-		    (sl->flags & ~LE_REC_TRUNCATED)) {
+		    (sl->flags & ~LE_SLOT_KNOWN_FLAGS)) {
 			/* A length its slot cannot hold, a level or flags no
-			 * producer writes: a damaged queue file.  The walk
-			 * stops here; recovery says so (drain_dead). */
-			why = C_MORE;
+			 * producer writes: the walk stops here (a live queue
+			 * never holds one; a damaged file is le__deadq_slot's). */
+			why = G_MORE;
 			break;
 		}
-		if (sh->buf_off + len + flen > limit &&
-		    sh->buf_off + len > LE_SEG_HDR) {
-			why = C_ROTATE;
-			break;
-		}
-		if (len + flen > cap)
-			break;
 		/* The producer wrote these lines on another core: ask for the
 		 * next ones early (the hardware prefetcher stops at pages). */
 		__builtin_prefetch(r->data + ((rd + 1024) & mask));
 		__builtin_prefetch(r->data + ((rd + 1088) & mask));
-		/* Recorded so that recovery after a kill -9 between our pwrite
-		 * and the release can tell this slot is already written. */
+		/* Recorded so that recovery after a kill -9 between the sinks'
+		 * commit and the release can tell this slot is already in. */
 		sl->seq = seq;
-		/* Monotonic in a shard, and not from a jumped counter (os.h).
-		 * A stamp past the reading may only mean this pass has been
-		 * running (preempted, a long batch): read the clock again
-		 * before calling it a jump, or records taken since would be
-		 * dated to the pass's start (up to 10 ms before their call,
-		 * found by a second reader). */
+		/* Monotonic in a shard, and not from a jumped counter
+		 * (clock.h).  A stamp past the reading may only mean this
+		 * pass has been running (preempted, a long batch): read the
+		 * clock again before calling it a jump, or records taken
+		 * since would be dated to the pass's start. */
 		uint64_t ts = le__clock_ns(&clk, sl->ts);
 		if (ts > now_real + LE_CLOCK_SLIP_NS)
 			now_real = le__now_ns();
+		if (recovering)
+			le__deadq_time(&sh->w.rq, rd, ts, now_real, last_ts);
 		ts = le__ts_within(ts, last_ts, now_real);
 		last_ts = ts;
-		last_off = sh->buf_off + len;
-		if (e->has_stream)
-			stage(sh, ts, sl->level, seq, sl->flags, sl + 1, plen);
-		/* Without a store the lines are the output: no frame, no CRC
-		 * (len still counts them, as the batch's measure). */
-		if (store) {
-			if (fields == LE_FIELD_ALL)
-				le__frame_put_all(buf + len, sl->flags, sl->level,
-				                  sh->id, seq, ts, sl + 1, plen);
-			else
-				le__frame_put(buf + len, fields, sl->flags,
-				              sl->level, sh->id, seq, ts, sl + 1,
-				              plen);
-			if (fields & LE_FIELD_CRC) {
-				un[nun++] = buf + len;
-				if (nun == LE_CRC_WAYS) {
-					le__frame_seal(un, LE_CRC_WAYS);
-					nun = 0;
-				}
-			}
+		le__statpage_sample(&sh->page, sl, &clk, ts);
+		if (n == 0) {
+			/* The batch is as old as its first record: a sleeping
+			 * writer may find it most of flush_ms after it came,
+			 * and must not give it flush_ms more. */
+			uint64_t age = now_real > ts ? now_real - ts : 0;
+			uint64_t mono = le__mono_ns(), lim = sh->e->cfg.flush_ms * MS;
+			if (age > lim)
+				age = lim;
+			b->since = mono > age ? mono - age : 0;
 		}
-		if (recs++ == 0)
-			sh->pend_since = le__mono_ns();
-		len += flen;
-		nw += flen;
-		seq++;
+		b->recs[n++] = (le__rec){.payload = (const unsigned char *)(sl + 1),
+		                         .len = plen, .level = sl->level,
+		                         .flags = sl->flags, .seq = seq++,
+		                         .ts = ts};
+		if (sl->flags & LE_REC_DEFERRED)
+			find_site(sh, &b->recs[n - 1]);
+		bytes += LE_FRAME_FIXED_MAX + plen;
 		slots++;
-		bytes_sum += plen;
+		slot_bytes += plen;
 		rd += sbytes;
 	}
-	for (int i = 0; i < nun; i++)
-		sh->unsealed[i] = (size_t)(un[i] - buf);
-	sh->nunsealed = nun;
-	sh->buf_len = len;
-	sh->buf_new = nw;
-	sh->rd = rd;
-	sh->next_seq = seq;
-	sh->last_ts = last_ts;
-	sh->pend_last_off = last_off;
-	sh->pend_recs = recs;
-	sh->pend_slots += slots;
-	sh->pend_bytes += bytes_sum;
+	b->n = n;
+	b->bytes = bytes;
+	b->slots += slots;
+	b->slot_bytes = slot_bytes;
+	sh->w.rd = rd;
+	sh->w.next_seq = seq;
+	sh->w.last_ts = last_ts;
 	return why;
 }
 
-static void signal_flushers(le__shard *sh)
+/* Put what each sink has not taken yet.  @return 1 when every sink has
+ * taken the whole batch. */
+static int feed(le__shard *sh)
 {
-	le_engine *e = sh->e;
+	le__batch *b = &sh->batch;
+	int all = 1;
 
-	if (atomic_load(&e->flush_waiters)) {
-		pthread_mutex_lock(&e->flush_mu);
-		pthread_cond_broadcast(&e->flush_cv);
-		pthread_mutex_unlock(&e->flush_mu);
+	for (unsigned i = 0; i < sh->nsinks; i++) {
+		if (b->taken[i] < b->n) {
+			le__sink *s = sh->sinks[i];
+			b->taken[i] += s->ops->put(s, b->recs + b->taken[i],
+			                           b->n - b->taken[i]);
+			all &= b->taken[i] == b->n;
+		}
+	}
+	return all;
+}
+
+static int gather(le__shard *sh)
+{
+	le__batch *b = &sh->batch;
+
+	if (!feed(sh))
+		return G_SHORT;
+	add_marker(sh);
+	for (;;) {
+		size_t room = sh->e->batch > b->n ? sh->e->batch - b->n : 0;
+		if (room > b->cap - b->n)
+			room = b->cap - b->n;
+		int why = collect(sh, room < CHUNK ? room : CHUNK);
+		if (!feed(sh))
+			return G_SHORT;
+		if (why == G_MORE)
+			return G_MORE;
+		if (batch_full(sh))
+			return G_FULL;
 	}
 }
 
-static int do_sync(le__shard *sh)
+/* ---- memory that follows use (a ring that trims: queue.h) ---- */
+
+/* Return the pages of what is released now?  While the ring is lightly
+ * used and far from full: the producers reach those pages again only a
+ * lap later, and the writer faults them in before (ring_memory). */
+static int trim_now(le__shard *sh)
 {
-	if (!sh->dirty || sh->fd < 0)
-		return 0;
-	int rc = le__fdatasync(sh->fd);
-	atomic_fetch_add(&sh->syncs, 1);
-	sh->last_sync_mono = le__mono_ns();
-	if (rc < 0) {
-		/* Never retried: after a failed fdatasync the kernel may have
-		 * dropped the dirty pages and marked them clean, so a second
-		 * "success" would lie.  The records written since the last
-		 * good sync are reported (they may or may not be on disk),
-		 * le_flush returns the error, and the file is not trusted with
-		 * anything more: the next write goes to a new segment. */
-		atomic_fetch_add(&sh->sync_errors, 1);
-		atomic_fetch_add(&sh->sync_lost, sh->unsynced);
-		note_error(sh, rc);
-		sh->unsynced = 0;
-		sh->dirty = 0;
-		sh->rotate_pending = 1;
-		return rc;
-	}
-	sh->unsynced = 0;
-	sh->dirty = 0;
-	return 0;
+	const le__ring *r = &sh->ring;
+
+	return r->trims && sh->w.light &&
+	       atomic_load_explicit(r->head, memory_order_relaxed) - sh->w.rd <
+	               r->size / 2;
 }
 
-static void checkpoint(le__shard *sh)
+/* Ring bytes between virtual positions a <= b: the gap at the end of
+ * each lap crossed is not ring. */
+static uint64_t ring_moved(const le__ring *r, uint64_t a, uint64_t b)
 {
-	le__ckpt c;
-	uint64_t end = written_end(sh);
+	uint64_t laps = (b >> r->lap_shift) - (a >> r->lap_shift);
+	return b - a - laps * (r->lap - r->size);
+}
 
-	if (sh->ckpt_fd < 0 || end == sh->ckpt_off || end <= LE_SEG_HDR ||
-	    sh->last_frame_off < LE_SEG_HDR)
+/* Once a loop turn: decide whether the ring is lightly used (its tail
+ * went round less than once in the last second; busy at once when it goes
+ * at that rate or more over 100 ms), and fault in pages before the
+ * producers get there: `ahead` bytes past head while it is light (no
+ * producer meets a returned page in the steady state), the whole ring
+ * when it is not. */
+static void ring_memory(le__shard *sh, uint64_t now)
+{
+	le__ring *r = &sh->ring;
+	le__wstate *w = &sh->w;
+
+	if (!r->trims)
 		return;
-	c.gen = sh->ckpt_gen + 1;
-	c.seg_index = sh->seg_index;
-	c.offset = end;
-	c.next_seq = sh->w_next_seq;
-	c.last_ts = sh->w_last_ts;
-	c.last_off = sh->last_frame_off;
-	c.shard = sh->id;
-	int rc = le__ckpt_write(sh->ckpt_fd, &c);
-	if (rc == 0 && sh->e->cfg.durability != LE_SYNC_NONE)
-		rc = le__fdatasync(sh->ckpt_fd);
-	if (rc < 0) {
-		note_error(sh, rc);
-		return;
+	uint64_t tail = atomic_load_explicit(r->tail, memory_order_relaxed);
+	uint64_t moved = ring_moved(r, w->use_tail, tail);
+	uint64_t dt = now - w->use_mono;
+	if (dt >= 1000 * MS) {
+		w->light = moved < r->size;
+		w->use_mono = now;
+		w->use_tail = tail;
+	} else if ((unsigned __int128)moved * (1000 * MS) >=
+	           (unsigned __int128)r->size * (dt > 100 * MS ? dt : 100 * MS)) {
+		w->light = 0;
 	}
-	sh->ckpt_gen = c.gen;
-	sh->ckpt_off = end;
-	atomic_fetch_add(&sh->checkpoints, 1);
+	uint64_t head = atomic_load_explicit(r->head, memory_order_relaxed);
+	uint64_t want = head + (w->light ? r->ahead : r->lap);
+	if (want > w->populated) {
+		le__ring_populate(r, w->populated > head ? w->populated : head,
+		                  want);
+		w->populated = want;
+	}
 }
 
-/* Give written slots back to producers and publish progress. */
+/* ---- commit, sync, release ---- */
+
 static void release(le__shard *sh)
 {
 	le_engine *e = sh->e;
+	le__batch *b = &sh->batch;
 	uint64_t tail = atomic_load_explicit(sh->ring.tail,
 	                                     memory_order_relaxed);
 
-	if (sh->rd != tail)
-		le__ring_release(&sh->ring, tail, sh->rd);
-	if (sh->recovering) {
+	if (sh->w.rd != tail) {
+		int trim = trim_now(sh);
+		le__ring_mark(&sh->ring, sh->w.rd, sh->w.next_seq);
+		le__ring_release(&sh->ring, tail, sh->w.rd, trim);
+		/* those pages come round again from tail + lap on: faulted
+		 * in anew before then */
+		if (trim && sh->w.populated > tail + sh->ring.lap)
+			sh->w.populated = tail + sh->ring.lap;
+	}
+	if (sh->w.recovering) {
 		/* A dead process's records: never in our budget. */
-		atomic_fetch_add(&sh->recovered, sh->pend_slots);
-	} else if (sh->pend_slots) {
+		atomic_fetch_add(&sh->prog.recovered, b->slots);
+	} else if (b->slots) {
 		/* Count them consumed before they leave the queue's count, so
 		 * a le_stats_get in between never sees them in neither. */
-		atomic_fetch_add_explicit(&sh->consumed, sh->pend_slots,
+		atomic_fetch_add_explicit(&sh->prog.consumed, b->slots,
 		                          memory_order_release);
-		le__budget_give(&e->budget, sh->pend_slots, sh->pend_bytes);
+		le__budget_give(&e->budget, b->slots, b->slot_bytes);
 		if (atomic_load(&e->block_waiters)) {
 			atomic_fetch_add(&e->space_seq, 1);
 			le__futex_wake(&e->space_seq, INT_MAX);
 		}
 	}
-	sh->pend_recs = sh->pend_slots = sh->pend_markers = 0;
-	sh->pend_bytes = 0;
-	atomic_store_explicit(&sh->done_pos, sh->rd, memory_order_release);
-	signal_flushers(sh);
+	b->n = 0;
+	memset(b->taken, 0, sizeof b->taken);
+	b->slots = 0;
+	b->slot_bytes = b->bytes = 0;
+	b->has_marker = 0;
+	atomic_store(&sh->prog.done_pos, sh->w.rd);
+	if (e->cfg.durability == LE_SYNC_NONE)
+		atomic_store(&sh->prog.durable_pos, sh->w.rd);
+	le__flush_signal(sh);
 }
 
-/* Reserve the segment's blocks ahead of the writes, PREALLOC at a time:
- * appending into reserved blocks spares the file system an allocation per
- * write (ext4's delayed allocation showed up at a fifth of the writer's
- * kernel time).  Failure is harmless: the write itself reports ENOSPC. */
-#define PREALLOC (8u << 20)
-
-static void prealloc(le__shard *sh)
+/* A le_flush waits for records before flush_req, and all of them are
+ * collected: they must be committed and synced now. */
+static int flush_due(le__shard *sh)
 {
-	uint64_t end = seg_end(sh), limit = sh->e->cfg.segment_bytes;
-
-	if (end <= sh->prealloc_end || sh->prealloc_end >= limit)
-		return;
-	uint64_t to = end + PREALLOC < limit ? end + PREALLOC : limit;
-	if (le__prealloc(sh->fd, sh->prealloc_end, to - sh->prealloc_end) == 0)
-		sh->prealloc_end = to;
-	else
-		sh->prealloc_end = limit; /* unsupported: do not ask again */
+	uint64_t want = atomic_load(&sh->prog.flush_req);
+	return want > le__sync_covered(sh) && sh->w.rd >= want;
 }
 
-static uint32_t frame_total(const unsigned char *f)
+/* Commit the batch in every sink (putting again what a short sink could
+ * not take before its commit), then release it.  @return 0, or a commit's
+ * error: nothing is released, and the batch is tried again later. */
+static int commit_batch(le__shard *sh)
 {
-	return le__get32(f) + 4;
-}
+	le__batch *b = &sh->batch;
+	uint64_t lo = atomic_load(&sh->prog.done_pos);
 
-/*
- * After a write error that the file itself caused (EIO, EFBIG, no file):
- * keep in the old segment the whole frames that `done` bytes of the write
- * carried (EFBIG writes up to the limit), cut the file there, and move the
- * rest (already sealed frames: they do not depend on their offset, only
- * the header's base sequence does) to the start of a new segment, to be
- * retried there.  A frame too big for any file under the learned size
- * limit is dropped and counted.
- */
-static void relocate(le__shard *sh, size_t done)
-{
-	size_t n = sh->buf_new;
-	uint64_t first = sh->buf_off + sh->buf_len - n;
-	unsigned char *region = sh->buf + sh->buf_len - n;
-	size_t hdr = first < LE_SEG_HDR ? (size_t)(LE_SEG_HDR - first) : 0;
-	size_t keep = 0;
-
-	if (done >= hdr && hdr <= n) {
-		keep = hdr;
-		while (keep + 4 <= n && keep + frame_total(region + keep) <= done)
-			keep += frame_total(region + keep);
-	}
-	size_t from = keep > hdr ? keep : hdr; /* headers never move */
-	uint64_t moved_frames = 0;
-	for (size_t p = from; p + 4 <= n; p += frame_total(region + p))
-		moved_frames++;
-	unsigned char *tmp = n ? malloc(n) : NULL;
-	if (n && !tmp)
-		return; /* retry in place */
-	if (tmp)
-		memcpy(tmp, region, n);
-	if (sh->fd >= 0)
-		le__ftruncate(sh->fd, first + keep); /* no partial frame stays */
-	atomic_fetch_add(&sh->bytes_written, keep);
-	sh->buf_len -= n - keep;
-	sh->buf_new = 0;
-	uint64_t next = sh->next_seq;
-	sh->next_seq -= moved_frames; /* the new header's base sequence */
-	int rc = seg_rotate(sh);
-	sh->next_seq = next;
-	if (rc < 0) {
-		/* No new segment (fd is now -1): what is not on disk stays
-		 * pending; the next write fails with EBADF and comes back. */
-		memcpy(sh->buf + sh->buf_len, tmp + keep, n - keep);
-		sh->buf_len += n - keep;
-		sh->buf_new = n - keep;
-		free(tmp);
-		return;
-	}
-	uint64_t room = seg_limit(sh) > LE_SEG_HDR ? seg_limit(sh) - LE_SEG_HDR : 0;
-	for (size_t p = from; p + 4 <= n; p += frame_total(tmp + p)) {
-		uint32_t t = frame_total(tmp + p);
-		if (t > room && sh->seg_cap) {
-			/* Can never fit a file under ulimit -f. */
-			atomic_fetch_add(&sh->dropped_io, 1);
-			sh->pend_lost++;
-			continue;
-		}
-		if (first + p >= sh->pend_last_off)
-			sh->pend_last_off = seg_end(sh);
-		memcpy(sh->buf + sh->buf_len, tmp + p, t);
-		sh->buf_len += t;
-		sh->buf_new += t;
-	}
-	free(tmp);
-}
-
-/* Write the buffer's new bytes.  @return 0 or the write's error (the
- * batch stays pending, to be retried). */
-static int write_batch(le__shard *sh)
-{
-	le_engine *e = sh->e;
-	size_t done = 0;
-	int rc = 0;
-
-	seal(sh);
-	if (!e->cfg.store) {
-		/* Stream only: the lines are the output; what the stream had
-		 * no room for is dropped (and counted) right here. */
-		uint64_t d = unstage(sh);
-		uint64_t recs = sh->pend_recs - sh->pend_markers;
-		atomic_fetch_add(&sh->written, recs > d ? recs - d : 0);
-		atomic_fetch_add(&sh->dropped_io, d < recs ? d : recs);
-		sh->buf_len = sh->buf_new = 0;
-		sh->buf_off = 0;
-		release(sh);
-		return 0;
-	}
-	if (sh->buf_new) {
-		uint64_t end = seg_end(sh);
-		prealloc(sh);
-		if (e->cfg.direct_io) {
-			size_t w = (sh->buf_len + ALIGN - 1) & ~(size_t)(ALIGN - 1);
-			memset(sh->buf + sh->buf_len, 0, w - sh->buf_len);
-			rc = le__pwrite_all(sh->fd, sh->buf, w, sh->buf_off);
-		} else {
-			rc = le__pwrite_some(sh->fd,
-			                     sh->buf + sh->buf_len - sh->buf_new,
-			                     sh->buf_new, end - sh->buf_new, &done);
+	le__sync_note(sh);
+	for (int stalled = 0;;) {
+		/* Every sink commits, even after another failed: a full
+		 * disk holds back the store, not the stream's lines. */
+		int rc = 0;
+		for (unsigned i = 0; i < sh->nsinks; i++) {
+			le__sink *s = sh->sinks[i];
+			int r = s->ops->commit(s);
+			if (r < 0 && !rc)
+				rc = r;
 		}
 		if (rc < 0) {
-			atomic_fetch_add(&sh->write_errors, 1);
-			note_error(sh, rc);
-			atomic_store(&sh->failing, 1);
-			/* ENOSPC / EDQUOT: wait for space, same file.  EIO, EFBIG
-			 * (ulimit -f): this file will not take them; a new one
-			 * may.  EFBIG also tells where the limit is. */
-			if (rc == -EFBIG && !e->cfg.direct_io)
-				sh->seg_cap = end - sh->buf_new + done;
-			if (rc == -EIO || rc == -EFBIG || rc == -EBADF)
-				relocate(sh, rc == -EFBIG && !e->cfg.direct_io ? done
-				                                               : 0);
+			le__fail_sinks(sh, lo, sh->w.rd);
 			return rc;
 		}
-		atomic_store(&sh->failing, 0);
-		if (e->has_stream)
-			unstage(sh);
-		atomic_fetch_add_explicit(&sh->bytes_written, sh->buf_new,
-		                          memory_order_relaxed);
-		atomic_fetch_add_explicit(&sh->written,
-		                          sh->pend_recs - sh->pend_markers -
-		                                  sh->pend_lost,
-		                          memory_order_relaxed);
-		sh->pend_lost = 0;
-		atomic_fetch_add_explicit(&sh->markers, sh->pend_markers,
-		                          memory_order_relaxed);
-		sh->dirty = 1;
-		sh->unsynced += sh->pend_recs - sh->pend_markers;
-		sh->last_frame_off = sh->pend_recs ? sh->pend_last_off
-		                                   : sh->last_frame_off;
-		sh->w_next_seq = sh->next_seq;
-		sh->w_last_ts = sh->last_ts;
-		/* Keep the partial last block for O_DIRECT; else nothing. */
-		size_t keep = e->cfg.direct_io ? (size_t)(end % ALIGN) : 0;
-		if (keep && sh->buf_len > keep)
-			memmove(sh->buf, sh->buf + sh->buf_len - keep, keep);
-		sh->buf_off = end - keep;
-		sh->buf_len = keep;
-		sh->buf_new = 0;
+		le__fail_sinks(sh, lo, sh->w.rd);
+		size_t before = 0, after = 0;
+		for (unsigned i = 0; i < sh->nsinks; i++)
+			before += b->taken[i];
+		if (before == (size_t)sh->nsinks * b->n)
+			break; /* every sink took and committed every record */
+		feed(sh);
+		for (unsigned i = 0; i < sh->nsinks; i++)
+			after += b->taken[i];
+		/* A sink that takes nothing after a good commit cannot make
+		 * progress now (its next segment could not be made): wait. */
+		if (after == before && ++stalled > 1)
+			return LE_EIO;
 	}
-	int flush_wanted = atomic_load(&sh->flush_req) > atomic_load(&sh->done_pos);
-	if (e->cfg.durability == LE_SYNC_BATCH ||
-	    (flush_wanted && e->cfg.durability == LE_SYNC_INTERVAL))
-		do_sync(sh);
+	int sync = sh->e->cfg.durability == LE_SYNC_BATCH ||
+	           (sh->e->cfg.durability != LE_SYNC_NONE && flush_due(sh));
+	le__statpage_committed(&sh->page);
 	release(sh);
+	if (sync)
+		le__sync_now(sh);
 	return 0;
 }
+
+int le__writer_pass(le__shard *sh)
+{
+	uint64_t rd0 = sh->w.rd;
+	int why;
+
+	do {
+		why = gather(sh);
+		if (sh->batch.n) {
+			int rc = commit_batch(sh);
+			if (rc < 0)
+				return rc;
+		}
+	} while (why == G_SHORT);
+	if (sh->w.rd != rd0) {
+		release(sh); /* skipped slots move the ring too */
+		return 1;
+	}
+	return 0;
+}
+
+/* ---- the loop ---- */
 
 /* Does the batch go out now? */
 static int due(le__shard *sh, int why, uint64_t now)
 {
-	le_engine *e = sh->e;
-
-	if (why != C_MORE)
+	if (why != G_MORE || atomic_load(&sh->e->stopping) || flush_due(sh))
 		return 1;
-	if (atomic_load(&e->stopping))
-		return 1;
-	if (atomic_load(&sh->flush_req) > atomic_load(&sh->done_pos) &&
-	    sh->rd >= atomic_load(&sh->flush_req))
-		return 1;
-	return sh->pend_recs && now - sh->pend_since >= e->cfg.flush_ms * MS;
+	return sh->batch.n &&
+	       now - sh->batch.since >= sh->e->cfg.flush_ms * MS;
 }
 
 static void periodic(le__shard *sh, uint64_t now)
 {
 	const le_config *c = &sh->e->cfg;
 
-	if (now - sh->last_recal_mono >= 1000 * MS) {
-		sh->last_recal_mono = now;
-		le__clock_recal(&sh->clock);
+	le__statpage_tick(sh, &sh->page, now);
+	ring_memory(sh, now);
+	if (now - sh->w.last_recal_mono >= 1000 * MS) {
+		sh->w.last_recal_mono = now;
+		le__clock_recal(&sh->w.clock);
 	}
-	if (c->durability == LE_SYNC_INTERVAL && sh->dirty &&
-	    now - sh->last_sync_mono >= c->sync_ms * MS)
-		do_sync(sh);
-	if (c->checkpoint_ms && now - sh->last_ckpt_mono >= c->checkpoint_ms * MS) {
-		sh->last_ckpt_mono = now;
-		if (c->durability != LE_SYNC_NONE)
-			do_sync(sh);
-		checkpoint(sh);
-	}
-	if (c->segment_max_age_ms && !sh->pend_recs && !sh->buf_new &&
-	    seg_end(sh) > LE_SEG_HDR &&
-	    now - sh->seg_created_mono >= c->segment_max_age_ms * MS)
-		seg_rotate(sh);
+	if (c->durability == LE_SYNC_INTERVAL &&
+	    now - sh->w.last_sync_mono >= c->sync_ms * MS &&
+	    atomic_load(&sh->prog.done_pos) > le__sync_covered(sh))
+		le__sync_now(sh);
+	le__sync_note(sh);
+	for (unsigned i = 0; i < sh->nsinks; i++)
+		if (sh->sinks[i]->ops->tick)
+			sh->sinks[i]->ops->tick(sh->sinks[i], now);
+	/* A tick's rotation seals a segment and syncs it: a failure there is
+	 * logged now, before durable_pos can pass the records it held (and
+	 * not with the range of whatever batch comes next). */
+	uint64_t done = atomic_load(&sh->prog.done_pos);
+	le__fail_sinks(sh, done, done);
 }
 
-/* Anything for the writer to do right now? */
-static int has_work(le__shard *sh)
-{
-	uint32_t bytes;
-	le_engine *e = sh->e;
-
-	return peek_slot(sh, &bytes) != NULL || atomic_load(&e->stopping) ||
-	       atomic_load(&sh->dropped_pending) ||
-	       atomic_load(&sh->flush_req) > atomic_load(&sh->done_pos);
-}
-
-/* How long a writer that cannot move on yields before it naps. */
-#define LE_STUCK_SPIN_NS (1000u * 1000u)
-
-/* Wait for a slot that has not come, stuck since `since`: yield while
- * that is recent (a producer between two instructions), then a
- * millisecond at a time without a CPU (a producer stopped there, or a
- * slot written over), and not as a sleeper (`sleeping` stays 0), so that
- * producers filling the queue behind it make no futex call to wake it. */
-static void wait_stuck(uint64_t since, uint64_t now)
-{
-	struct timespec ms = {0, 1000000};
-
-	if (now - since < LE_STUCK_SPIN_NS)
-		sched_yield();
-	else
-		nanosleep(&ms, NULL);
-}
-
-/* 64 ring bytes a microsecond: ~330,000 records/s of 128 bytes. */
-#define BUSY_BYTES_PER_US 64u
-
-/*
- * A busy writer's nap: LE_BUSY_NAP_NS, or less when the producers would
- * fill a quarter of the ring sooner at the rate the last pass found.
- * Each batch the writer gives back costs a producer one or two cache
- * misses (the budget and tail words come back from the writer's core,
- * ~200 ns each on the reference VM), so the number of batches decides how
- * many calls are slow: at a timed producer's 12.8 M records/s a 50 us nap
- * made batches of ~640 records, 0.16% of calls, and p99.9 landed among
- * them.  200 us makes batches of ~2,000: p99.9 240-250 ns against 260-291
- * in four alternating rounds (`build/bench --only compare --targets
- * logengine -r 3`), the same throughput timed and untimed.
- */
-#define LE_BUSY_NAP_NS (200u * 1000u)
-
-/* The nap for the rate of the pass that just ended: `bytes` of ring
- * consumed in `dt` ns. */
-static uint64_t nap_for(const le__shard *sh, uint64_t bytes, uint64_t dt)
-{
-	if (!bytes)
-		return LE_BUSY_NAP_NS;
-	/* a quarter ring at bytes/dt (dt at most a second: no overflow) */
-	uint64_t s = dt < 1000 * MS ? dt : 1000 * MS;
-	unsigned __int128 t = (unsigned __int128)s * (sh->ring.size / 4) / bytes;
-	return t < LE_BUSY_NAP_NS ? (uint64_t)t : LE_BUSY_NAP_NS;
-}
-
-static void nap(le__shard *sh, uint64_t now)
-{
-	le_engine *e = sh->e;
-	uint64_t wait = e->cfg.flush_ms * MS;
-
-	if (sh->pend_recs) {
-		uint64_t age = now - sh->pend_since;
-		wait = age >= wait ? 0 : wait - age;
-	}
-	if (atomic_load(&sh->flush_req) > atomic_load(&sh->done_pos)) {
-		/* A producer has reserved but not yet published: it is
-		 * between two instructions, not worth a sleep.  Unless that
-		 * lasts: a producer thread stopped between the two, or a
-		 * slot whose words were written over (collect will not take
-		 * it), must not cost a whole CPU while a le_flush waits (it
-		 * did, until the flush gave up and after).  Then it looks
-		 * again every millisecond. */
-		if (!sh->stuck_since || sh->stuck_rd != sh->rd) {
-			sh->stuck_rd = sh->rd;
-			sh->stuck_since = now;
-		}
-		wait_stuck(sh->stuck_since, now);
-		return;
-	}
-	sh->stuck_since = 0;
-	if (wait == 0)
-		return;
-	/* While records arrive fast, the next ones are microseconds away:
-	 * nap (nap_for) without saying so (`sleeping` stays 0), so no
-	 * producer makes a futex call to wake us, and look again.  Not a
-	 * spin: a writer polling the ring's next slot takes the line the
-	 * producer writes next, which then has to come back to its core for
-	 * every record (~200 ns a trip on the reference VM: a timed
-	 * producer's median call was 180 ns instead of 50 in half the runs,
-	 * and the writer's own polling was most of its CPU).  Nor a sleep
-	 * the producers end: each wake-up was a futex call in a producer's
-	 * le_write, once a batch (440-580 calls over 2 us per million, 6.5-15
-	 * ms in all, against 73-133 napping).  A trickle (an access log) sleeps
-	 * until woken or flush_ms: napping there costs wake-ups for nothing. */
-	if (sh->busy) {
-		uint64_t n = wait < sh->nap_ns ? wait : sh->nap_ns;
-		if (n >= 1000) /* le_flush ends it early: see there */
-			le__futex_wait(&sh->sleeping, 0, n);
-		return;
-	}
-	/* RMW: pairs with the producer's RMW in publish_and_wake. */
-	atomic_exchange_explicit(&sh->sleeping, 1, memory_order_acq_rel);
-	if (!has_work(sh))
-		le__futex_wait(&sh->sleeping, 1, wait);
-	atomic_store(&sh->sleeping, 0);
-}
-
-/* Close: everything queued is written (retrying a failing disk for a
- * while), synced, checkpointed. */
+/* Close: everything queued is committed (retrying a failing disk for a
+ * while), then the sinks close (the store syncs and checkpoints). */
 static void drain(le__shard *sh)
 {
 	uint64_t start = le__mono_ns(), give_up = start + 2000 * MS;
-	int why;
 
 	for (;;) {
-		uint64_t rd0 = sh->rd;
-		why = collect(sh);
-		if (sh->rd != rd0)
-			start = le__mono_ns(); /* moving: stuck only from here */
-		if (why == C_ROTATE) {
-			if (write_batch(sh) == 0)
-				seg_rotate(sh);
-			continue;
+		uint64_t rd0 = sh->w.rd;
+		gather(sh);
+		if (sh->w.rd != rd0) {
+			/* Moving: stuck only from here.  A slow disk (a queue
+			 * that takes seconds to write) is not a dead one. */
+			start = le__mono_ns();
+			give_up = start + 2000 * MS;
 		}
-		if (sh->pend_recs || sh->buf_new) {
-			if (write_batch(sh) < 0) {
+		if (sh->batch.n) {
+			if (commit_batch(sh) < 0) {
 				if (le__mono_ns() > give_up)
 					break;
 				usleep(10000);
 			}
 			continue;
 		}
-		if (sh->rd == atomic_load(sh->ring.head))
+		if (sh->w.rd == atomic_load(sh->ring.head))
 			break;
 		uint64_t now = le__mono_ns();
 		if (now > give_up)
 			break; /* a producer never published: misuse */
-		wait_stuck(start, now);
+		le__pace_stuck(start, now);
 	}
-	if (sh->pend_recs || sh->buf_new || sh->rd != atomic_load(sh->ring.head)) {
-		/* The disk would not take them: count them lost. */
-		uint64_t lost = sh->pend_slots;
+	uint64_t lo = atomic_load(&sh->prog.done_pos);
+	if (sh->batch.n || sh->w.rd != atomic_load(sh->ring.head)) {
+		/* The sinks would not take them: count them lost, each sink
+		 * for what it took and for what it never saw. */
+		le__batch *b = &sh->batch;
+		uint64_t walked = 0;
 		uint32_t bytes;
-		while (peek_slot(sh, &bytes)) {
-			lost++;
-			sh->rd += bytes;
+		le__slot *s;
+		while (le__ring_peek(&sh->ring, &sh->w.rd, &s, &bytes) ==
+		       LE_PEEK_RECORD) {
+			walked++;
+			b->slot_bytes += s->len;
+			sh->w.rd += bytes;
 		}
-		atomic_fetch_add(&sh->dropped_io, lost);
-		sh->buf_len -= sh->buf_new;
-		sh->buf_new = 0;
-		sh->pend_recs = sh->pend_slots = sh->pend_markers = 0;
-		sh->pend_bytes = 0;
+		b->slots += (uint32_t)walked;
+		for (unsigned i = 0; i < sh->nsinks; i++) {
+			uint64_t unseen = walked;
+			for (size_t k = b->taken[i]; k < b->n; k++)
+				unseen += !(b->recs[k].flags & LE_REC_MARKER);
+			sh->sinks[i]->ops->drop(sh->sinks[i], unseen);
+		}
+		le__fail_sinks(sh, lo, sh->w.rd);
 		release(sh);
 	}
-	if (sh->fd >= 0 &&
-	    (sh->e->cfg.direct_io || sh->prealloc_end > seg_end(sh)))
-		le__ftruncate(sh->fd, seg_end(sh));
-	do_sync(sh);
-	checkpoint(sh);
-	if (sh->ckpt_fd >= 0 && sh->e->cfg.durability == LE_SYNC_NONE)
-		le__fdatasync(sh->ckpt_fd);
-	release(sh);
-}
-
-/* The writer's buffer, made cap bytes (its bytes kept); a failure keeps
- * the old one, which is always enough for this engine's own records. */
-static void buf_resize(le__shard *sh, size_t cap)
-{
-	unsigned char *b;
-
-	if (cap == sh->buf_cap || sh->buf_len > cap ||
-	    posix_memalign((void **)&b, ALIGN, cap) != 0)
-		return;
-	memcpy(b, sh->buf, sh->buf_len);
-	free(sh->buf);
-	sh->buf = b;
-	sh->buf_cap = cap;
-}
-
-/*
- * The ring file holds what a dead process queued: write it out now, before
- * any new record, in order, exactly once.  Published slots are records the
- * dead process's le_write accepted; a slot it claimed but never published
- * was never accepted and is stepped over; a slot whose sequence number is
- * already in the segment was written before the kill and is skipped.
- */
-static int drain_dead(le__shard *sh)
-{
-	const le__ring *r = &sh->ring;
-	uint64_t head = atomic_load(r->head), tail = atomic_load(r->tail);
-	int rc = 0;
-
-	/* The walk starts at tail (or where a release was going), which
-	 * must be on a line; head may be anything: the walk stops where the
-	 * words stop making sense, a lap later at the latest (a word's lap
-	 * number never matches two laps).  It releases what it writes,
-	 * batch by batch (a kill during recovery must not write a record
-	 * twice), never toward head; shard_init then renews the file. */
-	if ((tail | sh->rd) % LE_SLOT_ALIGN) {
-		le__seterr("shard %u: queue file damaged (tail %llu); its "
-		           "records were dropped", sh->id,
-		           (unsigned long long)tail);
-		return 0;
-	}
-	/* The dead process may have taken records larger than this engine
-	 * would (a larger max_record_bytes): room for the largest its ring
-	 * can hold, for the walk, or it would stop at the first of them as
-	 * if the file were damaged. */
-	size_t normal_cap = sh->buf_cap;
-	if (r->size > sh->e->max_rec)
-		buf_resize(sh, normal_cap - sh->e->max_rec + r->size);
-	/* Its stamps are in the dead process's clock (TSC ticks or ns, and
-	 * its conversion), which need not be ours: LE_NO_TSC set in one and
-	 * not the other, another version.  Converted with ours, ns read as
-	 * ticks landed at the clamp's bound and ticks read as ns in 1970.  A
-	 * file without one (from before the field) gets ours, and the clamp
-	 * keeps its records in order and not after now. */
-	le__clock own = sh->clock;
-	if (le__ring_get_clock(r, &sh->clock) < 0)
-		sh->clock = own;
-	sh->recovering = 1;
-	for (;;) {
-		int why = collect(sh);
-		if (why == C_ROTATE) {
-			rc = write_batch(sh);
-			if (rc == 0)
-				rc = seg_rotate(sh);
-		} else if (sh->pend_recs || sh->buf_new) {
-			rc = write_batch(sh);
-		} else {
-			break; /* at head, or at a word that makes no sense */
-		}
-		if (rc < 0)
-			break;
-	}
-	sh->recovering = 0;
-	sh->clock = own;
-	buf_resize(sh, normal_cap);
-	/* Past head is fine: the dead process claimed a slot and died
-	 * before moving head past it, and the walk stepped over it. */
-	if (rc == 0 && sh->rd < head)
-		/* A state word before head that no claim explains, or a
-		 * length no slot can hold: the file was damaged.  What
-		 * follows cannot be framed, and is dropped. */
-		le__seterr("shard %u: queue file damaged at position %llu of "
-		           "%llu; the rest of it was dropped", sh->id,
-		           (unsigned long long)sh->rd, (unsigned long long)head);
-	if (rc == 0 && sh->e->cfg.durability != LE_SYNC_NONE)
-		rc = do_sync(sh);
-	return rc;
+	/* Every sync asked, and every sealed file, done; the store's files
+	 * are its own again. */
+	le__sync_stop(sh);
+	lo = atomic_load(&sh->prog.durable_pos);
+	for (unsigned i = 0; i < sh->nsinks; i++)
+		sh->sinks[i]->ops->close(sh->sinks[i]);
+	le__fail_sinks(sh, lo, sh->w.rd);
+	atomic_store(&sh->prog.durable_pos, sh->w.rd);
+	le__flush_signal(sh);
 }
 
 void le__writer_restart(le__shard *sh)
 {
-	sh->rd = atomic_load(sh->ring.tail);
-	atomic_store(&sh->done_pos, sh->rd);
-	atomic_store(&sh->flush_req, sh->rd);
+	le__progress *p = &sh->prog;
+
+	/* Positions may start again at 0 (a renewed ring): failures logged
+	 * in the old ones (recovery's, reported by le_open) are forgotten. */
+	memset(p->fails, 0, sizeof p->fails);
+	p->lost_rc = 0;
+	atomic_store(&p->fail_hi, 0);
+	sh->w.rd = atomic_load(sh->ring.tail);
+	atomic_store(&sh->prog.done_pos, sh->w.rd);
+	atomic_store(&sh->prog.durable_pos, sh->w.rd);
+	atomic_store(&sh->prog.flush_req, sh->w.rd);
 }
 
 void le__writer_note_clock(le__shard *sh)
 {
-	le__ring_put_clock(&sh->ring, &sh->clock);
-	sh->clock_put_tsc = sh->clock.base_tsc;
-	sh->clock_put_mult = sh->clock.mult;
+	le__ring_put_clock(&sh->ring, &sh->w.clock);
+	sh->w.clock_put_tsc = sh->w.clock.base_tsc;
+	sh->w.clock_put_mult = sh->w.clock.mult;
+}
+
+int le__writer_init(le__shard *sh)
+{
+	le__batch *b = &sh->batch;
+
+	/* batch_size records and one marker, never more than the queue */
+	b->cap = (size_t)sh->e->batch + 1;
+	b->recs = malloc(b->cap * sizeof *b->recs);
+	return b->recs ? 0 : LE_ENOMEM;
+}
+
+void le__writer_free(le__shard *sh)
+{
+	free(sh->batch.recs);
+	sh->batch.recs = NULL;
 }
 
 void *le__writer_main(void *arg)
 {
 	le__shard *sh = arg;
 	le_engine *e = sh->e;
-	uint64_t backoff = 0;
-	sh->last_sync_mono = sh->last_ckpt_mono = le__mono_ns();
-	sh->last_recal_mono = sh->last_sync_mono;
+	le__wstate *w = &sh->w;
+
+	w->last_sync_mono = w->last_recal_mono = w->last_collect_mono =
+		w->use_mono = le__mono_ns();
+	/* light until the producers show otherwise (ring_memory) */
+	w->use_tail = atomic_load(sh->ring.tail);
+	w->light = 1;
+	le__statpage_open(sh);
+	/* Syncs on a thread of their own; without it (it could not start),
+	 * on this one, as with no store. */
+	if (sh->store && e->cfg.durability != LE_SYNC_NONE)
+		le__sync_start(sh);
 	while (!atomic_load(&e->stopping)) {
-		uint64_t rd0 = sh->rd;
-		int why = collect(sh);
+		uint64_t rd0 = w->rd;
+		int why = gather(sh);
 		uint64_t now = le__mono_ns();
-		/* Busy: this pass found at least BUSY_BYTES_PER_US ring bytes
-		 * per microsecond since the last one (or filled a batch). */
-		sh->busy = why != C_MORE ||
-		           (sh->rd - rd0) * 1000 >=
-		                   (now - sh->last_collect_mono) * BUSY_BYTES_PER_US;
-		sh->nap_ns = nap_for(sh, sh->rd - rd0,
-		                     now - sh->last_collect_mono);
-		sh->last_collect_mono = now;
-		if ((sh->pend_recs || sh->buf_new || why == C_ROTATE) &&
-		    due(sh, why, now)) {
-			if (write_batch(sh) < 0) {
-				backoff = backoff ? backoff * 2 : 10 * MS;
-				if (backoff > 250 * MS)
-					backoff = 250 * MS;
-				usleep((useconds_t)(backoff / 1000));
+		le__pace_pass(sh, why != G_MORE, w->rd - rd0, now);
+		if (due(sh, why, now)) {
+			if (sh->batch.n && commit_batch(sh) < 0) {
+				w->backoff = w->backoff ? w->backoff * 2 : 10 * MS;
+				if (w->backoff > 250 * MS)
+					w->backoff = 250 * MS;
+				usleep((useconds_t)(w->backoff / 1000));
 				continue;
 			}
-			backoff = 0;
-			if (why == C_ROTATE || sh->rotate_pending)
-				seg_rotate(sh);
-			periodic(sh, now);
-			continue;
+			w->backoff = 0;
 		}
-		if (sh->rotate_pending && !sh->pend_recs && !sh->buf_new)
-			seg_rotate(sh); /* after a failed sync (do_sync) */
-		if (!sh->pend_recs && sh->rd != atomic_load_explicit(
-		                                      sh->ring.tail,
-		                                      memory_order_relaxed))
-			release(sh); /* only padding was consumed */
+		if (!sh->batch.n) {
+			if (w->rd != atomic_load_explicit(sh->ring.tail,
+			                                  memory_order_relaxed))
+				release(sh); /* only padding was consumed */
+			if (flush_due(sh))
+				le__sync_now(sh);
+		}
 		periodic(sh, now);
-		if (why == C_MORE)
-			nap(sh, now);
+		if (why == G_MORE)
+			le__pace_nap(sh, now);
 	}
 	drain(sh);
 	sh->cpu_ns = le__self_cpu_ns();

@@ -2,7 +2,8 @@
  * harness.h -- the test harness: one binary per feature, each test run in a
  * forked child with a timeout (as libuv's runner does), so a crash or a hang
  * fails one test and not the suite.  Each binary ends with the line
- * "N passed, N failed"; tests/run.sh adds the binaries' lines up.
+ * "N passed, N failed" (", N skipped" added when a test was skipped);
+ * tests/run.sh adds the binaries' lines up.
  *
  *   TEST(truncated_tail_is_ignored) { ... CHECK(x == 1); ... }
  *   int main(int argc, char **argv) {
@@ -11,7 +12,9 @@
  *   }
  *
  * A test fails by a CHECK* (prints file:line and the values) or by dying.
- * argv[1], when given, runs only tests whose name contains it.
+ * It is skipped, never passed, when a tool it needs is not installed
+ * (T_SKIP, t_need: make check installs them when run as root; CI fails on
+ * any skip).  argv[1], when given, runs only tests whose name contains it.
  */
 #ifndef LE_TEST_HARNESS_H
 #define LE_TEST_HARNESS_H
@@ -76,7 +79,20 @@
 		}                                                             \
 	} while (0)
 
-static int t_passed, t_failed;
+/* Exit status of a skipped test's child (as automake's). */
+#define T_SKIP_STATUS 77
+
+/* Skip the running test: `tool` (a command, or the packages of a
+ * scripts/deps.sh group) is not installed. */
+#define T_SKIP(tool)                                                          \
+	do {                                                                  \
+		printf("skipped: %s not installed (run scripts/deps.sh as "   \
+		       "root)\n", (tool));                                    \
+		fflush(stdout);                                               \
+		_exit(T_SKIP_STATUS);                                         \
+	} while (0)
+
+static int t_passed, t_failed, t_skipped;
 static const char *t_filter;
 static int t_timeout_s = 120;
 
@@ -103,6 +119,9 @@ static inline void t_run(const char *name, void (*fn)(void))
 	if (WIFEXITED(st) && WEXITSTATUS(st) == 0) {
 		t_passed++;
 		printf("ok   %s (%.0f ms)\n", name, ms);
+	} else if (WIFEXITED(st) && WEXITSTATUS(st) == T_SKIP_STATUS) {
+		t_skipped++;
+		printf("skip %s\n", name);
 	} else {
 		t_failed++;
 		if (WIFSIGNALED(st))
@@ -127,8 +146,35 @@ static inline void t_run(const char *name, void (*fn)(void))
 
 static inline int t_done(void)
 {
-	printf("%d passed, %d failed\n", t_passed, t_failed);
+	if (t_skipped)
+		printf("%d passed, %d failed, %d skipped\n", t_passed, t_failed,
+		       t_skipped);
+	else
+		printf("%d passed, %d failed\n", t_passed, t_failed);
 	return t_failed ? 1 : 0;
+}
+
+/*
+ * Skip the running test unless every package of `scripts/deps.sh GROUP`
+ * is installed (asks `scripts/deps.sh --missing GROUP`, from the top of
+ * the tree, which make check runs in).
+ */
+static inline void t_need(const char *group)
+{
+	char cmd[256], missing[512] = "";
+
+	snprintf(cmd, sizeof cmd, "sh scripts/deps.sh --missing %s 2>/dev/null",
+	         group);
+	fflush(NULL);
+	FILE *p = popen(cmd, "r");
+	if (!p)
+		return;
+	if (!fgets(missing, sizeof missing, p))
+		missing[0] = '\0';
+	pclose(p);
+	missing[strcspn(missing, "\n")] = '\0';
+	if (missing[0])
+		T_SKIP(missing);
 }
 
 /* ---- helpers for tests ---- */

@@ -578,7 +578,7 @@ static int frame_at(const img *m, size_t i)
  * verify prints exactly what a SKIP reader reports: the offset is checked
  * through the reader at every byte, and through the CLI itself at every
  * byte too -- but at every fifth under ASan and TSan, where each run of the
- * instrumented CLI costs ~40 ms. */
+ * instrumented CLI costs tens of milliseconds. */
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
 #define CLI_STRIDE 5
 #else

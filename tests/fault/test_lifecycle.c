@@ -36,7 +36,8 @@ TEST(fork_child_gets_eclosed_and_parent_is_unaffected)
 	c.shards = 2;
 	c.overflow = LE_OVERFLOW_BLOCK;
 	/* and a stream sink, whose thread (and its lock) is the parent's
-	 * too: a child's le_close used to join it and hang */
+	 * too: a child's le_close must neither join that thread nor destroy
+	 * the lock and condition variable it waits on, or it hangs */
 	int devnull = open("/dev/null", O_WRONLY);
 	CHECK(devnull >= 0);
 	c.stream_fd = devnull;

@@ -46,6 +46,22 @@ static int pc_open(const char *path, int flags, mode_t mode)
 	return fd;
 }
 
+/* The engine opens its files one component at a time (le__open_in):
+ * the file's whole name is what the descriptor resolves to. */
+static int pc_openat(int dirfd, const char *name, int flags, mode_t mode)
+{
+	char link[64], p[1024];
+	int fd = le__os_real.openat(dirfd, name, flags, mode);
+	if (fd >= 0 && fd < 1024) {
+		snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
+		ssize_t n = readlink(link, p, sizeof p - 1);
+		p[n > 0 ? n : 0] = '\0';
+		free(paths[fd]);
+		paths[fd] = n > 0 && tracked(p) ? strdup(p) : NULL;
+	}
+	return fd;
+}
+
 static int pc_close(int fd)
 {
 	if (fd >= 0 && fd < 1024) {
@@ -116,11 +132,14 @@ static void child(int durability)
 	prctl(PR_SET_PDEATHSIG, SIGKILL);
 	if (getppid() == 1)
 		_exit(9);
-	le__os_table.open = pc_open;
-	le__os_table.close = pc_close;
-	le__os_table.fdatasync = pc_fdatasync;
-	le__os_table.fsync = pc_fsync;
-	le__boot_id_override = 1111;
+	le__os t = le__os_real;
+	t.open = pc_open;
+	t.openat = pc_openat;
+	t.close = pc_close;
+	t.fdatasync = pc_fdatasync;
+	t.fsync = pc_fsync;
+	le__os_install(&t);
+	le__boot_id_set(1111);
 	le_config c;
 	le_config_init(&c);
 	c.dir = dir;
@@ -180,7 +199,7 @@ static void reboot(void)
 			unlink(p);
 		free(names[i]);
 	}
-	le__boot_id_override = 2222; /* the queue is another boot's */
+	le__boot_id_set(2222); /* the queue is another boot's */
 }
 
 /* Records read back must be "rec 0", "rec 1", ...: once, in order, no
@@ -229,7 +248,7 @@ static void powercut(int durability, int rounds)
 			_exit(1);
 		}
 		t_rmrf(dir);
-		le__boot_id_override = 0;
+		le__boot_id_set(0);
 	}
 }
 

@@ -6,13 +6,16 @@
  * is a shared mapping of that process: its words may be anything.  The
  * next le_open must write out the records before the damage, exactly, say
  * the rest was dropped, and never follow a length or a position out of
- * the ring (which used to crash le_open on every restart: a service that
- * cannot start because of its log).  Each case runs le_open in a process
+ * the ring (a crash there would crash le_open on every restart: a service
+ * that cannot start because of its log).  Each case runs le_open in a process
  * of its own, so a crash is a failed case, named.
  */
 #include "harness.h"
 
 #include <fcntl.h>
+#include <signal.h>
+#include <ftw.h>
+#include <time.h>
 #include <inttypes.h>
 #include <stddef.h>
 #include <sys/stat.h>
@@ -21,6 +24,7 @@
 #include "crc32c.h"
 #include "format.h"
 #include "logengine.h"
+#include "clock.h"
 #include "os.h"
 #include "queue.h"
 #include "logtest.h"
@@ -31,6 +35,7 @@
 
 static char tmpl[256], work[300];
 
+
 static size_t payload_of(char *b, int i)
 {
 	memset(b, '.', PAYLOAD);
@@ -39,9 +44,22 @@ static size_t payload_of(char *b, int i)
 	return PAYLOAD;
 }
 
-/* A process that opens tmpl with c (flush_ms far away: its writer writes
- * nothing unless woken), runs queue() and dies without le_close: what
- * queue() accepted is left in tmpl's QUEUE files. */
+static ssize_t pwrite_never(int fd, const void *b, size_t n, off_t off)
+{
+	(void)fd;
+	(void)b;
+	(void)n;
+	(void)off;
+	for (;;)
+		pause();
+	return -1;
+}
+
+/* A process that opens tmpl with c (flush_ms far away), runs queue() and
+ * dies without le_close: what queue() accepted is left in tmpl's QUEUE
+ * files.  Its writer, should anything wake it (a slow start that finds
+ * the records already there), blocks in its first write, so no test here
+ * runs on a queue that happens to be empty. */
 static void die_with_queued_in(le_config c, int (*queue)(le_engine *e),
                                int no_tsc)
 {
@@ -50,10 +68,15 @@ static void die_with_queued_in(le_config c, int (*queue)(le_engine *e),
 	CHECK(pid >= 0);
 	if (pid == 0) {
 		le_engine *e;
-		le__tsc_forbid = no_tsc; /* its stamps in ns, not ticks */
+		le__tsc_forbid_set(no_tsc); /* its stamps in ns, not ticks */
 		c.dir = tmpl;
 		c.flush_ms = 60000;
-		_exit(le_open(&e, &c) != 0 ? 3 : queue(e) != 0 ? 4 : 0);
+		if (le_open(&e, &c) != 0)
+			_exit(3);
+		le__os t = *le__os_current();
+		t.pwrite = pwrite_never;
+		le__os_install(&t);
+		_exit(queue(e) != 0 ? 4 : 0);
 	}
 	int st;
 	CHECK_EQ(waitpid(pid, &st, 0), pid);
@@ -318,10 +341,10 @@ TEST(byte_flipped_anywhere_in_a_queue_file_never_crashes_le_open)
 }
 
 /* Reopened with another queue size, the drained file is made anew at the
- * new size: the writer's position must start again with it.  It did not:
- * it waited at the old head while new records went in at 0, le_flush and
- * le_close returned 0, and every record accepted after the reopen was
- * lost. */
+ * new size: the writer's position must start again with it.  A writer
+ * that kept the old head would wait there while new records went in at
+ * 0, le_flush and le_close would still return 0, and every record
+ * accepted after the reopen would be lost. */
 TEST(queue_resized_after_a_crash_loses_no_new_record)
 {
 	make_dead_queue();
@@ -366,40 +389,33 @@ TEST(recover_names_the_damage_and_exits_1)
 	int st = pclose(p);
 	fprintf(stderr, "  %s", out);
 	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 1);
-	CHECK(strstr(out, "queue file damaged at position 960 of 3840") != NULL);
-	CHECK(strstr(out, "5 record(s) written from queues") != NULL);
+	CHECK(strstr(out, "1 record(s) dropped") != NULL);
+	CHECK(strstr(out, "position 960 (length past its slot)") != NULL);
+	CHECK(strstr(out, "19 record(s) written from queues") != NULL);
+	/* the walk goes on after the damaged slot */
 	struct seen s = {0, 0};
 	CHECK(read_all(work, LE_RECOVER_ABSOLUTE, see, &s) >= 0);
 	CHECK_EQ(s.prefix, K);
-	CHECK_EQ(s.n, K);
+	CHECK_EQ(s.n, NREC - 1);
 	t_rmrf(work);
 	t_rmrf(tmpl);
 }
 
 /* A process that took records up to 4 MiB (max_record_bytes) dies with
  * one of 2 MiB queued between two small ones; the engine that opens the
- * directory takes at most 64 KiB, and its writer's buffer held 1 MiB and
- * a bit.  Its walk stopped at the big one as if the file were damaged,
- * and dropped it and the one after. */
+ * directory takes at most 64 KiB, so its writer's buffer must grow to the
+ * dead ring's size for the walk: a walk that stopped at the big record as
+ * if the file were damaged would drop it and the one after. */
 /* A disk that never answers: the dying process's writer writes
  * nothing, whatever wakes it. */
-static ssize_t pwrite_never(int fd, const void *b, size_t n, off_t off)
-{
-	(void)fd;
-	(void)b;
-	(void)n;
-	(void)off;
-	for (;;)
-		pause();
-	return -1;
-}
-
 static int queue_small_big_small(le_engine *e)
 {
 	static char big[2u << 20];
 	memset(big, 'B', sizeof big);
 	/* The 2 MiB record wakes the writer: it must not write. */
-	le__os_table.pwrite = pwrite_never;
+	le__os t = *le__os_current();
+	t.pwrite = pwrite_never;
+	le__os_install(&t);
 	return le_write(e, 0, LE_INFO, "small", 5) ||
 	       le_write(e, 0, LE_INFO, big, sizeof big) ||
 	       le_write(e, 0, LE_INFO, "small", 5);
@@ -428,8 +444,9 @@ TEST(records_larger_than_this_engine_takes_are_still_recovered)
 }
 
 /* A header that checks out (CRC, this boot) but claims a ring of 2^63 +
- * 64 bytes: working out its lap doubled past 2^63 to 0 and never
- * ended, in le_open and in its look at shards not opened. */
+ * 64 bytes: working out its lap would double past 2^63 to 0 and never
+ * end, so le_open (and its look at shards not opened) must check the
+ * size against the file's length first. */
 TEST(queue_header_with_an_absurd_size_is_not_followed)
 {
 	t_tmpdir(tmpl);
@@ -439,7 +456,7 @@ TEST(queue_header_with_an_absurd_size_is_not_followed)
 		alarm(20);
 		unsigned char h[LE_QUEUE_HDR];
 		char path[400];
-		le__boot_id_override = 0x5eed;
+		le__boot_id_set(0x5eed);
 		memset(h, 0, sizeof h);
 		memcpy(h, LE_QUEUE_MAGIC, 8);
 		le__put32(h + 8, 1);
@@ -507,8 +524,8 @@ static void in_span(const le_record *r, void *arg)
  * recovers its queue after a kill -9 may stamp in the other unit (LE_NO_TSC
  * set in one of them, another version).  The records must keep the times
  * they were taken at: converted with the recovering process's clock, ns
- * read as ticks were dated at the clamp's bound (the recovery's time) and
- * ticks read as ns in 1970.
+ * read as ticks would be dated at the clamp's bound (the recovery's time)
+ * and ticks read as ns in 1970.
  */
 TEST(queue_left_in_the_other_stamp_unit_keeps_its_record_times)
 {
@@ -527,7 +544,7 @@ TEST(queue_left_in_the_other_stamp_unit_keeps_its_record_times)
 		if (pid == 0) {
 			le_engine *e;
 			alarm(20);
-			le__tsc_forbid = !dead_no_tsc;
+			le__tsc_forbid_set(!dead_no_tsc);
 			c.dir = tmpl;
 			_exit(le_open(&e, &c) != 0 ? 3 : le_close(e) != 0 ? 4 : 0);
 		}
@@ -541,6 +558,388 @@ TEST(queue_left_in_the_other_stamp_unit_keeps_its_record_times)
 	}
 }
 
+/* ---- written once ---- */
+
+static int cp_file(const char *from, const char *to)
+{
+	size_t len;
+	unsigned char *b = t_slurp(from, &len);
+	if (!b)
+		return -1;
+	int rc = t_spit(to, b, len);
+	free(b);
+	return rc;
+}
+
+struct once {
+	long max;           /* records are "rec N", N < max */
+	unsigned char *seen;
+	long n, dup, other;
+};
+
+static void count_once(const le_record *r, void *arg)
+{
+	struct once *o = arg;
+	long k;
+	if (r->flags & LE_REC_MARKER)
+		return;
+	if (sscanf((const char *)r->payload, "rec %ld", &k) != 1 || k < 0 ||
+	    k >= o->max) {
+		o->other++;
+		return;
+	}
+	o->n++;
+	if (o->seen[k]++)
+		o->dup++;
+}
+
+static int queue_copy(const char *dir, const char *to)
+{
+	char a[400], b[400];
+	snprintf(a, sizeof a, "%s/shard-000/QUEUE", dir);
+	snprintf(b, sizeof b, "%s/shard-000/QUEUE", to);
+	return cp_file(a, b);
+}
+
+/* The same QUEUE file recovered twice (put back after the first
+ * recovery renewed it): its records were written by the first. */
+TEST(queue_recovered_twice_writes_its_records_once)
+{
+	char keep[400], copy[1024];
+	make_dead_queue();
+	snprintf(keep, sizeof keep, "%s-keep", tmpl);
+	CHECK_EQ(mkdir(keep, 0700), 0);
+	snprintf(copy, sizeof copy, "%s/shard-000", keep);
+	CHECK_EQ(mkdir(copy, 0700), 0);
+	CHECK_EQ(queue_copy(tmpl, keep), 0);
+	for (int round = 0; round < 2; round++) {
+		le_config c;
+		le_engine *e;
+		le_stats st;
+		le_config_init(&c);
+		c.dir = tmpl;
+		c.durability = LE_SYNC_NONE;
+		CHECK_RC(le_open(&e, &c));
+		CHECK_RC(le_stats_get(e, &st));
+		CHECK_EQ(st.recovered_records, round == 0 ? NREC : 0);
+		CHECK_RC(le_close(e));
+		CHECK_EQ(queue_copy(keep, tmpl), 0); /* the same file again */
+	}
+	struct seen sn = {0, 0};
+	CHECK(read_all(tmpl, LE_RECOVER_ABSOLUTE, see, &sn) >= 0);
+	CHECK_EQ(sn.n, NREC);
+	CHECK_EQ(sn.prefix, NREC);
+	t_rmrf(keep);
+	t_rmrf(tmpl);
+}
+
+/* A running engine's directory copied file by file -- its QUEUE first,
+ * its segments after (as cp -r or rsync may) -- then recovered: records
+ * queued when the QUEUE was copied were written by the time the segments
+ * were, and must not be written again. */
+TEST(live_directory_copied_then_recovered_has_no_duplicate)
+{
+	enum { MAX = 4000000 };
+	char copy[400], p[2048], q[1024];
+	t_tmpdir(tmpl);
+	fflush(NULL);
+	pid_t pid = fork();
+	CHECK(pid >= 0);
+	if (pid == 0) {
+		le_config c;
+		le_engine *e;
+		char b[64];
+		le_config_init(&c);
+		c.dir = tmpl;
+		c.durability = LE_SYNC_NONE;
+		c.flush_ms = 20;
+		c.segment_bytes = 1u << 20;
+		c.overflow = LE_OVERFLOW_BLOCK;
+		if (le_open(&e, &c) != 0)
+			_exit(3);
+		for (long k = 0; k < MAX; k++) {
+			int n = snprintf(b, sizeof b, "rec %ld", k);
+			le_write(e, 0, LE_INFO, b, (size_t)n);
+		}
+		le_close(e);
+		_exit(0);
+	}
+	snprintf(copy, sizeof copy, "%s-copy", tmpl);
+	snprintf(p, sizeof p, "%s/shard-000", copy);
+	CHECK_EQ(mkdir(copy, 0700), 0);
+	CHECK_EQ(mkdir(p, 0700), 0);
+	/* wait for a queue with records in it, then copy it */
+	snprintf(p, sizeof p, "%s/shard-000/QUEUE", tmpl);
+	for (int i = 0; i < 2000 && !le__ring_file_busy(p, 0); i++)
+		usleep(1000);
+	usleep(100 * 1000);
+	/* A copy taken when the writer had just caught up holds nothing
+	 * queued: take another until one does. */
+	char cq[512];
+	snprintf(cq, sizeof cq, "%s/shard-000/QUEUE", copy);
+	for (int i = 0; i < 200; i++) {
+		CHECK_EQ(queue_copy(tmpl, copy), 0);
+		if (le__ring_file_busy(cq, 0))
+			break;
+		usleep(5 * 1000);
+	}
+	usleep(200 * 1000); /* the writer writes on meanwhile */
+	snprintf(p, sizeof p, "cp '%s'/shard-000/*.seg '%s'/shard-000/CHECKPOINT "
+	         "'%s'/shard-000/", tmpl, tmpl, copy);
+	CHECK_EQ(system(p), 0);
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+	snprintf(p, sizeof p, "%s/shard-000/QUEUE", copy);
+	CHECK(le__ring_file_busy(p, 0)); /* the copy holds queued records */
+	le_config c;
+	le_engine *e;
+	le_stats st;
+	le_config_init(&c);
+	c.dir = copy;
+	c.durability = LE_SYNC_NONE;
+	CHECK_RC(le_open(&e, &c));
+	CHECK_RC(le_stats_get(e, &st));
+	CHECK_RC(le_close(e));
+	struct once o = {.max = MAX};
+	o.seen = calloc(MAX, 1);
+	CHECK(o.seen != NULL);
+	CHECK(read_all(copy, LE_RECOVER_SKIP, count_once, &o) >= 0);
+	fprintf(stderr, "  %ld records read from the copy (%" PRIu64
+	        " written at recovery), %ld twice\n", o.n,
+	        st.recovered_records, o.dup);
+	CHECK(o.n > 0);
+	CHECK_EQ(o.other, 0);
+	CHECK_EQ(o.dup, 0);
+	snprintf(q, sizeof q, "%s verify '%s' >/dev/null 2>&1",
+	         t_build_tool("LE_CLI", "logengine"), copy);
+	CHECK_EQ(system(q), 0);
+	free(o.seen);
+	t_rmrf(copy);
+	t_rmrf(tmpl);
+}
+
+/* ---- every bit ---- */
+
+/* The dead queue's files, kept in memory, so each case starts from them
+ * without a cp (thousands of cases). */
+struct pristine {
+	char name[64];
+	unsigned char *b;
+	size_t len;
+};
+static struct pristine files[8];
+static int nfiles;
+static uint64_t made_from, made_to; /* when the dead process ran, ns */
+
+static void keep_pristine(void)
+{
+	static const char *names[] = {"LOCK", "shard-000/QUEUE",
+	                              "shard-000/CHECKPOINT", "shard-000/STATS",
+	                              "shard-000/0000000000000001.seg"};
+	char p[400];
+	nfiles = 0;
+	for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+		snprintf(p, sizeof p, "%s/%s", tmpl, names[i]);
+		struct pristine *f = &files[nfiles];
+		f->b = t_slurp(p, &f->len);
+		if (!f->b)
+			continue;
+		snprintf(f->name, sizeof f->name, "%s", names[i]);
+		nfiles++;
+	}
+}
+
+static int rm_one(const char *p, const struct stat *sb, int flag,
+                  struct FTW *ftw)
+{
+	(void)sb;
+	(void)flag;
+	(void)ftw;
+	return remove(p);
+}
+
+/* work := the pristine files, bit `bit` of QUEUE flipped (UINT64_MAX:
+ * none). */
+static void restore_flipped(uint64_t bit)
+{
+	char p[1024];
+	snprintf(work, sizeof work, "%s-bit", tmpl);
+	nftw(work, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+	CHECK_EQ(mkdir(work, 0700), 0);
+	snprintf(p, sizeof p, "%s/shard-000", work);
+	CHECK_EQ(mkdir(p, 0700), 0);
+	for (int i = 0; i < nfiles; i++) {
+		snprintf(p, sizeof p, "%s/%s", work, files[i].name);
+		int q = !strcmp(files[i].name, "shard-000/QUEUE") &&
+		        bit != UINT64_MAX;
+		if (q)
+			files[i].b[bit / 8] ^= (unsigned char)(1u << (bit % 8));
+		CHECK_EQ(t_spit(p, files[i].b, files[i].len), 0);
+		if (q)
+			files[i].b[bit / 8] ^= (unsigned char)(1u << (bit % 8));
+	}
+}
+
+/* A small ring (a few pages): thousands of cases open it. */
+static void small_queue(le_config *c)
+{
+	le_config_init(c);
+	c->queue_capacity = 64;
+	c->queue_capacity_bytes = 16u << 10;
+	c->max_record_bytes = 1024;
+	c->durability = LE_SYNC_NONE;
+	c->segment_bytes = 1u << 20;
+}
+
+enum { V_INTACT, V_REPORTED, V_CHANGED, V_DROPPED, V_DUPLICATED, V_OPEN };
+
+struct tally {
+	int n, exact[NREC], changed;
+};
+
+static void check_rec(const le_record *r, void *arg)
+{
+	struct tally *t = arg;
+	char b[PAYLOAD];
+	int i;
+	if (r->flags & LE_REC_MARKER)
+		return;
+	t->n++;
+	if (sscanf((const char *)r->payload, "queued record %02d", &i) != 1 ||
+	    i < 0 || i >= NREC) {
+		t->changed++;
+		return;
+	}
+	payload_of(b, i);
+	if (r->len != PAYLOAD || memcmp(r->payload, b, PAYLOAD) ||
+	    r->level != LE_INFO || (r->flags & LE_REC_TRUNCATED) ||
+	    r->ts_ns + 1000000000u < made_from || r->ts_ns > made_to + 1000000000u)
+		t->changed++;
+	else
+		t->exact[i]++;
+}
+
+/* le_open on work in a process of its own; what came out, as a V_. */
+static int verdict(void)
+{
+	fflush(NULL);
+	pid_t pid = fork();
+	if (pid == 0) {
+		le_config c;
+		le_stats st;
+		alarm(20); /* a hang is a failure too */
+		small_queue(&c);
+		c.dir = work;
+		le_engine *e;
+		if (le_open(&e, &c) != 0)
+			_exit(V_OPEN);
+		int said = le_errmsg()[0] != 0;
+		if (le_stats_get(e, &st) != 0 || le_close(e) != 0)
+			_exit(V_OPEN);
+		int counted = st.recovery_damaged > 0 || st.abandoned_slots > 0;
+		struct tally t;
+		memset(&t, 0, sizeof t);
+		if (read_all(work, LE_RECOVER_SKIP, check_rec, &t) < 0)
+			_exit(V_OPEN);
+		int dup = 0;
+		for (int i = 0; i < NREC; i++)
+			dup += t.exact[i] > 1;
+		if (t.n > NREC)
+			_exit(V_DUPLICATED);
+		t.changed += dup; /* a payload changed into another's */
+		if (t.n == NREC && !t.changed)
+			_exit(V_INTACT);
+		if (said && counted)
+			_exit(V_REPORTED);
+		_exit(t.n < NREC ? V_DROPPED : V_CHANGED);
+	}
+	int st;
+	CHECK_EQ(waitpid(pid, &st, 0), pid);
+	if (WIFSIGNALED(st))
+		return 100 + WTERMSIG(st);
+	return WEXITSTATUS(st);
+}
+
+/* Bytes of a slot's header no check can catch every change of, without
+ * a checksum of the record (RELIABILITY.md, "A damaged QUEUE"): the
+ * stamp, the length within its slot's 64-byte size, a level among the
+ * valid ones, the TRUNCATED flag, the two reserved bytes. */
+static int unguarded(uint64_t off)
+{
+	if (off < LE_QUEUE_HDR)
+		return 0;
+	uint64_t in = (off - LE_QUEUE_HDR) % SLOT;
+	return (in >= offsetof(le__slot, ts) && in < offsetof(le__slot, seq)) ||
+	       in >= offsetof(le__slot, len);
+}
+
+TEST(every_bit_flipped_in_a_queue_file_is_recovered_or_reported)
+{
+	le_config c;
+	small_queue(&c);
+	alarm(1200); /* ~1,700 opens: minutes on a loaded machine */
+	/* le_close syncs, whatever the durability: thousands of syncs take
+	 * minutes on a disk, nothing in memory */
+	if (access("/dev/shm", W_OK) == 0)
+		setenv("TMPDIR", "/dev/shm", 1);
+	t_tmpdir(tmpl);
+	made_from = (uint64_t)time(NULL) * 1000000000u;
+	die_with_queued(c, queue_nrec);
+	made_to = (uint64_t)time(NULL) * 1000000000u + 1000000000u;
+	keep_pristine();
+	/* The control: unflipped, all NREC records come from the queue. */
+	restore_flipped(UINT64_MAX);
+	{
+		le_engine *e;
+		le_stats st;
+		c.dir = work;
+		CHECK_RC(le_open(&e, &c));
+		CHECK_RC(le_stats_get(e, &st));
+		CHECK_RC(le_close(e));
+		CHECK_EQ(st.recovered_records, NREC);
+	}
+	/* the header, head, tail, releasing word and mark, the clock, the
+	 * headers of slots 0 and K (a payload's bytes are copied, never
+	 * read: they can change unnoticed, see unguarded()) */
+	static const uint64_t spans[][2] = {
+		{0, 64}, {LE_QUEUE_HEAD_OFF, LE_QUEUE_HEAD_OFF + 8},
+		{LE_QUEUE_TAIL_OFF, LE_QUEUE_TAIL_OFF + 8},
+		{LE_QUEUE_REL_OFF, LE_QUEUE_MARK_OFF + 24},
+		{LE_QUEUE_CLOCK_OFF, LE_QUEUE_CLOCK_OFF + 36},
+		{LE_QUEUE_HDR, LE_QUEUE_HDR + LE_SLOT_HDR},
+		{LE_QUEUE_HDR + K * SLOT, LE_QUEUE_HDR + K * SLOT + LE_SLOT_HDR},
+	};
+	int n = 0, bad = 0, count[V_OPEN + 1] = {0};
+	const char *lim = getenv("LE_QFLIP_SPANS"); /* fewer, to try it */
+	size_t nspans = lim ? (size_t)atoi(lim) : sizeof spans / sizeof spans[0];
+	for (size_t s = 0; s < nspans; s++)
+		for (uint64_t bit = spans[s][0] * 8; bit < spans[s][1] * 8;
+		     bit++) {
+			restore_flipped(bit);
+			int v = verdict();
+			n++;
+			if (v <= V_OPEN)
+				count[v]++;
+			if (v == V_INTACT || v == V_REPORTED ||
+			    (v == V_CHANGED && unguarded(bit / 8)))
+				continue;
+			bad++;
+			fprintf(stderr, "  bit %" PRIu64 " (byte %" PRIu64 "): %s\n",
+			        bit % 8, bit / 8,
+			        v == V_CHANGED ? "a record changed, unreported"
+			        : v == V_DROPPED ? "records dropped, unreported"
+			        : v == V_DUPLICATED ? "a record written twice"
+			        : v == V_OPEN ? "le_open or the read failed"
+			        : v > 100 ? "killed by a signal" : "?");
+		}
+	fprintf(stderr, "  %d flips: %d intact, %d reported, %d changed "
+	        "unguarded bytes\n", n, count[V_INTACT], count[V_REPORTED],
+	        count[V_CHANGED]);
+	CHECK_EQ(bad, 0);
+	nftw(work, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+	t_rmrf(tmpl);
+}
+
 int main(int argc, char **argv)
 {
 	T_INIT(argc, argv);
@@ -551,5 +950,8 @@ int main(int argc, char **argv)
 	RUN(recover_names_the_damage_and_exits_1);
 	RUN(records_larger_than_this_engine_takes_are_still_recovered);
 	RUN(queue_left_in_the_other_stamp_unit_keeps_its_record_times);
+	RUN(queue_recovered_twice_writes_its_records_once);
+	RUN(live_directory_copied_then_recovered_has_no_duplicate);
+	RUN(every_bit_flipped_in_a_queue_file_is_recovered_or_reported);
 	return t_done();
 }

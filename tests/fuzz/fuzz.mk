@@ -9,11 +9,15 @@
 #   fuzz_recover     the same files and a CHECKPOINT recovered by le_open
 #   fuzz_fmt         le__vfmt (le_logf's formatter) against glibc's snprintf
 #   fuzz_queue       a dead process's QUEUE file recovered by le_open
+#   fuzz_defer       deferred records: descriptors and argument blocks
 #
 #   make fuzz          build $(BUILD)/fuzz/fuzz_* and run each briefly on its
 #                      seed corpus (FUZZ_RUNS runs, at most FUZZ_SMOKE_SECONDS);
 #                      fails on any crash, leak or broken invariant
-#   make fuzz-long     each target for FUZZ_SECONDS (300), one after another
+#   make fuzz-long     each target for FUZZ_LONG_RUNS executions (10 M), one
+#                      after another (hours: the le_open targets -- segment,
+#                      recover, queue -- take ~1 ms an input); FUZZ_SECONDS
+#                      caps each (0: no cap); counts in RELIABILITY.md
 #   make fuzz-corpus   regenerate the seed corpus tests/fuzz/corpus/
 #   FUZZ_TARGETS="segment recover"   only those
 #   FUZZ_SRC=DIR       fuzz the library sources in DIR (a fix, before it lands)
@@ -29,13 +33,14 @@
 FUZZ_CC       ?= clang
 # The library sources to fuzz (another tree: try a fix before it lands).
 FUZZ_SRC      ?= src
-FUZZ_TARGETS  := frame checkpoint segment recover fmt queue
+FUZZ_TARGETS  := frame checkpoint segment recover fmt queue defer
 FUZZ_OUT       = $(BUILD)/fuzz
 FUZZ_SAN      ?= -fsanitize=address,undefined -fno-sanitize-recover=undefined
 FUZZ_CFLAGS   ?= -std=c11 -O1 -g -fno-omit-frame-pointer -pthread -Wall -Wextra
 FUZZ_RUNS     ?= 20000
 FUZZ_SMOKE_SECONDS ?= 15
-FUZZ_SECONDS  ?= 300
+FUZZ_SECONDS  ?= 0
+FUZZ_LONG_RUNS ?= 10000000
 FUZZ_ARGS     ?=
 # Inputs larger than these bring nothing new and only slow a run down.
 FUZZ_MAXLEN_frame      ?= 4096
@@ -44,6 +49,7 @@ FUZZ_MAXLEN_checkpoint ?= 1200
 FUZZ_MAXLEN_recover    ?= 8192
 FUZZ_MAXLEN_fmt        ?= 1024
 FUZZ_MAXLEN_queue      ?= 8261
+FUZZ_MAXLEN_defer      ?= 2048
 # fuzz_segment writes files on every run: a RAM file system when there is one.
 FUZZ_TMPDIR   ?= $(shell [ -d /dev/shm ] && [ -w /dev/shm ] && echo /dev/shm || echo $${TMPDIR:-/tmp})
 
@@ -84,17 +90,17 @@ fuzz: $(FUZZ_BINS)
 	    { echo "fuzz: FAILED (inputs in $(FUZZ_OUT)/crash/)"; exit 1; }
 
 fuzz-long: $(FUZZ_BINS)
-	@st=0; $(foreach t,$(FUZZ_TARGETS),echo "== fuzz_$(t) for $(FUZZ_SECONDS) s"; \
-	    if $(call fuzz_run,$(t),-max_total_time=$(FUZZ_SECONDS)) \
+	@st=0; $(foreach t,$(FUZZ_TARGETS),echo "== fuzz_$(t): $(FUZZ_LONG_RUNS) runs"; \
+	    if $(call fuzz_run,$(t),-runs=$(FUZZ_LONG_RUNS) -max_total_time=$(FUZZ_SECONDS)) \
 	        2>$(FUZZ_OUT)/fuzz_$(t)-long.log; \
 	    then grep -E '^stat::' $(FUZZ_OUT)/fuzz_$(t)-long.log; \
 	    else grep -v '^    #' $(FUZZ_OUT)/fuzz_$(t)-long.log | tail -n 30; st=1; fi;) \
 	[ $$st -eq 0 ] && echo "fuzz-long: all targets ran clean" || \
 	    { echo "fuzz-long: FAILED (inputs in $(FUZZ_OUT)/crash/)"; exit 1; }
 
-$(FUZZ_OUT)/mkcorpus: tests/fuzz/mkcorpus.c $(BUILD)/liblogengine.a
+$(FUZZ_OUT)/mkcorpus: tests/fuzz/mkcorpus.c $(LIB_INT)
 	@mkdir -p $(dir $@)
-	$(CC) $(BASEFLAGS) $(CFLAGS) -o $@ $< $(BUILD)/liblogengine.a $(LDLIBS)
+	$(CC) $(BASEFLAGS) $(CFLAGS) -o $@ $< $(LIB_INT) $(LDLIBS)
 
 fuzz-corpus: $(FUZZ_OUT)/mkcorpus
 	rm -rf tests/fuzz/corpus

@@ -24,6 +24,9 @@
  *     decoded gives back exactly the bytes decoded (so nothing was read
  *     from the wrong place and the CRC check is not vacuous)
  *   - frames are walked back to back as the scanner does
+ *   - a frame with LE_REC_FIELDS has a field block that walks to its end
+ *     field by field, and prints in every style within the bound the
+ *     outputs reserve (LE_FIELDS_TEXT_MAX)
  *   - a segment header that decodes re-encodes to the same fields, and to
  *     the same bytes when its reserved bytes were zero
  *   - le__frame_seal's four-way CRC (le__crc32c_multi) equals the one-way
@@ -36,6 +39,7 @@
 #include <string.h>
 
 #include "crc32c.h"
+#include "fields.h"
 #include "format.h"
 
 #define REQUIRE(c)                                                            \
@@ -65,6 +69,24 @@ static void seal_all(unsigned char *buf, size_t len, uint32_t fields)
 	}
 }
 
+/* A field block the decoder accepted: every field decodes, and every
+ * style prints within the bound its callers reserve. */
+static void check_fields(const unsigned char *b, uint32_t len)
+{
+	size_t pos = 0, cap = LE_FIELDS_TEXT_MAX(len);
+	le_field f;
+	int rc;
+
+	while ((rc = le__field_next(b, len, &pos, &f)) == 1)
+		REQUIRE(f.key_len >= 1 && pos <= len);
+	REQUIRE(rc == 0 && pos == len);
+	unsigned char *out = malloc(cap);
+	REQUIRE(out);
+	for (int style = LE__FMT_TEXT; style <= LE__FMT_SD; style++)
+		REQUIRE(le__fields_format(out, cap, style, b, len) <= cap);
+	free(out);
+}
+
 /* Check one decoded frame against the bytes it came from. */
 static void check_ok(const unsigned char *buf, uint64_t avail,
                      uint32_t fields, uint32_t max_size, const le__frame *f)
@@ -74,9 +96,20 @@ static void check_ok(const unsigned char *buf, uint64_t avail,
 
 	REQUIRE(f->size >= fixed - 4 && f->size <= bound);
 	REQUIRE((uint64_t)f->size + 4 <= avail);
-	REQUIRE(f->payload == buf + fixed);
-	REQUIRE((uint64_t)f->len + fixed == (uint64_t)f->size + 4);
 	REQUIRE((f->flags & ~LE_REC_KNOWN_FLAGS) == 0);
+	const unsigned char *raw = buf + fixed;
+	uint32_t raw_len = f->size + 4 - fixed;
+	if (f->flags & LE_REC_FIELDS) {
+		REQUIRE(f->fields == raw + 4);
+		REQUIRE(f->fields_len == le__get32(raw) && f->fields_len > 0);
+		REQUIRE(f->payload == f->fields + f->fields_len);
+		REQUIRE((uint64_t)f->len + 4 + f->fields_len == raw_len);
+		check_fields(f->fields, f->fields_len);
+	} else {
+		REQUIRE(f->fields == NULL && f->fields_len == 0);
+		REQUIRE(f->payload == raw);
+		REQUIRE(f->len == raw_len);
+	}
 	if (fields & LE_FIELD_LEVEL)
 		REQUIRE(f->level >= LE_TRACE && f->level <= LE_FATAL);
 	else
@@ -94,8 +127,7 @@ static void check_ok(const unsigned char *buf, uint64_t avail,
 	unsigned char *again = malloc((size_t)f->size + 4);
 	REQUIRE(again);
 	uint32_t n = le__frame_encode(again, fields, f->flags, f->level,
-	                              f->shard, f->seq, f->ts, f->payload,
-	                              f->len);
+	                              f->shard, f->seq, f->ts, raw, raw_len);
 	REQUIRE(n == f->size + 4);
 	REQUIRE(memcmp(again, buf, n) == 0);
 	free(again);
@@ -136,7 +168,7 @@ static void check_header(const unsigned char *in)
 	REQUIRE(rc == 0 || rc == LE_ECORRUPT || rc == LE_EVERSION);
 	if (rc != 0)
 		return;
-	REQUIRE(h.version == LE_SEG_VERSION);
+	REQUIRE(h.version >= LE_SEG_VERSION_MIN && h.version <= LE_SEG_VERSION);
 	REQUIRE((h.fields & ~LE_FIELD_ALL) == 0);
 	le__seg_hdr_encode(out, &h);
 	REQUIRE(le__seg_hdr_decode(out, &h2) == 0);

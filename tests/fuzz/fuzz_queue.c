@@ -1,6 +1,6 @@
 /*
  * fuzz_queue.c -- libFuzzer target for the recovery of a dead process's
- * QUEUE file at le_open (writer.c drain_dead, queue.h le__ring_peek): the
+ * QUEUE file at le_open (recover.c le__recover_queue, deadq.c, queue.h le__ring_peek): the
  * words of a shared mapping that a crashing process may have written over.
  *
  * The input becomes DIR/shard-000/QUEUE, with a header that checks out
@@ -63,7 +63,7 @@ static void setup(void)
 	const char *t = getenv("TMPDIR");
 	snprintf(dir, sizeof dir, "%s/fuzz-queue-XXXXXX", t ? t : "/tmp");
 	REQUIRE(mkdtemp(dir));
-	le__boot_id_override = BOOT;
+	le__boot_id_set(BOOT);
 }
 
 /* rm -rf DIR/shard-000 (files only: le_open makes no subdirectory). */

@@ -5,7 +5,7 @@
  *
  *   mkcorpus DIR     writes DIR/frame/, DIR/segment/, DIR/recover/ (the
  *                    same inputs as segment/), DIR/checkpoint/, DIR/fmt/,
- *                    DIR/queue/
+ *                    DIR/queue/, DIR/defer/
  *
  * Input layouts are described at the top of each fuzz_*.c; the first byte
  * is always a control byte.  Output is deterministic: regenerating gives
@@ -13,11 +13,14 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
+#include "defer.h"
+#include "fields.h"
 #include "format.h"
 #include "queue.h"
 
@@ -70,20 +73,28 @@ static void save(const char *target, const char *name, const struct buf *b)
 		save1("recover", name, b);
 }
 
-/* n frames with payloads "record <seq> ..." of varying length; @return
- * the offset of the last frame within b. */
+/* n frames with payloads "record <seq> ..." of varying length, every
+ * third with a field block; @return the offset of the last frame within
+ * b. */
 static size_t frames(struct buf *b, uint32_t fields, uint32_t shard,
                      uint64_t seq, int n)
 {
 	unsigned char f[256];
-	char p[128];
+	char p[160];
 	size_t last = b->len;
 
 	for (int i = 0; i < n; i++, seq++) {
-		int len = snprintf(p, sizeof p, "record %llu %.*s",
+		le_field kv[] = {LE_STR("k", "v"), LE_I64("n", (int64_t)seq)};
+		le__fieldset fs = {.f = kv, .n = 2};
+		size_t fb = seq % 3 ? 0 : le__fields_encode((unsigned char *)p,
+		                                            sizeof p, &fs);
+		int len = (int)fb +
+		          snprintf(p + fb, sizeof p - fb, "record %llu %.*s",
 		                   (unsigned long long)seq, (int)(seq % 23),
 		                   "abcdefghijklmnopqrstuvwxyz");
 		uint32_t flags = (seq % 11 == 0) ? LE_REC_TRUNCATED : 0;
+		if (fb)
+			flags |= LE_REC_FIELDS;
 		last = b->len;
 		put(b, f, le__frame_encode(f, fields, flags, (int)(seq % 6),
 		                           shard, seq, TS0 + seq * 1000, p,
@@ -92,15 +103,21 @@ static size_t frames(struct buf *b, uint32_t fields, uint32_t shard,
 	return last;
 }
 
-static void header(struct buf *b, uint32_t fields, uint32_t shard,
-                   uint64_t index, uint64_t base)
+static void header_v(struct buf *b, uint32_t version, uint32_t fields,
+                     uint32_t shard, uint64_t index, uint64_t base)
 {
 	unsigned char h[LE_SEG_HDR];
-	le__seg_hdr hd = {.version = LE_SEG_VERSION, .fields = fields,
+	le__seg_hdr hd = {.version = version, .fields = fields,
 	                  .shard = shard, .index = index, .base_seq = base,
 	                  .created_ns = TS0};
 	le__seg_hdr_encode(h, &hd);
 	put(b, h, sizeof h);
+}
+
+static void header(struct buf *b, uint32_t fields, uint32_t shard,
+                   uint64_t index, uint64_t base)
+{
+	header_v(b, LE_SEG_VERSION, fields, shard, index, base);
 }
 
 /* A segment file image: header + n frames; *last = last frame's offset. */
@@ -195,8 +212,12 @@ static void corpus_frame(void)
 	put_byte(&b, 0);
 	header(&b, LE_FIELD_ALL, 2, 7, 100);
 	save("frame", "segment-header", &b);
-	b.b[2 + 8] = 2; /* version 2 */
-	save("frame", "segment-header-version-2", &b);
+	b.len = 2;
+	header_v(&b, LE_SEG_VERSION + 1, LE_FIELD_ALL, 2, 7, 100);
+	save("frame", "segment-header-unknown-version", &b);
+	b.len = 2;
+	header_v(&b, LE_SEG_VERSION_MIN, LE_FIELD_ALL, 2, 7, 100);
+	save("frame", "segment-header-version-1", &b);
 }
 
 /* ---- fuzz_segment: control, split (2 bytes), body ---- */
@@ -313,17 +334,17 @@ static void corpus_segment(void)
 	put(&b, s1.b, s1.len);
 	save("segment", "two-second-empty", &b);
 
-	/* Regressions: what fuzz_recover found (see the report of issue 5).
-	 * A segment file whose header names another index: le_open
-	 * appended to it, and readers reject it, so the record vanished. */
+	/* Recovery's traps.  A segment file whose header names another
+	 * index: readers reject it, so le_open must not append to it (the
+	 * record would vanish). */
 	s0.len = 0;
 	segment(&s0, LE_FIELD_ALL, 7, 1, 6, NULL);
 	seg_input(&b, ONE, 0);
 	put(&b, s0.b, s0.len);
 	save("segment", "regress-header-names-other-index", &b);
 	/* The last payload holds a well-formed frame and the checkpoint
-	 * names it: le_open scanned on from there, took the rest of the
-	 * payload for a torn tail and cut the real record. */
+	 * names it: le_open must not scan on from there, take the rest of
+	 * the payload for a torn tail and cut the real record. */
 	{
 		unsigned char inner[64], outer[128], f[256];
 		uint32_t ilen = le__frame_encode(inner, LE_FIELD_ALL, 0, 2, 0,
@@ -445,6 +466,60 @@ static void corpus_fmt(void)
 	}
 }
 
+/* ---- fuzz_defer: cap, format, a segment's deferred payload ---- */
+
+/* A payload of FORMATS[k] (fuzz_defer.c) with its descriptor inline (or
+ * not: then the fuzzer's own copy of the format is used), from the
+ * encoder and these arguments. */
+static void defer_seed(const char *name, int k, int inline_desc,
+                       const char *fmt, ...)
+{
+	struct buf b;
+	le__dplan p;
+	le__dargs a;
+	unsigned char blk[1024];
+	va_list ap;
+
+	if (le__dplan_make(&p, fmt, NULL, 0) < 0) {
+		fprintf(stderr, "mkcorpus: \"%s\" not deferred\n", fmt);
+		exit(1);
+	}
+	va_start(ap, fmt);
+	size_t n = le__dargs_read(&p, &a, ap, sizeof blk);
+	va_end(ap);
+	le__dargs_put(&p, &a, blk);
+	b.len = 0;
+	put_byte(&b, 0x80);
+	put_byte(&b, k);
+	unsigned char w[4];
+	le__put32(w, inline_desc ? LE_DEFER_INLINE : 64);
+	put(&b, w, 4);
+	if (inline_desc) {
+		unsigned char d[512];
+		size_t dl = le__desc_encode(d, sizeof d, LE_INFO, 1, fmt,
+		                            strlen(fmt), "f.c", 3);
+		put(&b, d, dl);
+	}
+	put(&b, blk, n);
+	save("defer", name, &b);
+}
+
+static void corpus_defer(void)
+{
+	defer_seed("three", 0, 0, "Logging int: %d, int: %d, double: %f", 7,
+	           -14, 3.5);
+	defer_seed("three-inline", 0, 1, "Logging int: %d, int: %d, double: %f",
+	           7, -14, 3.5);
+	defer_seed("strings", 1, 0, "%s|%10s|%-10s|%.2s|%.*s|%*.*s|%s", "abc",
+	           "r", "l", "xyz", 2, "hello", 6, 3, "world", (char *)NULL);
+	defer_seed("sizes", 2, 0, "%p %lld %lu %hhd %hd %zu %c %%", (void *)(uintptr_t)0x1234,
+	           -1ll, 5ul, 300, 70000, (size_t)9, 'q');
+	defer_seed("floats", 3, 0, "%+08.3e %-#12x %G %a %.0f % i", 1e-300,
+	           255, 1e300, 0.1, 2.5, -3);
+	defer_seed("plain-inline", 4, 1, "plain");
+	defer_seed("other-inline", 4, 1, "%.*f and %*s", 3, 1.0 / 3, -5, "x");
+}
+
 /* fuzz_queue: control, head, tail, releasing, then a ring of QRING bytes
  * holding slots as producers leave them (see fuzz_queue.c). */
 #define QRING 8192u
@@ -557,5 +632,6 @@ int main(int argc, char **argv)
 	corpus_checkpoint();
 	corpus_fmt();
 	corpus_queue();
+	corpus_defer();
 	return 0;
 }

@@ -256,7 +256,7 @@ static char *fg_spec(struct fg_src *r, char *f, unsigned ci, int star,
 		if (!star)
 			break;
 		*f++ = '*';
-		/* past 2^20 le__vfmt declines (glibc takes 10 s on INT_MIN) */
+		/* past 2^20 le__vfmt declines (glibc is slow on INT_MIN) */
 		a->star[a->nstar++] = fg_below(r, 1024) ? (int)fg_below(r, 61) - 30
 		                    : fg_below(r, 2) ? -(1 << 20) - 1 : 1 << 20;
 		break;

@@ -8,6 +8,7 @@
 
 #include "crc32c.h"
 #include "format.h"
+#include "clock.h"
 #include "os.h"
 
 static void unhex(const char *s, unsigned char *out, size_t *n)
@@ -268,6 +269,98 @@ TEST(absurd_size_word_is_rejected_before_use)
 	                          &why), LE_FRAME_END);
 }
 
+/* 30 frames of shard 2 from sequence 100, payloads of varied lengths;
+ * off[k] where frame k starts, off[30] the end. */
+static size_t run_of_frames(unsigned char *buf, uint32_t fields, size_t *off)
+{
+	unsigned char pay[200];
+	size_t n = 0;
+	for (size_t i = 0; i < sizeof pay; i++)
+		pay[i] = (unsigned char)(i * 13 + 5);
+	for (int k = 0; k < 30; k++) {
+		off[k] = n;
+		n += le__frame_encode(buf + n, fields, 0, LE_INFO, 2,
+		                      100 + (uint64_t)k, 1000 + (uint64_t)k, pay,
+		                      (uint32_t)(k * 37 % 190));
+	}
+	off[30] = n;
+	return n;
+}
+
+/* What le__frame_decode_v says, one frame at a time: the valid frames of
+ * shard 2 in sequence from 100 at the start of buf[0..len). */
+static uint64_t one_at_a_time(const unsigned char *buf, size_t len,
+                              uint32_t fields, size_t *used)
+{
+	uint64_t n = 0;
+	size_t off = 0;
+	le__frame f;
+	const char *why;
+	while (le__frame_decode_v(buf + off, len - off, LE_SEG_VERSION, fields,
+	                          LE_FRAME_MAX, &f, &why) == LE_FRAME_OK &&
+	       (!(fields & LE_FIELD_SHARD) || f.shard == 2) &&
+	       (!(fields & LE_FIELD_SEQUENCE) || f.seq == 100 + n)) {
+		off += (size_t)f.size + 4;
+		n++;
+	}
+	*used = off;
+	return n;
+}
+
+TEST(frames_checked_together_stop_where_one_at_a_time_stops)
+{
+	static const uint32_t sets[] = {LE_FIELD_ALL,
+	                                LE_FIELD_ALL & ~(uint32_t)LE_FIELD_CRC};
+	unsigned char buf[8192], bad[8192];
+	size_t off[31];
+
+	for (size_t s = 0; s < 2; s++) {
+		uint32_t fields = sets[s];
+		size_t len = run_of_frames(buf, fields, off), used, want_used;
+		uint64_t seq = 100;
+		/* Whole: every frame, every byte. */
+		CHECK_EQ(le__frames_check(buf, len, LE_SEG_VERSION, fields, 2,
+		                          len, &seq, &used), 30);
+		CHECK_EQ(used, len);
+		CHECK_EQ(seq, 130);
+		/* Cut anywhere: the whole frames before the cut. */
+		for (size_t cut = 0; cut <= len; cut += 7) {
+			seq = 100;
+			uint64_t n = le__frames_check(buf, cut, LE_SEG_VERSION,
+			                              fields, 2, len, &seq, &used);
+			CHECK_EQ(n, one_at_a_time(buf, cut, fields, &want_used));
+			CHECK_EQ(used, want_used);
+			/* The same cut made by max_bytes. */
+			seq = 100;
+			CHECK_EQ(le__frames_check(buf, len, LE_SEG_VERSION, fields,
+			                          2, cut, &seq, &used), n);
+		}
+		/* A flipped bit in frame k (any of a group of eight, and
+		 * the groups after): the run ends before k. */
+		for (int k = 0; k < 30; k++) {
+			memcpy(bad, buf, len);
+			size_t at = off[k] + (off[k + 1] - off[k]) - 1;
+			if (!(fields & LE_FIELD_CRC))
+				at = off[k] + 4 + 3; /* the sequence */
+			bad[at] ^= 0x10;
+			seq = 100;
+			CHECK_EQ(le__frames_check(bad, len, LE_SEG_VERSION, fields,
+			                          2, len, &seq, &used),
+			         (uint64_t)k);
+			CHECK_EQ(used, off[k]);
+			CHECK_EQ(seq, 100 + (uint64_t)k);
+		}
+		/* Another shard, another starting sequence: nothing. */
+		seq = 100;
+		CHECK_EQ(le__frames_check(buf, len, LE_SEG_VERSION, fields, 3,
+		                          len, &seq, &used), 0);
+		seq = 101;
+		CHECK_EQ(le__frames_check(buf, len, LE_SEG_VERSION, fields, 2,
+		                          len, &seq, &used), 0);
+		CHECK_EQ(used, 0);
+	}
+}
+
 TEST(checkpoint_matches_vector_and_newest_valid_slot_wins)
 {
 	unsigned char want[64], got[64];
@@ -382,7 +475,7 @@ TEST(tsc_jumping_forward_keeps_records_in_order)
 /* Recalibration measures the ratio against CLOCK_MONOTONIC: a step of
  * CLOCK_REALTIME (settimeofday, an NTP step) between two recalibrations
  * must move the base, not the ratio (with the ratio from CLOCK_REALTIME
- * an hour's step made every later stamp that second hours off). */
+ * an hour's step would put every stamp of the next second hours off). */
 TEST(realtime_step_moves_the_base_not_the_ratio)
 {
 	le__clock c = half_ns_clock();
@@ -450,6 +543,7 @@ int main(int argc, char **argv)
 	RUN(frame_put_all_writes_what_frame_put_writes);
 	RUN(flipped_bit_anywhere_in_a_crc_frame_is_detected);
 	RUN(absurd_size_word_is_rejected_before_use);
+	RUN(frames_checked_together_stop_where_one_at_a_time_stops);
 	RUN(checkpoint_matches_vector_and_newest_valid_slot_wins);
 	RUN(tsc_stamps_convert_to_ns_within_a_nanosecond_either_side_of_base);
 	RUN(tsc_jumping_back_leaves_no_record_in_the_future_or_out_of_order);

@@ -4,10 +4,11 @@
  * byte, with the same return value, at every capacity; it must decline
  * (LE__FMT_UNHANDLED) what it does not do, and le__vsnprintf must then
  * give vsnprintf's answer; and the formats logs use must not be declined,
- * or le_logf is slow again.  Every case runs through both and compares the
- * return values and the whole buffers (filled with a marker byte first,
- * so a stray write past the NUL shows).  Random cases: tests/unit/
- * fmt_gen.h; LE_FMT_SEED and LE_FMT_CASES change their seed and number.
+ * or le_logf takes glibc's slow path for them.  Every case runs through
+ * both and compares the return values and the whole buffers (filled with
+ * a marker byte first, so a stray write past the NUL shows).  Random
+ * cases: tests/unit/fmt_gen.h; LE_FMT_SEED and LE_FMT_CASES change their
+ * seed and number.
  */
 #include "harness.h"
 

@@ -1,0 +1,594 @@
+/*
+ * collect_store.c -- the collector's side of forwarding, minus the
+ * transport: the ORIGIN file, the checks on a message body, and a store
+ * with one shard directory per origin (host, shard) whose segments hold the
+ * frames as they arrived (docs/FORMAT.md, "Collector store").
+ *
+ * Crash reasoning.  A record is in the store when its frame is in a
+ * segment; the collector acknowledges a message only after
+ * le__cstore_append (and le__cstore_sync when asked) returned.  At open,
+ * each origin's last segment is scanned to its valid end, a torn tail is
+ * cut, and the sequence after the last whole frame is what the origin
+ * expects next: a message redelivered after a crash finds its records
+ * below it and is skipped (nothing twice), and a message cut by the crash
+ * is redelivered whole, its stored part skipped (nothing lost).
+ *
+ * An origin's state:
+ *
+ *   no segment --append/gap--> segment open --rotate (size, field set,
+ *        ^                        |  ^          gap, damage at open)
+ *        |                        v  |
+ *      open(): next_seq from the last segment's valid end
+ */
+#define _GNU_SOURCE
+#include "ship.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+
+#include "crc32c.h"
+#include "os.h"
+#include "segment.h"
+
+/* ---- host names and the ORIGIN file ---- */
+
+int le__host_valid(const char *host, size_t len)
+{
+	if (len == 0 || len > LE_HOST_MAX)
+		return 0;
+	for (size_t i = 0; i < len; i++) {
+		char c = host[i];
+		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+		      (c >= '0' && c <= '9') || c == '.' || c == '_' ||
+		      c == '-'))
+			return 0;
+	}
+	return 1;
+}
+
+size_t le__origin_encode(unsigned char *out, const le__origin *o)
+{
+	size_t n = strlen(o->host);
+
+	memcpy(out, LE_ORIGIN_MAGIC, 8);
+	le__put16(out + 8, LE_ORIGIN_VERSION);
+	le__put16(out + 10, (uint16_t)n);
+	le__put32(out + 12, o->shard);
+	memcpy(out + 16, o->host, n);
+	le__put32(out + 16 + n,
+	          le__crc_mask(le__crc32c_extend(0, out, 16 + n)));
+	return 16 + n + 4;
+}
+
+int le__origin_decode(const unsigned char *in, size_t len, le__origin *o)
+{
+	if (len < 20 || memcmp(in, LE_ORIGIN_MAGIC, 8) != 0 ||
+	    le__get16(in + 8) != LE_ORIGIN_VERSION)
+		return LE_ECORRUPT;
+	size_t n = le__get16(in + 10);
+	if (len < 16 + n + 4 ||
+	    le__get32(in + 16 + n) !=
+	            le__crc_mask(le__crc32c_extend(0, in, 16 + n)) ||
+	    !le__host_valid((const char *)in + 16, n))
+		return LE_ECORRUPT;
+	memcpy(o->host, in + 16, n);
+	o->host[n] = '\0';
+	o->shard = le__get32(in + 12);
+	return 0;
+}
+
+int le__origin_read(const char *shard_dir, le__origin *o)
+{
+	unsigned char buf[LE_ORIGIN_MAX_BYTES];
+	ssize_t got = le__ship_read(shard_dir, LE_ORIGIN_NAME, buf,
+	                            sizeof buf);
+
+	return got < 0 ? (int)got : le__origin_decode(buf, (size_t)got, o);
+}
+
+/* Write shard_dir/ORIGIN whole or not at all: a temporary file, synced,
+ * renamed over, the directory synced. */
+static int origin_write(const char *shard_dir, const le__origin *o)
+{
+	char tmp[LE_PATH_MAX], path[LE_PATH_MAX];
+	unsigned char buf[LE_ORIGIN_MAX_BYTES];
+	size_t len = le__origin_encode(buf, o);
+
+	if (snprintf(tmp, sizeof tmp, "%s/%s.tmp", shard_dir,
+	             LE_ORIGIN_NAME) >= (int)sizeof tmp ||
+	    snprintf(path, sizeof path, "%s/%s", shard_dir, LE_ORIGIN_NAME) >=
+	            (int)sizeof path)
+		return -ENAMETOOLONG;
+	int fd = le__open_in(tmp, LE_IN_SHARD, O_WRONLY | O_CREAT | O_TRUNC,
+	                     0640);
+	if (fd < 0)
+		return fd;
+	int rc = le__pwrite_all(fd, buf, len, 0);
+	if (rc == 0)
+		rc = le__fdatasync(fd);
+	le__close(fd);
+	if (rc == 0 && rename(tmp, path) < 0)
+		rc = -errno;
+	return rc < 0 ? rc : le__fsync_dir_in(shard_dir, LE_IN_DIR);
+}
+
+/* ---- message bodies ---- */
+
+int le__ship_check_body(const unsigned char *body, size_t len, uint32_t fields,
+                        uint32_t shard, uint64_t first, uint64_t count,
+                        uint64_t *bad_off, const char **why)
+{
+	size_t off = 0;
+	le__frame f;
+	uint64_t seq = first;
+
+	/* A sound body passes in one run (CRCs side by side); a damaged
+	 * one is walked again frame by frame to say where and why. */
+	if (le__frames_check(body, len, LE_SEG_VERSION, fields, shard, len, &seq,
+	                     &off) == count && off == len) {
+		*bad_off = len;
+		return 0;
+	}
+	off = 0;
+	for (uint64_t i = 0; i < count; i++) {
+		*bad_off = off;
+		if (off == len) {
+			*why = "fewer frames than its sequence range";
+			return LE_ECORRUPT;
+		}
+		int rc = le__frame_decode(body + off, len - off, fields,
+		                          LE_FRAME_MAX, &f, why);
+		if (rc == LE_FRAME_END)
+			*why = "zero size word";
+		if (rc != LE_FRAME_OK)
+			return LE_ECORRUPT;
+		if ((fields & LE_FIELD_SHARD) && f.shard != shard) {
+			*why = "frame names another shard";
+			return LE_ECORRUPT;
+		}
+		if ((fields & LE_FIELD_SEQUENCE) && f.seq != first + i) {
+			*why = "sequence number out of order";
+			return LE_ECORRUPT;
+		}
+		off += (size_t)f.size + 4;
+	}
+	*bad_off = off;
+	if (off != len) {
+		*why = "bytes after the last frame of its sequence range";
+		return LE_ECORRUPT;
+	}
+	return 0;
+}
+
+size_t le__ship_body_skip(const unsigned char *body, size_t len,
+                          uint64_t skip)
+{
+	size_t off = 0;
+
+	for (uint64_t i = 0; i < skip && off + 4 <= len; i++)
+		off += (size_t)le__get32(body + off) + 4;
+	return off < len ? off : len;
+}
+
+/* ---- the store ---- */
+
+struct org {
+	le__cstore_origin pub;  /* first: handed out as le__cstore_origin */
+	char dir[LE_PATH_MAX];  /* DIR/shard-NNN */
+	int fd;                 /* active segment, -1: none open */
+	uint64_t seg_index;     /* the last segment's index (0: none) */
+	uint64_t seg_len;       /* bytes in it */
+	uint64_t seg_frames;    /* frames in it */
+	uint32_t fields;        /* its field set */
+	int fresh;              /* the next append starts a new segment */
+	int dirty;              /* written since the last sync */
+	int dir_dirty;          /* a segment was created since the last sync */
+};
+
+struct le__cstore {
+	char dir[LE_PATH_MAX];
+	le__cstore_opts opts;
+	int lock_fd;
+	struct org *org[LE_MAX_SHARDS]; /* in the order of their dirs */
+	size_t n;
+	unsigned char taken[LE_MAX_SHARDS]; /* shard-NNN in use */
+};
+
+#define ERR(...) snprintf(errbuf, cap, __VA_ARGS__)
+
+static int lock_dir(le__cstore *s, char *errbuf, size_t cap)
+{
+	char path[LE_PATH_MAX];
+
+	if (snprintf(path, sizeof path, "%s/LOCK", s->dir) >= (int)sizeof path)
+		return -ENAMETOOLONG;
+	s->lock_fd = le__open_in(path, LE_IN_DIR, O_RDWR | O_CREAT, 0640);
+	if (s->lock_fd < 0) {
+		ERR("%s", s->lock_fd == LE_EUNSAFE ? le_errmsg() :
+		    le_strerror(s->lock_fd));
+		return s->lock_fd;
+	}
+	if (flock(s->lock_fd, LOCK_EX | LOCK_NB) < 0) {
+		int e = errno;
+		ERR("%s: %s", s->dir, e == EWOULDBLOCK ? "in use by another "
+		    "collector or engine" : strerror(e));
+		return e == EWOULDBLOCK ? LE_EBUSY : -e;
+	}
+	return 0;
+}
+
+/* Scan segment `index` of o to its valid end: cut a torn tail, note
+ * damage (appends then go to a new segment), set next_seq.  @return 0,
+ * 1 when its header does not decode (no frame of it can be read), < 0. */
+static int org_scan(struct org *o, uint64_t index, char *errbuf, size_t cap)
+{
+	char path[LE_PATH_MAX];
+	le__scan sc;
+	le__frame f;
+	const char *why;
+	int damaged = 0, rc;
+
+	le__seg_path(path, sizeof path, o->dir, index);
+	rc = le__scan_open(&sc, path, o->pub.o.shard, &why);
+	if (rc == LE_ECORRUPT || rc == LE_EVERSION)
+		return 1;
+	if (rc < 0) {
+		ERR("%s: %s", path, rc == LE_EUNSAFE ? le_errmsg() :
+		    le_strerror(rc));
+		return rc;
+	}
+	for (;;) {
+		while ((rc = le__scan_next(&sc, &f, &why)) == LE_FRAME_OK)
+			o->seg_frames++;
+		if (rc < 0 || sc.off >= sc.file_len)
+			break;
+		rc = le__scan_resync(&sc);
+		if (rc <= 0)
+			break;
+		damaged = 1;
+	}
+	if (rc >= 0 && sc.off < sc.file_len) {
+		/* What no valid frame follows is a torn tail: cut it. */
+		int fd = le__open_in(path, LE_IN_SHARD, O_WRONLY, 0);
+		rc = fd < 0 ? fd : le__ftruncate(fd, sc.off);
+		if (fd >= 0)
+			le__close(fd);
+	}
+	o->seg_len = sc.off;
+	o->fields = sc.hdr.fields;
+	o->pub.next_seq = sc.next_seq;
+	o->fresh = damaged;
+	le__scan_close(&sc);
+	if (rc < 0)
+		ERR("%s: %s", path, le_strerror(rc));
+	return rc < 0 ? rc : 0;
+}
+
+/* Where o's records end.  A last segment whose header does not decode
+ * (created, then the collector died before its first sync; or damaged)
+ * is left as it is; the records end where the one before it does, and
+ * appends go to a new segment after it. */
+static int org_recover(struct org *o, char *errbuf, size_t cap)
+{
+	uint64_t *segs;
+	size_t nseg;
+	int rc = le__seg_list(o->dir, &segs, &nseg);
+
+	if (rc < 0) {
+		ERR("%s: %s", o->dir, le_strerror(rc));
+		return rc;
+	}
+	rc = 1;
+	for (size_t i = nseg; i > 0 && rc == 1; i--)
+		rc = org_scan(o, segs[i - 1], errbuf, cap);
+	if (nseg) {
+		o->seg_index = segs[nseg - 1];
+		o->fresh |= rc == 1;
+	}
+	free(segs);
+	return rc < 0 ? rc : 0;
+}
+
+static int org_add(le__cstore *s, uint32_t dir_shard, const le__origin *or,
+                   struct org **out)
+{
+	struct org *o = calloc(1, sizeof *o);
+
+	if (!o)
+		return LE_ENOMEM;
+	o->pub.o = *or;
+	o->pub.dir_shard = dir_shard;
+	o->fd = -1;
+	le__shard_dir(o->dir, sizeof o->dir, s->dir, dir_shard);
+	s->org[s->n++] = o;
+	s->taken[dir_shard] = 1;
+	*out = o;
+	return 0;
+}
+
+/* Take in shard directory `shard`: an origin, or an empty leftover of a
+ * creation a crash interrupted, or something not ours (an error). */
+static int load_shard(le__cstore *s, uint32_t shard, char *errbuf,
+                      size_t cap)
+{
+	char sdir[LE_PATH_MAX];
+	le__origin or;
+	struct org *o;
+	uint64_t *segs;
+	size_t nseg;
+
+	le__shard_dir(sdir, sizeof sdir, s->dir, shard);
+	int rc = le__origin_read(sdir, &or);
+	if (rc == 0) {
+		rc = org_add(s, shard, &or, &o);
+		return rc < 0 ? rc : org_recover(o, errbuf, cap);
+	}
+	if (le__seg_list(sdir, &segs, &nseg) == 0 && nseg == 0)
+		return 0; /* mkdir'ed, ORIGIN never completed: free again */
+	free(segs);
+	ERR("%s: segments but no valid %s file: not a collector's store",
+	    sdir, LE_ORIGIN_NAME);
+	return LE_ECORRUPT;
+}
+
+int le__cstore_open(le__cstore **out, const char *dir,
+                    const le__cstore_opts *opts, char *errbuf, size_t cap)
+{
+	le__cstore *s = calloc(1, sizeof *s);
+	uint32_t *shards = NULL;
+	size_t n = 0;
+	int rc = LE_ENOMEM;
+
+	*out = NULL;
+	errbuf[0] = '\0';
+	if (!s)
+		return rc;
+	s->lock_fd = -1;
+	s->opts = *opts;
+	snprintf(s->dir, sizeof s->dir, "%s", dir);
+	rc = lock_dir(s, errbuf, cap);
+	if (rc < 0)
+		goto fail;
+	rc = le__shard_list(dir, &shards, &n);
+	if (rc < 0) {
+		ERR("%s: %s", dir, le_strerror(rc));
+		goto fail;
+	}
+	for (size_t i = 0; i < n && rc >= 0; i++)
+		rc = load_shard(s, shards[i], errbuf, cap);
+	free(shards);
+	if (rc < 0)
+		goto fail;
+	*out = s;
+	return 0;
+fail:
+	le__cstore_close(s);
+	return rc;
+}
+
+void le__cstore_close(le__cstore *s)
+{
+	if (!s)
+		return;
+	le__cstore_sync(s);
+	for (size_t i = 0; i < s->n; i++) {
+		if (s->org[i]->fd >= 0)
+			le__close(s->org[i]->fd);
+		free(s->org[i]);
+	}
+	if (s->lock_fd >= 0)
+		le__close(s->lock_fd);
+	free(s);
+}
+
+le__cstore_origin *le__cstore_origin_get(le__cstore *s, const char *host,
+                                         uint32_t shard, int create,
+                                         char *errbuf, size_t cap)
+{
+	le__origin or;
+	struct org *o;
+	uint32_t d = 0;
+
+	for (size_t i = 0; i < s->n; i++)
+		if (s->org[i]->pub.o.shard == shard &&
+		    strcmp(s->org[i]->pub.o.host, host) == 0)
+			return &s->org[i]->pub;
+	if (!create)
+		return NULL;
+	while (d < LE_MAX_SHARDS && s->taken[d])
+		d++;
+	if (d == LE_MAX_SHARDS || strlen(host) > LE_HOST_MAX) {
+		ERR("%s: no room for origin %s/%" PRIu32 " (%d origins at most)",
+		    s->dir, host, shard, LE_MAX_SHARDS);
+		return NULL;
+	}
+	snprintf(or.host, sizeof or.host, "%s", host);
+	or.shard = shard;
+	if (org_add(s, d, &or, &o) < 0) {
+		ERR("out of memory");
+		return NULL;
+	}
+	int rc = le__mkdir(o->dir, 0750);
+	if (rc == -EEXIST)
+		rc = 0;
+	if (rc == 0)
+		rc = origin_write(o->dir, &or);
+	if (rc == 0)
+		rc = le__fsync_path(s->dir);
+	if (rc < 0) {
+		ERR("%s: %s", o->dir, rc == LE_EUNSAFE ? le_errmsg() :
+		    le_strerror(rc));
+		s->taken[d] = 0;
+		free(s->org[--s->n]);
+		return NULL;
+	}
+	return &o->pub;
+}
+
+/* Seal o's open segment: synced when the store syncs, then closed. */
+static int seg_close(le__cstore *s, struct org *o)
+{
+	int rc = 0;
+
+	if (o->fd < 0)
+		return 0;
+	if (o->dirty && s->opts.sync)
+		rc = le__fdatasync(o->fd);
+	o->dirty = 0;
+	le__close(o->fd);
+	o->fd = -1;
+	return rc;
+}
+
+/* Start segment seg_index + 1 of o with base sequence `base`. */
+static int seg_new(le__cstore *s, struct org *o, uint32_t fields,
+                   uint64_t base)
+{
+	char path[LE_PATH_MAX];
+	unsigned char h[LE_SEG_HDR];
+	le__seg_hdr hdr = {
+		.version = LE_SEG_VERSION, .fields = fields,
+		.shard = o->pub.o.shard, .index = o->seg_index + 1,
+		.base_seq = base, .created_ns = le__now_ns(),
+	};
+	int rc = seg_close(s, o);
+
+	if (rc < 0)
+		return rc;
+	le__seg_path(path, sizeof path, o->dir, hdr.index);
+	/* Indexes only grow: no file has this name yet. */
+	o->fd = le__open_in(path, LE_IN_SHARD, O_WRONLY | O_CREAT | O_EXCL,
+	                    0640);
+	if (o->fd < 0)
+		return o->fd;
+	le__seg_hdr_encode(h, &hdr);
+	rc = le__pwrite_all(o->fd, h, sizeof h, 0);
+	o->seg_index = hdr.index;
+	o->seg_len = LE_SEG_HDR;
+	o->seg_frames = 0;
+	o->fields = fields;
+	o->fresh = 0;
+	o->dirty = 1;
+	o->dir_dirty = 1;
+	return rc;
+}
+
+/* Open o's last segment for appending (after le__cstore_open). */
+static int seg_reopen(struct org *o)
+{
+	char path[LE_PATH_MAX];
+
+	le__seg_path(path, sizeof path, o->dir, o->seg_index);
+	o->fd = le__open_in(path, LE_IN_SHARD, O_WRONLY, 0);
+	return o->fd < 0 ? o->fd : 0;
+}
+
+/* Make o's active segment one that `bytes` more of field set `fields`,
+ * starting at o->next_seq, may go to. */
+static int seg_ready(le__cstore *s, struct org *o, uint32_t fields,
+                     uint64_t bytes)
+{
+	int need = o->seg_index == 0 || o->fresh || o->fields != fields ||
+	           (o->seg_frames && o->seg_len + bytes > s->opts.segment_bytes);
+	if (need)
+		return seg_new(s, o, fields, o->pub.next_seq);
+	return o->fd < 0 ? seg_reopen(o) : 0;
+}
+
+int le__cstore_append(le__cstore *s, le__cstore_origin *po, uint32_t fields,
+                      const unsigned char *frames, size_t len,
+                      uint64_t count)
+{
+	struct org *o = (struct org *)po;
+
+	while (count > 0) {
+		/* The longest run of whole frames that fits the segment (one
+		 * at least: a frame larger than segment_bytes gets a segment
+		 * of its own). */
+		size_t run = 0, room;
+		uint64_t k = 0;
+		int rc = seg_ready(s, o, fields, le__get32(frames) + 4u);
+		if (rc < 0)
+			return rc;
+		room = o->seg_len < s->opts.segment_bytes
+		               ? (size_t)(s->opts.segment_bytes - o->seg_len) : 0;
+		do {
+			run += (size_t)le__get32(frames + run) + 4;
+			k++;
+		} while (k < count &&
+		         run + le__get32(frames + run) + 4 <= room);
+		rc = le__pwrite_all(o->fd, frames, run, o->seg_len);
+		if (rc < 0)
+			return rc;
+		/* Start the write-back now, so the sync before the ack finds
+		 * most of it done (a hint: an error shows at the sync). */
+		if (s->opts.sync)
+			sync_file_range(o->fd, (off_t)o->seg_len, (off_t)run,
+			                SYNC_FILE_RANGE_WRITE);
+		o->seg_len += run;
+		o->seg_frames += k;
+		o->dirty = 1;
+		o->pub.next_seq += k;
+		o->pub.stored += k;
+		frames += run;
+		len -= run;
+		count -= k;
+	}
+	return 0;
+}
+
+int le__cstore_gap(le__cstore *s, le__cstore_origin *po, uint32_t fields,
+                   uint64_t first, uint64_t last, uint64_t ts,
+                   const char *why)
+{
+	struct org *o = (struct org *)po;
+	unsigned char frame[LE_FRAME_FIXED_MAX + 96];
+	char text[96];
+	int n = snprintf(text, sizeof text, "%" PRIu64 " records %s",
+	                 last - first + 1, why);
+
+	if (n < 0 || (size_t)n >= sizeof text)
+		return LE_EINVAL;
+	/* The marker takes the last missing sequence in a segment of its
+	 * own, so the records after it continue that segment's chain. */
+	o->pub.next_seq = last;
+	int rc = seg_new(s, o, fields, last);
+	if (rc < 0)
+		return rc;
+	uint32_t flen = le__frame_encode(frame, fields, LE_REC_MARKER, LE_WARN,
+	                                 o->pub.o.shard, last, ts, text,
+	                                 (uint32_t)n);
+	rc = le__pwrite_all(o->fd, frame, flen, o->seg_len);
+	if (rc < 0)
+		return rc;
+	o->seg_len += flen;
+	o->seg_frames++;
+	o->pub.next_seq = last + 1;
+	return 0;
+}
+
+int le__cstore_sync(le__cstore *s)
+{
+	int rc = 0;
+
+	if (!s->opts.sync)
+		return 0;
+	for (size_t i = 0; i < s->n; i++) {
+		struct org *o = s->org[i];
+		int r = 0;
+		if (o->dirty && o->fd >= 0)
+			r = le__fdatasync(o->fd);
+		if (r == 0 && o->dir_dirty)
+			r = le__fsync_dir_in(o->dir, LE_IN_DIR);
+		if (r == 0)
+			o->dirty = o->dir_dirty = 0;
+		if (r < 0 && rc == 0)
+			rc = r;
+	}
+	return rc;
+}

@@ -1,0 +1,45 @@
+/*
+ * logger.h -- named loggers and their thresholds (logger.c).
+ *
+ * Every logger is an entry of one table per engine, allocated at le_open
+ * (max_loggers + 1 entries, the root first) and never moved, so a
+ * le_logger * stays valid until le_close and the macros read its
+ * threshold with no lock.  An entry is also made for a name that only has
+ * a level (le_set_level, LOGENGINE_LEVEL) so that loggers created later
+ * under it inherit it.  log_mu guards the table; thresholds are stored
+ * under it with relaxed atomic stores and read by the macros with relaxed
+ * loads (a record racing with le_set_level may see either threshold).
+ */
+#ifndef LE_LOGGER_H
+#define LE_LOGGER_H
+
+#include <pthread.h>
+#include <stdint.h>
+
+#include "logengine.h"
+
+struct le_logger {
+	struct le__head head;          /* [atomic] first: the macros' load */
+	le_engine *e;                  /* [const] */
+	int own;                       /* [log_mu] its own level, -1: none */
+	uint32_t name_len;             /* [const once made] */
+	char name[LE_LOGGER_NAME_MAX + 1];
+	/* The field "logger" = name, encoded (fields.h), put first in each
+	 * of its records: a memcpy on the hot path.  Empty for the root. */
+	uint32_t field_len;
+	unsigned char field[2 + 6 + 4 + LE_LOGGER_NAME_MAX];
+};
+
+typedef struct le__loggers {
+	pthread_mutex_t mu;            /* log_mu: guards n and each `own` */
+	le_logger *tab;                /* [const] max + 1 entries, root first */
+	uint32_t n, max;               /* entries made; at most max + 1 */
+} le__loggers;
+
+/* Make e's table (cfg->max_loggers), set the levels of cfg->levels, then
+ * of LOGENGINE_LEVEL.  @return 0, LE_ENOMEM, or LE_EINVAL with
+ * le_errmsg naming the setting and the item. */
+int le__loggers_open(le_engine *e, const le_config *cfg);
+void le__loggers_free(le_engine *e);
+
+#endif

@@ -1,0 +1,171 @@
+/*
+ * ship.h -- forwarding a log to another host: the acknowledged cursor
+ * (FORWARD), the origin file of a collector's shard (ORIGIN), the checks a
+ * collector makes on a message body, the collector's segment writing, and
+ * the retention hook.  The byte layouts are in docs/FORMAT.md
+ * ("Forwarding"); the transport (NATS JetStream, libnats) lives in the
+ * tools, so the library never depends on it.
+ *
+ *   FORWARD slot (64 bytes, at 0 and 512)      ORIGIN
+ *     0  8  magic "LOGENGFW"                     0  8  magic "LOGENGOR"
+ *     8  8  generation                           8  2  version (1)
+ *    16  8  next sequence                       10  2  host length n
+ *    24  8  segment index (hint)                12  4  origin shard
+ *    32  8  frame offset (hint)                 16  n  host
+ *    40  8  records reported lost            16+n  4  masked CRC32C
+ *    48  8  written at, ns
+ *    56  4  shard
+ *    60  4  masked CRC32C of 0..59
+ */
+#ifndef LE_SHIP_H
+#define LE_SHIP_H
+
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "format.h"
+
+#define LE_FWD_MAGIC "LOGENGFW"
+#define LE_FWD_SLOT 64
+#define LE_FWD_SLOT1_OFF 512
+#define LE_FWD_FILE_BYTES (LE_FWD_SLOT1_OFF + LE_FWD_SLOT)
+#define LE_FWD_NAME "FORWARD"
+
+#define LE_ORIGIN_MAGIC "LOGENGOR"
+#define LE_ORIGIN_VERSION 1
+#define LE_ORIGIN_NAME "ORIGIN"
+#define LE_HOST_MAX 253 /* longest host name (a DNS name's limit) */
+#define LE_ORIGIN_MAX_BYTES (16 + LE_HOST_MAX + 4)
+
+/* Message format version (header Le-Format) and what headers may take on
+ * top of a body of --max-batch-bytes. */
+#define LE_SHIP_FORMAT 1
+#define LE_SHIP_HDR_ROOM 1024
+
+_Static_assert(sizeof(LE_FWD_MAGIC) - 1 == 8, "cursor magic is 8 bytes");
+_Static_assert(sizeof(LE_ORIGIN_MAGIC) - 1 == 8, "origin magic is 8 bytes");
+_Static_assert(LE_FWD_SLOT <= LE_FWD_SLOT1_OFF, "slots do not overlap");
+
+/* ---- the forward cursor (ship_cursor.c) ---- */
+
+typedef struct le__fwd_cursor {
+	uint64_t gen;
+	uint64_t next_seq;  /* records below are acknowledged or reported lost */
+	uint64_t seg_index; /* hint: segment holding next_seq (0: unknown) */
+	uint64_t offset;    /* hint: its frame's offset there */
+	uint64_t lost;      /* records reported lost before shipping */
+	uint64_t written_ns;
+	uint32_t shard;
+} le__fwd_cursor;
+
+void le__fwd_encode(unsigned char out[LE_FWD_SLOT], const le__fwd_cursor *c);
+/* 0 or LE_ECORRUPT (magic, CRC, generation 0). */
+int le__fwd_decode(const unsigned char in[LE_FWD_SLOT], le__fwd_cursor *c);
+/* The newest valid slot of a file image (len bytes; missing bytes read as
+ * zeros).  @return 0, or LE_ECORRUPT when neither slot is valid. */
+int le__fwd_pick(const unsigned char *file, uint64_t len, le__fwd_cursor *c);
+/* Read shard_dir/FORWARD.  @return 0; -ENOENT (no forwarder); LE_ECORRUPT
+ * (no valid slot: the first write was torn); -errno. */
+int le__fwd_read(const char *shard_dir, le__fwd_cursor *c);
+/* Up to cap bytes of shard_dir/name.  @return the count, or -errno. */
+ssize_t le__ship_read(const char *shard_dir, const char *name, void *buf,
+                      size_t cap);
+/* Write c in the slot of its generation and fdatasync.  @return 0, -errno. */
+int le__fwd_write(int fd, const le__fwd_cursor *c);
+
+/*
+ * The retention hook.  Retention wants to delete sealed segment `index`
+ * of shard_dir (segment indexes of a shard are consecutive, so the records
+ * it holds end where segment index + 1 begins) while the shard holds
+ * `total` bytes against its budget `keep`.  With no forwarder (no FORWARD
+ * file) or the segment wholly acknowledged, it may go.  Otherwise it is
+ * kept while total <= keep + margin; past that it goes and the records of
+ * it at or above the cursor are added to *lost.
+ * @return 1 keep it (stop deleting), 0 delete it.
+ */
+int le__ship_retain(const char *shard_dir, uint64_t index, uint64_t total,
+                    uint64_t keep, uint64_t margin, _Atomic uint64_t *lost);
+/* Has the forwarder shipped every record of sealed segment `index`
+ * (or is there no forwarder)?  The archiver compresses only those.
+ * @return 1 yes, 0 no or unknown. */
+int le__ship_done(const char *shard_dir, uint64_t index);
+
+/* ---- the origin file and message bodies (collect_store.c) ---- */
+
+typedef struct le__origin {
+	char host[LE_HOST_MAX + 1];
+	uint32_t shard;
+} le__origin;
+
+/* 1 when host is 1..LE_HOST_MAX bytes of A-Z a-z 0-9 . _ - */
+int le__host_valid(const char *host, size_t len);
+/* @return bytes written to out (room for LE_ORIGIN_MAX_BYTES). */
+size_t le__origin_encode(unsigned char *out, const le__origin *o);
+/* 0 or LE_ECORRUPT. */
+int le__origin_decode(const unsigned char *in, size_t len, le__origin *o);
+/* shard_dir/ORIGIN.  @return 0, -ENOENT, LE_ECORRUPT, -errno. */
+int le__origin_read(const char *shard_dir, le__origin *o);
+
+/*
+ * Check a message body: exactly `count` frames of field set `fields`,
+ * valid (CRC when the set has it), of shard `shard` when the set has the
+ * field, numbered first, first + 1, ... when it has the sequence field.
+ * @return 0, or LE_ECORRUPT with *bad_off the offset of the first bad
+ * frame (the body's length when frames are missing) and *why.
+ */
+int le__ship_check_body(const unsigned char *body, size_t len, uint32_t fields,
+                        uint32_t shard, uint64_t first, uint64_t count,
+                        uint64_t *bad_off, const char **why);
+/* Offset in a checked body of the frame with sequence first + skip. */
+size_t le__ship_body_skip(const unsigned char *body, size_t len,
+                          uint64_t skip);
+
+/* ---- the collector's store (collect_store.c) ---- */
+
+typedef struct le__cstore le__cstore;
+
+typedef struct le__cstore_opts {
+	uint64_t segment_bytes; /* rotate past this size */
+	int sync;               /* 1: le__cstore_sync makes writes durable */
+} le__cstore_opts;
+
+/* One origin's place in the store. */
+typedef struct le__cstore_origin {
+	le__origin o;
+	uint32_t dir_shard;  /* the shard-NNN it lives in */
+	uint64_t next_seq;   /* the next origin sequence it expects (1: none
+	                        yet) */
+	uint64_t stored;     /* records stored since open */
+	uint64_t hole_since; /* mono ms: the hole counts since (0: none) */
+} le__cstore_origin;
+
+/* Open (or create) a collector store: lock DIR, read every ORIGIN, find the
+ * valid end of each origin's last segment and cut a torn tail there.
+ * @return 0; LE_EBUSY (locked); LE_ECORRUPT / -errno (*errbuf says). */
+int le__cstore_open(le__cstore **out, const char *dir,
+                    const le__cstore_opts *opts, char *errbuf, size_t cap);
+void le__cstore_close(le__cstore *s);
+/* The origin (host, shard), created when new (create = 1).  @return it,
+ * or NULL: unknown and create = 0, or the store is full (256) or failed
+ * (errbuf says). */
+le__cstore_origin *le__cstore_origin_get(le__cstore *s, const char *host,
+                                         uint32_t shard, int create,
+                                         char *errbuf, size_t cap);
+/* Append checked frames (first frame's sequence == o->next_seq, field set
+ * `fields`) to the origin's segment.  @return 0 or -errno. */
+int le__cstore_append(le__cstore *s, le__cstore_origin *o, uint32_t fields,
+                      const unsigned char *frames, size_t len,
+                      uint64_t count);
+/* Store a marker for records first .. last, which will never come (text
+ * "N records <why>", time ts), in a new segment: the marker takes
+ * sequence `last`.  @return 0 or -errno. */
+int le__cstore_gap(le__cstore *s, le__cstore_origin *o, uint32_t fields,
+                   uint64_t first, uint64_t last, uint64_t ts,
+                   const char *why);
+/* fdatasync every segment written since the last call (when opts.sync).
+ * @return 0 or -errno. */
+int le__cstore_sync(le__cstore *s);
+
+#endif

@@ -1,0 +1,168 @@
+#!/usr/bin/python3
+"""test_metrics.py -- `logengine serve`'s /metrics against the real
+consumers: promtool's checker, the counters le_stats gives at close, and
+a prometheus server that scrapes it while a producer writes."""
+
+import json
+import os
+import subprocess
+import sys
+import time
+import urllib.parse
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from systest import (Producer, Serve, free_port, http_get, metric_sum,
+                     need, parse_metrics, run, start, test, tmpdir,
+                     wait_until)
+
+
+def two_dirs():
+    d = tmpdir()
+    return [os.path.join(d, "a"), os.path.join(d, "b")]
+
+
+def written(serve, dirs):
+    s = parse_metrics(serve.metrics())
+    return [metric_sum(s, "logengine_records_written_total", dir=d)
+            for d in dirs]
+
+
+@test
+def metrics_pass_promtool_check():
+    need("observe")
+    dirs = two_dirs()
+    prod = Producer(dirs, rate=2000)
+    serve = Serve(dirs)
+    wait_until("records written in both directories",
+               lambda: all(w > 0 for w in written(serve, dirs)))
+    text = serve.metrics()
+    r = subprocess.run(["promtool", "check", "metrics"], input=text,
+                       capture_output=True, text=True)
+    assert r.returncode == 0 and not r.stdout.strip() and \
+        not r.stderr.strip(), "promtool: %s%s" % (r.stdout, r.stderr)
+    # every family says what it is, once, before its samples
+    for fam in ("logengine_records_accepted_total",
+                "logengine_records_written_total",
+                "logengine_records_dropped_total",
+                "logengine_bytes_written_total", "logengine_queue_records",
+                "logengine_queue_bytes", "logengine_segments",
+                "logengine_disk_bytes", "logengine_write_latency_seconds",
+                "logengine_fsync_latency_seconds"):
+        assert text.count("# HELP %s " % fam) == 1, fam
+        assert text.count("# TYPE %s " % fam) == 1, fam
+    s = parse_metrics(text)
+    for d in dirs:
+        for shard in ("0", "1"):
+            inf = s[("logengine_write_latency_seconds_bucket",
+                     (("dir", d), ("le", "+Inf"), ("shard", shard)))]
+            cnt = s[("logengine_write_latency_seconds_count",
+                     (("dir", d), ("shard", shard)))]
+            assert inf == cnt
+        assert s[("logengine_up", (("dir", d),))] == 1
+    prod.close()
+
+
+@test
+def metrics_equal_le_stats_at_close_for_two_directories():
+    dirs = two_dirs()
+    # a queue of 64 records at 40,000 a second: some are dropped, and
+    # markers written, so those counters are checked too
+    prod = Producer(dirs, rate=40000, queue=64)
+    serve = Serve(dirs)
+    wait_until("records written",
+               lambda: all(w > 1000 for w in written(serve, dirs)))
+    time.sleep(1)
+    final = prod.close()
+    s = parse_metrics(serve.metrics())
+    fields = {
+        "accepted": "logengine_records_accepted_total",
+        "written": "logengine_records_written_total",
+        "dropped": "logengine_records_dropped_total",
+        "bytes_written": "logengine_bytes_written_total",
+        "markers": "logengine_markers_total",
+        "segments_created": "logengine_segments_created_total",
+        "syncs": "logengine_syncs_total",
+        "checkpoints": "logengine_checkpoints_total",
+    }
+    dropped = 0
+    for st in final["closed"]:
+        d = st["dir"]
+        assert st["rc"] == 0
+        for k, name in fields.items():
+            got = metric_sum(s, name, dir=d)
+            assert got == st[k], "%s %s: /metrics %d, le_stats %d" % (
+                d, k, got, st[k])
+        assert s[("logengine_records_truncated_total",
+                  (("dir", d),))] == st["truncated"]
+        assert s[("logengine_up", (("dir", d),))] == 0
+        assert s[("logengine_queue_records", (("dir", d),))] == 0
+        for shard in ("0", "1"):
+            assert s[("logengine_shard_state",
+                      (("dir", d), ("shard", shard)))] == 3  # stopped
+        assert st["accepted"] == st["written"] + st["dropped"]
+        dropped += st["dropped"]
+    assert dropped > 0, "no drops: the test did not check them"
+
+
+PROM_CONFIG = """
+global:
+  scrape_interval: 1s
+  evaluation_interval: 1s
+scrape_configs:
+  - job_name: logengine
+    static_configs:
+      - targets: ['127.0.0.1:%d']
+"""
+
+
+def prom_query(port, q):
+    url = "http://127.0.0.1:%d/api/v1/query?%s" % (
+        port, urllib.parse.urlencode({"query": q}))
+    st, _, body = http_get(url)
+    r = json.loads(body)
+    assert r["status"] == "success", body
+    res = r["data"]["result"]
+    return float(res[0]["value"][1]) if res else None
+
+
+@test
+def prometheus_rate_of_written_records_matches_the_producers():
+    need("observe")
+    dirs = two_dirs()
+    work = tmpdir()
+    prod = Producer(dirs, rate=10000)
+    serve = Serve(dirs)
+    cfg = os.path.join(work, "prometheus.yml")
+    with open(cfg, "w") as f:
+        f.write(PROM_CONFIG % serve.port)
+    port = free_port()
+    log = open(os.path.join(work, "prometheus.log"), "w")
+    start(["prometheus", "--config.file=" + cfg,
+           "--storage.tsdb.path=" + os.path.join(work, "tsdb"),
+           "--web.listen-address=127.0.0.1:%d" % port], stdout=log,
+          stderr=log)
+
+    def ready():
+        try:
+            return http_get("http://127.0.0.1:%d/-/ready" % port)[0] == 200
+        except OSError:
+            return False
+    wait_until("prometheus ready", ready, timeout=30)
+    # a 10 s window whole, and a few scrapes more
+    q = "sum(rate(logengine_records_written_total[10s]))"
+    wait_until("12 s of scrapes", lambda: (prom_query(
+        port, "count_over_time(logengine_up[15s])") or 0) >= 12,
+        timeout=40, every=1)
+    time.sleep(2)
+    got = prom_query(port, q)
+    want = prod.cmd("stats")["rate"]
+    prod.close()
+    log.close()
+    assert got is not None, "prometheus has no rate"
+    assert abs(got - want) <= 0.2 * want, \
+        "prometheus %.0f/s, producer %.0f/s" % (got, want)
+    print("  prometheus rate %.0f/s, producer %.0f/s" % (got, want))
+
+
+if __name__ == "__main__":
+    sys.exit(run())

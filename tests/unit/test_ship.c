@@ -1,0 +1,555 @@
+/*
+ * test_ship.c -- the library's side of forwarding, without a server: the
+ * FORWARD cursor and ORIGIN file against FORMAT.md's test vectors, the
+ * checks on a message body, the collector's store (fencing, torn tails,
+ * gap markers, origins seen by the reader), and retention holding what a
+ * forwarder has not shipped.
+ */
+#include "segfile.h"
+
+#include <fcntl.h>
+
+#include "logengine.h"
+#include "logtest.h"
+#include "segment.h"
+#include "ship.h"
+
+#define TS0 1796074227000000000ull
+
+static void hex_eq(const unsigned char *got, const char *want_hex)
+{
+	char buf[1024];
+	size_t n = 0, len = 0;
+
+	for (const char *p = want_hex; *p; p++)
+		if (*p != ' ' && *p != '\n')
+			len++;
+	CHECK(len / 2 < sizeof buf / 2);
+	for (size_t i = 0; i < len / 2; i++)
+		n += (size_t)snprintf(buf + n, sizeof buf - n, "%02x", got[i]);
+	char want[1024];
+	size_t k = 0;
+	for (const char *p = want_hex; *p; p++)
+		if (*p != ' ' && *p != '\n')
+			want[k++] = *p;
+	want[k] = '\0';
+	CHECK_STR_EQ(buf, want);
+}
+
+/* ---- FORWARD ---- */
+
+TEST(forward_slot_matches_the_test_vector)
+{
+	le__fwd_cursor c = {.gen = 5, .next_seq = 1001, .seg_index = 3,
+	                    .offset = 4096, .lost = 17,
+	                    .written_ns = 1764538227123456789ull, .shard = 2};
+	unsigned char b[LE_FWD_SLOT];
+	le__fwd_cursor d;
+
+	le__fwd_encode(b, &c);
+	hex_eq(b, "4c4f4745 4e474657 05000000 00000000"
+	          "e9030000 00000000 03000000 00000000"
+	          "00100000 00000000 11000000 00000000"
+	          "158b4a2c 2be67c18 02000000 f86820f4");
+	CHECK_RC(le__fwd_decode(b, &d));
+	CHECK_EQ(d.next_seq, 1001);
+	CHECK_EQ(d.lost, 17);
+	CHECK_EQ(d.shard, 2);
+	b[20] ^= 1;
+	CHECK_EQ(le__fwd_decode(b, &d), LE_ECORRUPT);
+}
+
+TEST(torn_forward_slot_falls_back_to_the_other)
+{
+	unsigned char file[LE_FWD_FILE_BYTES] = {0};
+	le__fwd_cursor c = {.gen = 6, .next_seq = 500, .shard = 0}, got;
+
+	le__fwd_encode(file, &c);
+	c.gen = 7;
+	c.next_seq = 900;
+	le__fwd_encode(file + LE_FWD_SLOT1_OFF, &c);
+	CHECK_RC(le__fwd_pick(file, sizeof file, &got));
+	CHECK_EQ(got.next_seq, 900);
+	file[LE_FWD_SLOT1_OFF + 30] ^= 0x40; /* slot 1 torn mid-write */
+	CHECK_RC(le__fwd_pick(file, sizeof file, &got));
+	CHECK_EQ(got.gen, 6);
+	CHECK_EQ(got.next_seq, 500);
+	/* A slot in the wrong place is not trusted. */
+	memcpy(file + LE_FWD_SLOT1_OFF, file, LE_FWD_SLOT);
+	CHECK_RC(le__fwd_pick(file, sizeof file, &got));
+	CHECK_EQ(got.gen, 6);
+	memset(file, 0, LE_FWD_SLOT);
+	CHECK_EQ(le__fwd_pick(file, sizeof file, &got), LE_ECORRUPT);
+}
+
+TEST(short_forward_file_reads_as_zero_filled)
+{
+	unsigned char file[LE_FWD_SLOT];
+	le__fwd_cursor c = {.gen = 2, .next_seq = 42}, got;
+
+	le__fwd_encode(file, &c);
+	CHECK_RC(le__fwd_pick(file, sizeof file, &got));
+	CHECK_EQ(got.next_seq, 42);
+	CHECK_EQ(le__fwd_pick(file, 10, &got), LE_ECORRUPT);
+}
+
+/* ---- ORIGIN ---- */
+
+TEST(origin_matches_the_test_vector)
+{
+	le__origin o = {.host = "web-1", .shard = 2}, d;
+	unsigned char b[LE_ORIGIN_MAX_BYTES];
+
+	CHECK_EQ(le__origin_encode(b, &o), 25);
+	hex_eq(b, "4c4f4745 4e474f52 01000500 02000000 7765622d 3196d6a0 e8");
+	CHECK_RC(le__origin_decode(b, 25, &d));
+	CHECK_STR_EQ(d.host, "web-1");
+	CHECK_EQ(d.shard, 2);
+	CHECK_EQ(le__origin_decode(b, 24, &d), LE_ECORRUPT);
+}
+
+TEST(origin_host_outside_the_alphabet_is_refused)
+{
+	le__origin o = {.host = "we\"b", .shard = 0}, d;
+	unsigned char b[LE_ORIGIN_MAX_BYTES];
+	size_t n = le__origin_encode(b, &o); /* CRC right, name not */
+
+	CHECK_EQ(le__origin_decode(b, n, &d), LE_ECORRUPT);
+	CHECK(le__host_valid("a.b_c-9", 7));
+	CHECK(!le__host_valid("", 0));
+	CHECK(!le__host_valid("a b", 3));
+	CHECK(!le__host_valid("a/b", 3));
+}
+
+/* ---- message bodies ---- */
+
+/* Frames of shard 2, records first.., every field, "rec N" payloads. */
+static size_t body(unsigned char *out, uint32_t fields, uint64_t first,
+                   int n)
+{
+	size_t len = 0;
+	char p[32];
+
+	for (int i = 0; i < n; i++) {
+		int pl = snprintf(p, sizeof p, "rec %d", i);
+		len += le__frame_encode(out + len, fields, 0, LE_INFO, 2,
+		                        first + (uint64_t)i, TS0 + (uint64_t)i, p,
+		                        (uint32_t)pl);
+	}
+	return len;
+}
+
+TEST(body_of_valid_frames_passes)
+{
+	unsigned char b[4096];
+	uint64_t off;
+	const char *why;
+	size_t len = body(b, LE_FIELD_ALL, 100, 5);
+
+	CHECK_RC(le__ship_check_body(b, len, LE_FIELD_ALL, 2, 100, 5, &off,
+	                             &why));
+	size_t skip = le__ship_body_skip(b, len, 2);
+	CHECK_EQ(le__get64(b + skip + 12), 102); /* its sequence field */
+	CHECK_EQ(le__ship_body_skip(b, len, 5), len);
+}
+
+TEST(body_with_one_bad_crc_is_rejected_at_that_frame)
+{
+	unsigned char b[4096];
+	uint64_t off;
+	const char *why;
+	size_t len = body(b, LE_FIELD_ALL, 100, 5);
+	size_t third = le__ship_body_skip(b, len, 3);
+
+	b[third + 30] ^= 1; /* a payload byte of the fourth frame */
+	CHECK_EQ(le__ship_check_body(b, len, LE_FIELD_ALL, 2, 100, 5, &off,
+	                             &why), LE_ECORRUPT);
+	CHECK_EQ(off, third);
+	CHECK_STR_EQ(why, "checksum mismatch");
+}
+
+TEST(body_whose_frames_disagree_with_its_headers_is_rejected)
+{
+	unsigned char b[4096];
+	uint64_t off;
+	const char *why;
+	size_t len = body(b, LE_FIELD_ALL, 100, 5);
+
+	CHECK_EQ(le__ship_check_body(b, len, LE_FIELD_ALL, 2, 101, 5, &off,
+	                             &why), LE_ECORRUPT); /* wrong first */
+	CHECK_EQ(off, 0);
+	CHECK_EQ(le__ship_check_body(b, len, LE_FIELD_ALL, 3, 100, 5, &off,
+	                             &why), LE_ECORRUPT); /* wrong shard */
+	CHECK_EQ(le__ship_check_body(b, len, LE_FIELD_ALL, 2, 100, 6, &off,
+	                             &why), LE_ECORRUPT); /* one missing */
+	CHECK_EQ(off, len);
+	CHECK_EQ(le__ship_check_body(b, len, LE_FIELD_ALL, 2, 100, 4, &off,
+	                             &why), LE_ECORRUPT); /* one too many */
+	CHECK_EQ(le__ship_check_body(b, len - 1, LE_FIELD_ALL, 2, 100, 5,
+	                             &off, &why), LE_ECORRUPT); /* cut */
+	memset(b + len, 0, 8);
+	CHECK_EQ(le__ship_check_body(b, len + 8, LE_FIELD_ALL, 2, 100, 5,
+	                             &off, &why), LE_ECORRUPT); /* padding */
+}
+
+TEST(body_test_vector_of_format_md)
+{
+	static const char hex[] = "1d0000006d5cf1c900020200640000000000000015"
+	                          "8b4a2c2be67c1868656c6c6f";
+	unsigned char b[40];
+	uint64_t off;
+	const char *why;
+
+	for (int i = 0; i < 33; i++)
+		sscanf(hex + 2 * i, "%2hhx", &b[i]);
+	CHECK_RC(le__ship_check_body(b, 33, 31, 2, 100, 1, &off, &why));
+	CHECK_EQ(le__ship_check_body(b, 33, 31, 2, 100, 2, &off, &why),
+	         LE_ECORRUPT);
+	CHECK_EQ(le__ship_check_body(b, 33, 31, 3, 100, 1, &off, &why),
+	         LE_ECORRUPT);
+	for (int i = 0; i < 33; i++) {
+		b[i] ^= 0x10;
+		CHECK_EQ(le__ship_check_body(b, 33, 31, 2, 100, 1, &off, &why),
+		         LE_ECORRUPT);
+		b[i] ^= 0x10;
+	}
+}
+
+TEST(body_without_sequence_field_is_numbered_from_first)
+{
+	unsigned char b[4096];
+	uint64_t off;
+	const char *why;
+	uint32_t fields = LE_FIELD_CRC | LE_FIELD_TIMESTAMP;
+	size_t len = body(b, fields, 7, 3);
+
+	CHECK_RC(le__ship_check_body(b, len, fields, 2, 7, 3, &off, &why));
+}
+
+/* ---- the collector's store ---- */
+
+static le__cstore *store_open(const char *dir, uint64_t seg_bytes)
+{
+	le__cstore *s;
+	le__cstore_opts o = {.segment_bytes = seg_bytes, .sync = 1};
+	char err[512];
+	int rc = le__cstore_open(&s, dir, &o, err, sizeof err);
+	if (rc < 0)
+		fprintf(stderr, "  open: %s\n", err);
+	CHECK_RC(rc);
+	return s;
+}
+
+static le__cstore_origin *origin(le__cstore *s, const char *host,
+                                 uint32_t shard)
+{
+	char err[256];
+	le__cstore_origin *o = le__cstore_origin_get(s, host, shard, 1, err,
+	                                             sizeof err);
+	CHECK(o);
+	if (o->next_seq == 0)
+		o->next_seq = 1;
+	return o;
+}
+
+struct seen {
+	int n;
+	uint64_t seq[64];
+	char host[64][16];
+	uint32_t flags[64];
+	char msg[64][48];
+};
+
+static void see(const le_record *r, void *arg)
+{
+	struct seen *s = arg;
+	if (s->n >= 64)
+		return;
+	s->seq[s->n] = r->origin_seq;
+	snprintf(s->host[s->n], 16, "%s", r->host ? r->host : "-");
+	s->flags[s->n] = r->flags;
+	snprintf(s->msg[s->n], 48, "%.*s", (int)r->len,
+	         (const char *)r->payload);
+	s->n++;
+}
+
+TEST(store_keeps_frames_and_origin_for_the_reader)
+{
+	char dir[256];
+	unsigned char b[4096];
+	struct seen sn = {0};
+	le__cstore *s = store_open(t_tmpdir(dir), 1 << 20);
+	le__cstore_origin *o = origin(s, "web-1", 2);
+	size_t len = body(b, LE_FIELD_ALL, 1, 4);
+
+	CHECK_RC(le__cstore_append(s, o, LE_FIELD_ALL, b, len, 4));
+	CHECK_EQ(o->next_seq, 5);
+	CHECK_RC(le__cstore_sync(s));
+	le__cstore_close(s);
+	CHECK_EQ(read_all(dir, LE_RECOVER_ABSOLUTE, see, &sn), 4);
+	CHECK_STR_EQ(sn.host[0], "web-1");
+	CHECK_EQ(sn.seq[3], 4);
+	CHECK_STR_EQ(sn.msg[3], "rec 3");
+	t_rmrf(dir);
+}
+
+TEST(reopened_store_expects_the_next_sequence)
+{
+	char dir[256];
+	unsigned char b[4096];
+	le__cstore *s = store_open(t_tmpdir(dir), 1 << 20);
+	size_t len = body(b, LE_FIELD_ALL, 1, 3);
+
+	CHECK_RC(le__cstore_append(s, origin(s, "a", 2), LE_FIELD_ALL, b, len,
+	                           3));
+	le__cstore_close(s);
+	s = store_open(dir, 1 << 20);
+	char err[128];
+	le__cstore_origin *o = le__cstore_origin_get(s, "a", 2, 0, err,
+	                                             sizeof err);
+	CHECK(o);
+	CHECK_EQ(o->next_seq, 4);
+	CHECK(!le__cstore_origin_get(s, "b", 0, 0, err, sizeof err));
+	le__cstore_close(s);
+	t_rmrf(dir);
+}
+
+TEST(torn_tail_of_a_killed_collector_is_cut_at_open)
+{
+	char dir[256], path[512];
+	unsigned char b[4096];
+	le__cstore *s = store_open(t_tmpdir(dir), 1 << 20);
+	size_t len = body(b, LE_FIELD_ALL, 1, 3);
+	size_t two = le__ship_body_skip(b, len, 2);
+
+	/* Two whole frames and half of the third: a write cut by a kill. */
+	le__cstore_origin *o = origin(s, "a", 2);
+	CHECK_RC(le__cstore_append(s, o, LE_FIELD_ALL, b, two, 2));
+	le__cstore_close(s);
+	snprintf(path, sizeof path, "%s/shard-000/0000000000000001.seg", dir);
+	int fd = open(path, O_WRONLY | O_APPEND);
+	CHECK(fd >= 0);
+	CHECK_EQ(write(fd, b + two, (len - two) / 2), (ssize_t)((len - two) / 2));
+	close(fd);
+	s = store_open(dir, 1 << 20);
+	o = origin(s, "a", 2);
+	CHECK_EQ(o->next_seq, 3);
+	/* The redelivered message is fenced: only its third record goes. */
+	CHECK_RC(le__cstore_append(s, o, LE_FIELD_ALL, b + two, len - two, 1));
+	le__cstore_close(s);
+	CHECK_EQ(count_records(dir), 3);
+	t_rmrf(dir);
+}
+
+TEST(gap_marker_says_how_many_and_the_chain_goes_on)
+{
+	char dir[256];
+	unsigned char b[4096];
+	struct seen sn = {0};
+	le__cstore *s = store_open(t_tmpdir(dir), 1 << 20);
+	le__cstore_origin *o = origin(s, "h", 2);
+	size_t len = body(b, LE_FIELD_ALL, 1, 2);
+
+	CHECK_RC(le__cstore_append(s, o, LE_FIELD_ALL, b, len, 2));
+	CHECK_RC(le__cstore_gap(s, o, LE_FIELD_ALL, 3, 9, TS0 + 5,
+	                        "lost before shipping"));
+	CHECK_EQ(o->next_seq, 10);
+	len = body(b, LE_FIELD_ALL, 10, 2);
+	CHECK_RC(le__cstore_append(s, o, LE_FIELD_ALL, b, len, 2));
+	le__cstore_close(s);
+	CHECK_EQ(read_all(dir, LE_RECOVER_TOLERATE_TAIL, see, &sn), 5);
+	CHECK_EQ(sn.flags[2], LE_REC_MARKER);
+	CHECK_STR_EQ(sn.msg[2], "7 records lost before shipping");
+	CHECK_EQ(sn.seq[2], 9);
+	CHECK_EQ(sn.seq[3], 10);
+	t_rmrf(dir);
+}
+
+TEST(store_rotates_at_segment_bytes_between_frames)
+{
+	char dir[256], sdir[300];
+	unsigned char b[8192], p[170];
+	le__cstore *s = store_open(t_tmpdir(dir), 4096);
+	le__cstore_origin *o = origin(s, "h", 2);
+	size_t len = 0;
+
+	memset(p, 'p', sizeof p);
+	for (int i = 0; i < 40; i++) /* 40 frames of ~200 bytes */
+		len += le__frame_encode(b + len, LE_FIELD_ALL, 0, LE_INFO, 2,
+		                        (uint64_t)i + 1, TS0, p, sizeof p);
+	CHECK_RC(le__cstore_append(s, o, LE_FIELD_ALL, b, len, 40));
+	le__cstore_close(s);
+	snprintf(sdir, sizeof sdir, "%s/shard-000", dir);
+	uint64_t *segs;
+	size_t n;
+	CHECK_RC(le__seg_list(sdir, &segs, &n));
+	CHECK(n >= 2);
+	free(segs);
+	CHECK_EQ(count_records(dir), 40);
+	t_rmrf(dir);
+}
+
+TEST(origins_get_a_shard_directory_each_and_merge_by_time)
+{
+	char dir[256];
+	unsigned char b[4096];
+	struct seen sn = {0};
+	le__cstore *s = store_open(t_tmpdir(dir), 1 << 20);
+	size_t len = body(b, LE_FIELD_ALL, 1, 2); /* ts TS0, TS0 + 1 */
+
+	CHECK_RC(le__cstore_append(s, origin(s, "a", 2), LE_FIELD_ALL, b, len,
+	                           2));
+	CHECK_RC(le__cstore_append(s, origin(s, "b", 2), LE_FIELD_ALL, b, len,
+	                           2));
+	le__cstore_close(s);
+	CHECK_EQ(read_all(dir, LE_RECOVER_ABSOLUTE, see, &sn), 4);
+	CHECK_STR_EQ(sn.host[0], "a");
+	CHECK_STR_EQ(sn.host[1], "b");
+	CHECK_STR_EQ(sn.host[2], "a");
+	CHECK_STR_EQ(sn.host[3], "b");
+	t_rmrf(dir);
+}
+
+TEST(second_collector_on_a_store_is_refused)
+{
+	char dir[256], err[256];
+	le__cstore *s = store_open(t_tmpdir(dir), 1 << 20), *t;
+	le__cstore_opts o = {.segment_bytes = 1 << 20};
+
+	CHECK_EQ(le__cstore_open(&t, dir, &o, err, sizeof err), LE_EBUSY);
+	CHECK(strstr(err, "in use"));
+	le__cstore_close(s);
+	t_rmrf(dir);
+}
+
+/* ---- retention and the cursor ---- */
+
+static void put_cursor(const char *dir, uint32_t shard, uint64_t next)
+{
+	char path[512];
+	le__fwd_cursor c = {.gen = 1, .next_seq = next, .shard = shard};
+
+	snprintf(path, sizeof path, "%s/shard-%03u/FORWARD", dir, shard);
+	int fd = open(path, O_RDWR | O_CREAT, 0644);
+	CHECK(fd >= 0);
+	CHECK_RC(le__fwd_write(fd, &c));
+	close(fd);
+}
+
+static int segments(const char *dir)
+{
+	char sdir[300];
+	uint64_t *segs;
+	size_t n;
+
+	snprintf(sdir, sizeof sdir, "%s/shard-000", dir);
+	CHECK_RC(le__seg_list(sdir, &segs, &n));
+	free(segs);
+	return (int)n;
+}
+
+/* `records` 128-byte records, written. */
+static void fill(le_engine *e, int records)
+{
+	char p[128];
+	memset(p, 'r', sizeof p);
+	for (int i = 0; i < records; i++)
+		CHECK_RC(le_write(e, 0, LE_INFO, p, sizeof p));
+	CHECK_RC(le_flush(e, -1));
+}
+
+static le_engine *engine(const char *dir, uint64_t margin)
+{
+	le_config c;
+	le_engine *e;
+
+	le_config_init(&c);
+	c.dir = dir;
+	c.segment_bytes = 64 << 10;
+	c.retention_bytes = 256 << 10;
+	c.retention_unshipped_bytes = margin;
+	c.overflow = LE_OVERFLOW_BLOCK;
+	CHECK_RC(le_open(&e, &c));
+	return e;
+}
+
+TEST(retention_keeps_unshipped_segments_up_to_the_margin)
+{
+	char dir[256];
+	le_stats st;
+	le_engine *e = engine(t_tmpdir(dir), 1 << 20);
+
+	fill(e, 10);
+	put_cursor(dir, 0, 1); /* a forwarder that has shipped nothing */
+	fill(e, 6000);         /* ~1 MiB: four times retention_bytes */
+	CHECK(segments(dir) > 256 / 64 + 4);
+	CHECK_RC(le_stats_get(e, &st));
+	CHECK_EQ(st.segments_deleted, 0);
+	CHECK_EQ(st.lost_unshipped, 0);
+	CHECK_RC(le_close(e));
+	CHECK_EQ(count_records(dir), 6010);
+	t_rmrf(dir);
+}
+
+TEST(retention_past_the_margin_deletes_and_counts_the_unshipped)
+{
+	char dir[256];
+	le_stats st;
+	le_engine *e = engine(t_tmpdir(dir), 128 << 10);
+
+	fill(e, 10);
+	put_cursor(dir, 0, 1);
+	fill(e, 6000);
+	CHECK_RC(le_stats_get(e, &st));
+	CHECK(st.segments_deleted > 0);
+	CHECK_RC(le_close(e));
+	/* What was deleted is exactly what the counter says was lost. */
+	long left = 0;
+	CHECK(read_all(dir, LE_RECOVER_TOLERATE_TAIL, count_app_record,
+	               &left) >= 0);
+	CHECK_EQ((uint64_t)left + st.lost_unshipped, 6010);
+	t_rmrf(dir);
+}
+
+TEST(retention_deletes_shipped_segments_as_before)
+{
+	char dir[256];
+	le_stats st;
+	le_engine *e = engine(t_tmpdir(dir), 1 << 30);
+
+	fill(e, 10);
+	put_cursor(dir, 0, 1000000); /* everything shipped */
+	fill(e, 6000);
+	CHECK_RC(le_stats_get(e, &st));
+	CHECK(st.segments_deleted > 0);
+	CHECK_EQ(st.lost_unshipped, 0);
+	CHECK_RC(le_close(e)); /* the reaper's unlinks are done */
+	CHECK(segments(dir) <= 256 / 64 + 2);
+	t_rmrf(dir);
+}
+
+int main(int argc, char **argv)
+{
+	T_INIT(argc, argv);
+	RUN(forward_slot_matches_the_test_vector);
+	RUN(torn_forward_slot_falls_back_to_the_other);
+	RUN(short_forward_file_reads_as_zero_filled);
+	RUN(origin_matches_the_test_vector);
+	RUN(origin_host_outside_the_alphabet_is_refused);
+	RUN(body_of_valid_frames_passes);
+	RUN(body_with_one_bad_crc_is_rejected_at_that_frame);
+	RUN(body_whose_frames_disagree_with_its_headers_is_rejected);
+	RUN(body_test_vector_of_format_md);
+	RUN(body_without_sequence_field_is_numbered_from_first);
+	RUN(store_keeps_frames_and_origin_for_the_reader);
+	RUN(reopened_store_expects_the_next_sequence);
+	RUN(torn_tail_of_a_killed_collector_is_cut_at_open);
+	RUN(gap_marker_says_how_many_and_the_chain_goes_on);
+	RUN(store_rotates_at_segment_bytes_between_frames);
+	RUN(origins_get_a_shard_directory_each_and_merge_by_time);
+	RUN(second_collector_on_a_store_is_refused);
+	RUN(retention_keeps_unshipped_segments_up_to_the_margin);
+	RUN(retention_past_the_margin_deletes_and_counts_the_unshipped);
+	RUN(retention_deletes_shipped_segments_as_before);
+	return t_done();
+}

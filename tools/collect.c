@@ -1,0 +1,986 @@
+/*
+ * collect.c -- `logengine collect DIR`: a durable JetStream pull consumer
+ * that stores what forwarders ship in a store with one shard directory
+ * per origin (host, shard), frames as they were received
+ * (src/collect_store.c; docs/FORMAT.md, "Collector store").
+ *
+ *   fetch (<= --fetch-bytes) --> each message: headers, then every frame
+ *   checked (one bad frame rejects the message whole) --> fenced by the
+ *   origin's next sequence --> appended --> sync (--sync batch) --> ack
+ *
+ * What a message's range [first, last] is against the origin's next
+ * expected sequence E (from the store itself, so a restart knows it):
+ *
+ *   last < E            already stored (a redelivery, a resend): ack
+ *   first <= E <= last  store E..last: ack
+ *   first > E           a hole: another message is still to come (the
+ *                       forwarder resends what failed, and a killed
+ *                       collector's unacknowledged messages come back
+ *                       after the ack wait), later in the stream: hold
+ *                       it, unacknowledged (its ack timer reset while
+ *                       it waits), and go on fetching; when the hole
+ *                       fills, the held messages are stored in order.
+ *                       Held messages are bounded (HOLD_MSGS, and
+ *                       --fetch-bytes of bodies); past that a hole's
+ *                       message is nakked with a delay of one ack wait
+ *                       (a short delay would fill every fetch with the
+ *                       same messages, and the missing one never come);
+ *                       once every message the consumer has delivered
+ *                       and not had acknowledged is in our hands (none
+ *                       is pending elsewhere, or still to come again
+ *                       after its ack wait: a message delivered into a
+ *                       fetch that had already ended comes back behind
+ *                       later ones), and --gap-wait-ms has passed
+ *                       since, store a marker "N records missing from
+ *                       the stream" and take it
+ *
+ * Memory: one fetch's messages and the held ones, each bounded by
+ * --fetch-bytes; nothing grows with the stream.
+ */
+#define _GNU_SOURCE
+#include "ship_cli.h"
+
+#ifndef LE_NO_NATS
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <time.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "crc32c.h"
+#include "os.h"
+#include "ship.h"
+
+#define CMD "collect"
+#define FETCH_MSGS 256
+#define FETCH_EXPIRE_MS 500
+#define MAX_ACK_PENDING 20000
+#define DEFAULT_DURABLE "logengine-collect"
+#define DEFAULT_FILTER "logs.>"
+#define DEFAULT_ACK_WAIT_MS 10000
+#define DEFAULT_GAP_WAIT_MS 60000
+#define ASK_POLL_MS 200            /* the consumer asked, at most */
+#define HOLD_MSGS (2 * FETCH_MSGS) /* messages held behind a hole */
+
+enum { ACT_ACK, ACT_TERM, ACT_NAK, ACT_HOLD, ACT_KEPT };
+
+/* The headers of a message (docs/FORMAT.md, "Message"). */
+struct hdrs {
+	const char *host;
+	uint32_t shard, fields;
+	uint64_t first, last, gap, ts;
+	int has_crc;
+	uint32_t crc;
+};
+
+/* The next fetch, made on a thread of its own while the main thread
+ * stores the last one: the server's work and the transfer overlap the
+ * checks, writes and sync.  One list ahead, at most. */
+struct ahead {
+	pthread_t t;
+	int running;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;    /* the slot filled or emptied, or stop */
+	int full;
+	_Atomic int stop;     /* also read, unlocked, by a failing fetch */
+	natsMsgList list;     /* the slot */
+	int asked;            /* the batch it was fetched with */
+	int batch;            /* the next request, set by the main thread */
+	uint64_t wait_ms;     /* how long it may wait for a first message */
+	int said;             /* a failing fetch was reported */
+};
+
+/* A message held behind a hole of its origin: checked, not stored. */
+struct held {
+	natsMsg *m;
+	struct hdrs h;
+	uint64_t bytes, sseq; /* body bytes, stream sequence */
+};
+
+struct col {
+	struct ship_conn conn;
+	const char *dir, *subject, *durable;
+	uint64_t segment_bytes, fetch_bytes, ack_wait_ms, gap_wait_ms;
+	int sync, once, verbose;
+	natsConnection *nc;
+	jsCtx *js;
+	natsSubscription *sub;
+	le__cstore *st;
+	int wake[2];
+	uint64_t max_msg;    /* largest message seen (max_payload at first) */
+	uint64_t recent_msg; /* largest of the last fetch that brought any
+	                        (max_payload at first) */
+	int no_max_bytes;    /* the server ignores a fetch's byte limit */
+	uint64_t asked_ms;   /* when the consumer was last asked whether all
+	                        it has pending is in our hands */
+	int asked_yes;       /* and its answer */
+	uint64_t progress_ms; /* when the fetch being handled came, or its
+	                         messages' ack timers were last reset */
+	struct held hold[HOLD_MSGS];
+	int nhold;
+	uint64_t hold_bytes, hold_ms; /* bodies held; ack timers reset */
+	natsMsg *done[HOLD_MSGS];     /* held ones placed: acked after sync */
+	int ndone;
+	natsMsg **cur;                /* the fetch being handled */
+	int ncur;
+	struct ahead ah;
+	int short_fetch;              /* the last fetch brought less than
+	                                 it asked for */
+	/* counters */
+	uint64_t msgs, records, bytes, dups, rejected, held, lost, missing;
+};
+
+
+static int hdr_u64(natsMsg *m, const char *k, uint64_t *v, int need)
+{
+	const char *s = NULL;
+	char *end;
+
+	if (natsMsgHeader_Get(m, k, &s) != NATS_OK || !s)
+		return need ? -1 : 0;
+	errno = 0;
+	*v = strtoull(s, &end, 10);
+	return (errno || end == s || *end || s[0] == '-') ? -1 : 1;
+}
+
+/* @return 0, or -1 with *why naming the header. */
+static int parse_hdrs(natsMsg *m, struct hdrs *h, const char **why)
+{
+	const char *seq = NULL, *crc = NULL;
+	uint64_t v;
+
+	memset(h, 0, sizeof h[0]);
+	if (hdr_u64(m, "Le-Format", &v, 1) < 0 || v != LE_SHIP_FORMAT)
+		return *why = "header Le-Format missing or not 1", -1;
+	if (natsMsgHeader_Get(m, "Le-Host", &h->host) != NATS_OK || !h->host ||
+	    !le__host_valid(h->host, strlen(h->host)))
+		return *why = "header Le-Host missing or not a host name", -1;
+	if (hdr_u64(m, "Le-Shard", &v, 1) < 0 || v > 65535)
+		return *why = "header Le-Shard missing or above 65535", -1;
+	h->shard = (uint32_t)v;
+	if (natsMsgHeader_Get(m, "Le-Seq", &seq) != NATS_OK || !seq ||
+	    sscanf(seq, "%" SCNu64 "-%" SCNu64, &h->first, &h->last) != 2 ||
+	    h->first == 0 || h->last < h->first)
+		return *why = "header Le-Seq missing or not FIRST-LAST", -1;
+	if (hdr_u64(m, "Le-Fields", &v, 1) < 0 || (v & ~(uint64_t)LE_FIELD_ALL))
+		return *why = "header Le-Fields missing or unknown bits", -1;
+	h->fields = (uint32_t)v;
+	if (hdr_u64(m, "Le-Gap", &h->gap, 0) < 0 ||
+	    hdr_u64(m, "Le-Ts", &h->ts, 0) < 0)
+		return *why = "header Le-Gap or Le-Ts not a number", -1;
+	if (natsMsgHeader_Get(m, "Le-Body-Crc", &crc) == NATS_OK && crc) {
+		char *end;
+		h->crc = (uint32_t)strtoul(crc, &end, 16);
+		if (*end || end == crc)
+			return *why = "header Le-Body-Crc not hexadecimal", -1;
+		h->has_crc = 1;
+	}
+	return 0;
+}
+
+/* The stream sequence of m, for reports (0 when unknown). */
+static uint64_t stream_seq(natsMsg *m)
+{
+	jsMsgMetaData *md = NULL;
+	uint64_t seq = 0;
+
+	if (natsMsg_GetMetaData(&md, m) == NATS_OK) {
+		seq = md->Sequence.Stream;
+		jsMsgMetaData_Destroy(md);
+	}
+	return seq;
+}
+
+static int reject(struct col *c, natsMsg *m, const struct hdrs *h,
+                  const char *why, uint64_t off)
+{
+	c->rejected++;
+	fprintf(stderr, "logengine %s: stream %s message %" PRIu64
+	        " rejected (nothing of it stored): ", CMD, c->conn.stream,
+	        stream_seq(m));
+	if (h && h->host)
+		fprintf(stderr, "host %s shard %" PRIu32 " records %" PRIu64
+		        "-%" PRIu64 ": ", h->host, h->shard, h->first, h->last);
+	if (off != UINT64_MAX)
+		fprintf(stderr, "frame at byte %" PRIu64 ": ", off);
+	fprintf(stderr, "%s\n", why);
+	return ACT_TERM;
+}
+
+/* The body against its headers.  @return 0, or ACT_TERM after reject. */
+static int check_body(struct col *c, natsMsg *m, const struct hdrs *h)
+{
+	const unsigned char *b = (const unsigned char *)natsMsg_GetData(m);
+	size_t len = (size_t)natsMsg_GetDataLength(m);
+	uint64_t off;
+	const char *why;
+
+	if (h->gap)
+		return (len == 0 && h->gap == h->last - h->first + 1)
+		               ? 0 : reject(c, m, h, "a gap message with a body "
+		                            "or a count not its range",
+		                            UINT64_MAX);
+	if (!(h->fields & LE_FIELD_CRC) &&
+	    (!h->has_crc ||
+	     h->crc != le__crc_mask(le__crc32c_extend(0, b, len))))
+		return reject(c, m, h, "body checksum (Le-Body-Crc) missing or "
+		              "wrong", UINT64_MAX);
+	if (le__ship_check_body(b, len, h->fields, h->shard, h->first,
+	                        h->last - h->first + 1, &off, &why) < 0)
+		return reject(c, m, h, why, off);
+	return 0;
+}
+
+/* Time of the first frame of a checked body (0 without timestamps). */
+static uint64_t first_ts(natsMsg *m, const struct hdrs *h)
+{
+	le__frame f;
+	const char *why;
+
+	if (h->gap)
+		return h->ts;
+	if (le__frame_decode((const unsigned char *)natsMsg_GetData(m),
+	                     (uint64_t)natsMsg_GetDataLength(m), h->fields,
+	                     LE_FRAME_MAX, &f, &why) != LE_FRAME_OK)
+		return 0;
+	return f.ts;
+}
+
+/* first > E: wait for the rest, up to --gap-wait-ms.  @return 1 to nak,
+ * 0 to take it (a marker for the hole stored), < 0. */
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+/* Messages in our hands, not acknowledged yet: held, placed from the
+ * held ones, and the fetch being handled, each stream sequence once (a
+ * message sent again while we held it is in two of them). */
+static uint64_t in_hand_count(struct col *c)
+{
+	uint64_t seq[HOLD_MSGS * 2 + FETCH_MSGS * 2], n = 0, k = 0;
+
+	for (int i = 0; i < c->nhold; i++)
+		seq[n++] = c->hold[i].sseq;
+	for (int i = 0; i < c->ndone; i++)
+		seq[n++] = stream_seq(c->done[i]);
+	for (int i = 0; i < c->ncur; i++)
+		if (c->cur[i])
+			seq[n++] = stream_seq(c->cur[i]);
+	pthread_mutex_lock(&c->ah.mu);
+	for (int i = 0; c->ah.full && i < c->ah.list.Count &&
+	                i < FETCH_MSGS; i++)
+		seq[n++] = stream_seq(c->ah.list.Msgs[i]);
+	pthread_mutex_unlock(&c->ah.mu);
+	qsort(seq, (size_t)n, sizeof seq[0], cmp_u64);
+	for (uint64_t i = 0; i < n; i++)
+		k += seq[i] && (i == 0 || seq[i] != seq[i - 1]);
+	return k;
+}
+
+/* Is every message the consumer delivered and has not had acknowledged
+ * one we hold (or are handling now)?  Then nothing before a held
+ * message can still come from the stream but a resend, which is what
+ * --gap-wait-ms waits for.  Asked at most every ASK_POLL_MS; a no
+ * only delays. */
+static int in_hand(struct col *c, uint64_t now)
+{
+	jsConsumerInfo *ci = NULL;
+	jsErrCode je = 0;
+	int yes = 0;
+
+	if (now - c->asked_ms < ASK_POLL_MS)
+		return c->asked_yes;
+	c->asked_ms = now;
+	/* Counted before the question: what we hold now is pending when the
+	 * server answers (what the fetching thread takes meanwhile makes
+	 * the answer larger, a no).  Our acks of earlier fetches first: a
+	 * flush is a round trip behind them (one the server has not
+	 * applied yet reads as a no too). */
+	uint64_t mine = in_hand_count(c);
+	if (natsConnection_FlushTimeout(c->nc, 5000) == NATS_OK &&
+	    js_GetConsumerInfo(&ci, c->js, c->conn.stream, c->durable, NULL,
+	                       &je) == NATS_OK)
+		yes = (uint64_t)ci->NumAckPending <= mine;
+	jsConsumerInfo_Destroy(ci);
+	return c->asked_yes = yes;
+}
+
+/* Records [o->next_seq, h->first) are not there.  @return 1 to wait, 0
+ * when a marker took their place, < 0. */
+static int hole(struct col *c, le__cstore_origin *o, natsMsg *m,
+                const struct hdrs *h)
+{
+	uint64_t now = ship_mono_ms();
+
+	/* The wait starts once nothing delivered can still bring them. */
+	if (!o->hole_since && !in_hand(c, now))
+		return 1;
+	if (!o->hole_since)
+		o->hole_since = now;
+	if (now - o->hole_since < c->gap_wait_ms)
+		return 1;
+	fprintf(stderr, "logengine %s: host %s shard %" PRIu32 ": records %"
+	        PRIu64 "-%" PRIu64 " still missing from the stream after %"
+	        PRIu64 " ms: a marker takes their place\n", CMD, h->host,
+	        h->shard, o->next_seq, h->first - 1, c->gap_wait_ms);
+	c->missing += h->first - o->next_seq;
+	return le__cstore_gap(c->st, o, h->fields, o->next_seq, h->first - 1,
+	                      first_ts(m, h), "missing from the stream");
+}
+
+/* Headers and body of m.  @return 0, ACT_TERM (rejected). */
+static int check(struct col *c, natsMsg *m, struct hdrs *h)
+{
+	const char *why;
+
+	c->msgs++;
+	if (parse_hdrs(m, h, &why) < 0)
+		return reject(c, m, NULL, why, UINT64_MAX);
+	return check_body(c, m, h);
+}
+
+/* Store what of checked message m its origin does not have.  may_wait:
+ * a hole is waited for (ACT_HOLD) rather than given up on.  @return
+ * ACT_ACK, ACT_HOLD, or < 0 when the store failed (nothing is
+ * acknowledged then). */
+static int place(struct col *c, natsMsg *m, const struct hdrs *h,
+                 int may_wait)
+{
+	char err[256];
+	int rc;
+
+	le__cstore_origin *o = le__cstore_origin_get(c->st, h->host, h->shard,
+	                                             1, err, sizeof err);
+	if (!o) {
+		fprintf(stderr, "logengine %s: %s\n", CMD, err);
+		return LE_EIO;
+	}
+	if (o->next_seq == 0)
+		o->next_seq = 1; /* a forwarder starts every origin at 1 */
+	if (h->last < o->next_seq) {
+		c->dups++;
+		return ACT_ACK;
+	}
+	if (h->first > o->next_seq) {
+		if (!may_wait)
+			return ACT_HOLD;
+		if ((rc = hole(c, o, m, h)) != 0)
+			return rc > 0 ? ACT_HOLD : rc;
+	}
+	o->hole_since = 0;
+	uint64_t skip = o->next_seq - h->first, n = h->last - o->next_seq + 1;
+	if (h->gap) {
+		c->lost += n;
+		rc = le__cstore_gap(c->st, o, h->fields, o->next_seq, h->last,
+		                    h->ts, "lost before shipping");
+	} else {
+		const unsigned char *b = (const unsigned char *)natsMsg_GetData(m);
+		size_t len = (size_t)natsMsg_GetDataLength(m);
+		size_t off = le__ship_body_skip(b, len, skip);
+		c->records += n;
+		c->bytes += len - off;
+		rc = le__cstore_append(c->st, o, h->fields, b + off, len - off, n);
+	}
+	return rc < 0 ? rc : ACT_ACK;
+}
+
+/* Keep m (ours now) until its hole fills.  @return 0, -1 no room. */
+static int hold(struct col *c, natsMsg *m, const struct hdrs *h)
+{
+	uint64_t len = (uint64_t)natsMsg_GetDataLength(m), sseq = stream_seq(m);
+
+	for (int i = 0; i < c->nhold; i++)
+		if (sseq && c->hold[i].sseq == sseq) {
+			/* sent again (its ack wait ran out): the new copy,
+			 * whose timer is fresh, replaces ours */
+			natsMsg_Destroy(c->hold[i].m);
+			c->hold[i].m = m;
+			c->hold[i].h = *h;
+			return 0;
+		}
+	if (c->nhold == HOLD_MSGS ||
+	    (c->nhold && c->hold_bytes + len > c->fetch_bytes))
+		return -1;
+	c->hold[c->nhold++] = (struct held){m, *h, len, sseq};
+	c->hold_bytes += len;
+	c->held++;
+	return 0;
+}
+
+/* Store the held messages whose holes filled, in each origin's order:
+ * the lowest first sequence of an origin goes first, and only it may
+ * give up on its hole (a later one giving up would mark as missing the
+ * records an earlier held one has).  Placed ones wait in c->done for
+ * the sync before their acks.  @return 0, < 0. */
+static int drain(struct col *c)
+{
+	unsigned char stuck[HOLD_MSGS] = {0}; /* its origin's hole stays */
+
+	for (;;) {
+		int best = -1;
+		for (int i = 0; i < c->nhold; i++)
+			if (!stuck[i] && (best < 0 || c->hold[i].h.first <
+			                                  c->hold[best].h.first))
+				best = i;
+		if (best < 0)
+			return 0;
+		struct held *e = &c->hold[best];
+		int rc = place(c, e->m, &e->h, 1);
+		if (rc < 0)
+			return rc;
+		if (rc == ACT_HOLD) {
+			/* every held message of this origin stays */
+			for (int i = 0; i < c->nhold; i++)
+				stuck[i] |= c->hold[i].h.shard == e->h.shard &&
+				            !strcmp(c->hold[i].h.host, e->h.host);
+			continue;
+		}
+		c->done[c->ndone++] = e->m;
+		c->hold_bytes -= e->bytes;
+		*e = c->hold[--c->nhold];
+		stuck[best] = stuck[c->nhold];
+	}
+}
+
+static void act(const struct col *c, natsMsg *m, int a)
+{
+	if (a == ACT_ACK)
+		natsMsg_Ack(m, NULL);
+	else if (a == ACT_TERM)
+		natsMsg_Term(m, NULL);
+	else
+		natsMsg_NakWithDelay(m, (int64_t)c->ack_wait_ms, NULL);
+}
+
+/* Nothing left for us in the stream (--once). */
+static int drained(struct col *c)
+{
+	jsConsumerInfo *ci = NULL;
+	jsErrCode je = 0;
+	int done = 0;
+
+	if (js_GetConsumerInfo(&ci, c->js, c->conn.stream, c->durable, NULL,
+	                       &je) == NATS_OK)
+		done = ci->NumPending == 0 && ci->NumAckPending == 0;
+	jsConsumerInfo_Destroy(ci);
+	return done;
+}
+
+/*
+ * Messages to ask for: fetch_bytes of messages the size of the last
+ * fetch's largest, so that the server's count and the library's agree
+ * and a fetch ends with nothing of it still on the way (a fetch that
+ * the byte limit ends, the library counting bytes as the server does
+ * not, may leave messages arriving after it returned).  The request's
+ * byte limit (MaxBytes, honoured by servers 2.8.3 on) still bounds a
+ * fetch whose messages grew; a server found to ignore it gets
+ * fetch_bytes / the largest message ever seen.
+ */
+static int fetch_batch(const struct col *c)
+{
+	uint64_t m = c->no_max_bytes ? c->max_msg : c->recent_msg;
+	uint64_t n = c->fetch_bytes / (m ? m : 1);
+	return n < 1 ? 1 : n > FETCH_MSGS ? FETCH_MSGS : (int)n;
+}
+
+/* A fetch taking a third of the ack wait to handle (a slow disk, a
+ * loaded host) resets its messages' ack timers: else the server sends
+ * them again behind later ones while they are being stored. */
+static void keep_fetch(struct col *c, const natsMsgList *list, int n)
+{
+	uint64_t now = ship_mono_ms();
+
+	if (now - c->progress_ms < c->ack_wait_ms / 3)
+		return;
+	c->progress_ms = now;
+	for (int i = 0; i < n; i++)
+		if (list->Msgs[i])
+			natsMsg_InProgress(list->Msgs[i], NULL);
+	pthread_mutex_lock(&c->ah.mu); /* and the one fetched meanwhile */
+	for (int i = 0; c->ah.full && i < c->ah.list.Count; i++)
+		natsMsg_InProgress(c->ah.list.Msgs[i], NULL);
+	pthread_mutex_unlock(&c->ah.mu);
+}
+
+/* The held messages' ack timers, reset every third of the ack wait. */
+static void keep_held(struct col *c)
+{
+	uint64_t now = ship_mono_ms();
+
+	if (now - c->hold_ms < c->ack_wait_ms / 3)
+		return;
+	c->hold_ms = now;
+	for (int i = 0; i < c->nhold; i++)
+		natsMsg_InProgress(c->hold[i].m, NULL);
+}
+
+
+/* Ask the server for what is there (batch messages, --fetch-bytes); when
+ * nothing is, wait up to wait_ms for the first message to come (a fetch
+ * of N waits for N, or its expiry: a stream that trickles would pay
+ * that).  On the fetching thread.  @return the list (maybe empty). */
+static natsMsgList fetch_list(struct col *c, int batch, uint64_t wait_ms)
+{
+	natsMsgList list = {0};
+	jsFetchRequest req;
+
+	jsFetchRequest_Init(&req);
+	req.Batch = batch;
+	req.MaxBytes = (int64_t)c->fetch_bytes;
+	req.NoWait = true;
+	/* With an expiry the library waits for the server's answer to end
+	 * (the batch, or a status); without one it returns as soon as its
+	 * queue is empty for a moment, the rest of the answer still on the
+	 * way, and requests overlap until it drops messages.  The expiry is
+	 * also how long a fetch waits when nothing is there (the server
+	 * does not end it sooner while messages are pending), so it stays
+	 * short: on a host too loaded to take a whole fetch in it, the
+	 * messages it drops come back an ack wait later, the ones after
+	 * them held meanwhile. */
+	req.Expires = (int64_t)FETCH_EXPIRE_MS * 1000000;
+	natsStatus s = natsSubscription_FetchRequest(&list, c->sub, &req);
+	if ((s == NATS_OK || s == NATS_TIMEOUT || s == NATS_NOT_FOUND) &&
+	    list.Count == 0) {
+		natsMsgList_Destroy(&list);
+		jsFetchRequest_Init(&req);
+		req.Batch = 1;
+		req.MaxBytes = (int64_t)c->fetch_bytes;
+		req.Expires = (int64_t)wait_ms * 1000000;
+		s = natsSubscription_FetchRequest(&list, c->sub, &req);
+	}
+	if (s != NATS_OK && s != NATS_TIMEOUT && s != NATS_NOT_FOUND) {
+		natsMsgList_Destroy(&list);
+		if (atomic_load(&c->ah.stop))
+			return (natsMsgList){0}; /* the connection was closed */
+		if (!c->ah.said++)
+			fprintf(stderr, "logengine %s: fetch: %s; retrying\n", CMD,
+			        nats_GetLastError(NULL));
+		ship_wait(c->wake[0], SHIP_BACKOFF_MIN_MS * 5);
+		return (natsMsgList){0};
+	}
+	c->ah.said = 0;
+	return list;
+}
+
+static void *ahead_main(void *arg)
+{
+	struct col *c = arg;
+	struct ahead *a = &c->ah;
+
+	pthread_mutex_lock(&a->mu);
+	while (!a->stop) {
+		if (a->full) {
+			pthread_cond_wait(&a->cv, &a->mu);
+			continue;
+		}
+		int batch = a->batch;
+		uint64_t wait_ms = a->wait_ms;
+		pthread_mutex_unlock(&a->mu);
+		natsMsgList l = fetch_list(c, batch, wait_ms);
+		pthread_mutex_lock(&a->mu);
+		a->list = l;
+		a->asked = batch;
+		a->full = 1;
+		pthread_cond_broadcast(&a->cv);
+	}
+	pthread_mutex_unlock(&a->mu);
+	return NULL;
+}
+
+/* The next request's parameters, from what the main thread knows. */
+static void ahead_params(struct col *c)
+{
+	c->ah.batch = fetch_batch(c);
+	/* held messages' timers are reset between fetches */
+	c->ah.wait_ms = c->nhold && c->ack_wait_ms / 3 < FETCH_EXPIRE_MS
+	                ? c->ack_wait_ms / 3 : FETCH_EXPIRE_MS;
+}
+
+static int ahead_start(struct col *c)
+{
+	pthread_condattr_t ca;
+
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&c->ah.cv, &ca);
+	pthread_condattr_destroy(&ca);
+	ahead_params(c);
+	if (pthread_create(&c->ah.t, NULL, ahead_main, c) != 0) {
+		fprintf(stderr, "logengine %s: cannot start a thread\n", CMD);
+		return SHIP_EXIT_FAIL;
+	}
+	c->ah.running = 1;
+	return 0;
+}
+
+/* Stop the fetching thread: closing the connection (the acks flushed
+ * before) ends the fetch it may be waiting in.  What it fetched and
+ * nobody took goes unacknowledged, and comes back. */
+static void ahead_stop(struct col *c)
+{
+	if (!c->ah.running)
+		return;
+	pthread_mutex_lock(&c->ah.mu);
+	c->ah.stop = 1;
+	pthread_cond_broadcast(&c->ah.cv);
+	pthread_mutex_unlock(&c->ah.mu);
+	natsConnection_Close(c->nc);
+	pthread_join(c->ah.t, NULL);
+	c->ah.running = 0;
+	if (c->ah.full)
+		natsMsgList_Destroy(&c->ah.list);
+	c->ah.full = 0;
+}
+
+/* The list fetched ahead, when it is there (waiting up to 200 ms); the
+ * next fetch starts at once.  @return 1 taken, 0 none yet. */
+static int ahead_take(struct col *c, natsMsgList *out, int *asked)
+{
+	struct ahead *a = &c->ah;
+	struct timespec t;
+	int got;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	t.tv_nsec += 200 * 1000000L;
+	if (t.tv_nsec >= 1000000000L) {
+		t.tv_sec++;
+		t.tv_nsec -= 1000000000L;
+	}
+	pthread_mutex_lock(&a->mu);
+	while (!a->full && !ship_stop &&
+	       pthread_cond_timedwait(&a->cv, &a->mu, &t) == 0)
+		;
+	if ((got = a->full) != 0) {
+		*out = a->list;
+		*asked = a->asked;
+		memset(&a->list, 0, sizeof a->list);
+		a->full = 0;
+		ahead_params(c);
+		pthread_cond_broadcast(&a->cv);
+	}
+	pthread_mutex_unlock(&a->mu);
+	return got;
+}
+
+/* One fetch: handle, sync, then ack.  @return messages, or < 0. */
+static int fetch_once(struct col *c)
+{
+	natsMsgList list = {0};
+	int acts[FETCH_MSGS], rc = 0, asked = 0;
+
+	/* Nothing came: the held messages still wait (and a hole may be
+	 * given up on, below). */
+	if (!ahead_take(c, &list, &asked) && !c->nhold)
+		return 0;
+	/* the server had no more when it answered: --once may be done */
+	c->short_fetch = list.Count < asked;
+	/* Never more than asked for; should the library hand over more, the
+	 * rest is neither stored nor acknowledged: it comes back. */
+	int n = list.Count < FETCH_MSGS ? list.Count : FETCH_MSGS;
+	uint64_t got = 0, largest = 0;
+	c->progress_ms = ship_mono_ms();
+	c->cur = list.Msgs;
+	c->ncur = n;
+	keep_held(c);
+	for (int i = 0; i < n && rc >= 0; i++) {
+		natsMsg *m = list.Msgs[i];
+		struct hdrs h;
+		keep_fetch(c, &list, n);
+		uint64_t len = (uint64_t)natsMsg_GetDataLength(m);
+		if (len > largest)
+			largest = len;
+		if (len > c->max_msg)
+			c->max_msg = len;
+		got += len;
+		if ((rc = acts[i] = check(c, m, &h)) != 0)
+			continue; /* rejected */
+		rc = acts[i] = place(c, m, &h, 0);
+		if (rc == ACT_HOLD) {
+			if (hold(c, m, &h) == 0) {
+				list.Msgs[i] = NULL; /* ours until placed */
+				acts[i] = ACT_KEPT;
+			} else {
+				/* out of our hands: ask again */
+				acts[i] = ACT_NAK;
+				c->asked_yes = 0;
+				c->asked_ms = 0;
+			}
+			rc = 0;
+		} else if (rc >= 0 && c->nhold) {
+			rc = drain(c); /* it may have filled a hole */
+		}
+	}
+	if (rc >= 0)
+		rc = drain(c); /* and a hole may be given up on */
+	if (largest)
+		c->recent_msg = largest;
+	/* A server that honours the limit stops within one message of it. */
+	if (got > c->fetch_bytes + c->max_msg && !c->no_max_bytes) {
+		c->no_max_bytes = 1;
+		fprintf(stderr, "logengine %s: the server ignores a fetch's byte "
+		        "limit (nats-server before 2.8.3): fetching --fetch-bytes "
+		        "/ the largest message from now on\n", CMD);
+	}
+	if (rc >= 0) {
+		keep_fetch(c, &list, n);
+		rc = le__cstore_sync(c->st);
+	}
+	if (rc < 0) {
+		fprintf(stderr, "logengine %s: %s: storing failed: %s (nothing "
+		        "of this fetch acknowledged)\n", CMD, c->dir,
+		        le_strerror(rc));
+		c->ncur = 0;
+		natsMsgList_Destroy(&list);
+		return rc;
+	}
+	c->ncur = 0;
+	for (int i = 0; i < n; i++)
+		if (acts[i] != ACT_KEPT)
+			act(c, list.Msgs[i], acts[i]);
+	for (int i = 0; i < c->ndone; i++) {
+		natsMsg_Ack(c->done[i], NULL);
+		natsMsg_Destroy(c->done[i]);
+	}
+	c->ndone = 0;
+	natsMsgList_Destroy(&list);
+	return n;
+}
+
+static int run(struct col *c)
+{
+	while (!ship_stop) {
+		int n = fetch_once(c);
+		if (n < 0)
+			return SHIP_EXIT_FAIL;
+		/* A short fetch may have been the last: once the server has
+		 * our acks (a flush is a round trip behind them), ask. */
+		if (c->once && (n <= 1 || c->short_fetch) &&
+		    natsConnection_FlushTimeout(c->nc, 5000) == NATS_OK &&
+		    drained(c))
+			break;
+	}
+	/* Acks are published asynchronously: make sure they left. */
+	natsConnection_FlushTimeout(c->nc, 5000);
+	return 0;
+}
+
+/* ---- setup ---- */
+
+static const char usage[] =
+	"usage: logengine collect [OPTIONS] DIR\n"
+	"\n"
+	"Store what `logengine forward` ships in DIR (created if missing),\n"
+	"one shard directory per origin host and shard, records as they were\n"
+	"stored there: `logengine cat -o json DIR` shows host, origin_shard\n"
+	"and origin_seq, and merges every host by time.  Each message is\n"
+	"checked whole (headers, sizes, every frame's CRC, sequence numbers)\n"
+	"before anything of it is stored, and acknowledged once stored.\n"
+	"\n"
+	"  --nats URL            server(s) (nats://127.0.0.1:4222)\n"
+	"  --stream NAME         stream (LOGS), created if missing\n"
+	"  --subject FILTER      subjects to take (logs.>)\n"
+	"  --durable NAME        durable consumer (logengine-collect)\n"
+	"  --creds FILE, --tls, --tls-ca FILE, --tls-cert FILE, --tls-key FILE\n"
+	"  --sync batch|none     fdatasync before acknowledging (batch)\n"
+	"  --segment-bytes N     rotate segments past N bytes (64M)\n"
+	"  --fetch-bytes N       bytes fetched at once, at most (16M)\n"
+	"  --ack-wait-ms N       the consumer's ack wait (10000)\n"
+	"  --gap-wait-ms N       how long records missing from the stream are\n"
+	"                        waited for, once every message before the\n"
+	"                        one after them is settled, before a marker\n"
+	"                        takes their place (60000)\n"
+	"  --once                exit 0 when nothing is left to take\n"
+	"  --verbose             a summary on stderr at the end\n"
+	"\n"
+	"exit status: 0 ok; 1 refused by the server, store I/O error; 2 usage.\n";
+
+static int parse(struct col *c, int argc, char **argv)
+{
+	const struct ship_num nums[] = {
+		{"--segment-bytes", &c->segment_bytes},
+		{"--fetch-bytes", &c->fetch_bytes},
+		{"--ack-wait-ms", &c->ack_wait_ms},
+		{"--gap-wait-ms", &c->gap_wait_ms},
+	};
+	const char *v;
+	int m;
+
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i];
+		if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+			fputs(usage, stdout);
+			return 1;
+		}
+		if (!strcmp(a, "--once")) {
+			c->once = 1;
+		} else if (!strcmp(a, "--verbose") || !strcmp(a, "-v")) {
+			c->verbose = 1;
+		} else if ((m = ship_conn_opt(CMD, argc, argv, &i, &c->conn)) ||
+		           (m = ship_opt(CMD, argc, argv, &i, "--subject",
+		                         &c->subject)) ||
+		           (m = ship_opt(CMD, argc, argv, &i, "--durable",
+		                         &c->durable))) {
+			if (m < 0)
+				return -1;
+		} else if ((m = ship_opt(CMD, argc, argv, &i, "--sync", &v))) {
+			if (m < 0 || (strcmp(v, "batch") && strcmp(v, "none")))
+				return ship_usage(CMD, "--sync: batch or none, not "
+				                  "'%s'", m < 0 ? "" : v);
+			c->sync = !strcmp(v, "batch");
+		} else if ((m = ship_num_opt(CMD, argc, argv, &i, nums,
+		                             sizeof nums / sizeof nums[0]))) {
+			if (m < 0)
+				return -1;
+		} else if (a[0] == '-' && a[1]) {
+			return ship_usage(CMD, "unknown option '%s'", a);
+		} else if (c->dir) {
+			return ship_usage(CMD, "unexpected argument '%s'", a);
+		} else {
+			c->dir = a;
+		}
+	}
+	if (!c->dir)
+		return ship_usage(CMD, "%s", "missing DIR");
+	if (c->segment_bytes < 4096 || c->ack_wait_ms < 100 ||
+	    c->gap_wait_ms < 2 * c->ack_wait_ms)
+		return ship_usage(CMD, "%s", "--segment-bytes is at least 4K, "
+		                  "--ack-wait-ms at least 100, and --gap-wait-ms "
+		                  "at least twice --ack-wait-ms");
+	return 0;
+}
+
+static int open_store(struct col *c)
+{
+	le__cstore_opts o = {.segment_bytes = c->segment_bytes,
+	                     .sync = c->sync};
+	char err[512];
+
+	int rc = le__mkdir(c->dir, 0750);
+	if (rc < 0 && rc != -EEXIST) {
+		fprintf(stderr, "logengine %s: %s: %s\n", CMD, c->dir,
+		        le_strerror(rc));
+		return SHIP_EXIT_FAIL;
+	}
+	rc = le__cstore_open(&c->st, c->dir, &o, err, sizeof err);
+	if (rc < 0) {
+		fprintf(stderr, "logengine %s: %s\n", CMD,
+		        *err ? err : le_strerror(rc));
+		return SHIP_EXIT_FAIL;
+	}
+	return 0;
+}
+
+static int subscribe(struct col *c)
+{
+	jsSubOptions so;
+	jsErrCode je = 0;
+
+	jsSubOptions_Init(&so);
+	so.Stream = c->conn.stream;
+	so.Config.AckPolicy = js_AckExplicit;
+	so.Config.AckWait = (int64_t)c->ack_wait_ms * 1000000;
+	so.Config.MaxAckPending = MAX_ACK_PENDING;
+	natsStatus s = js_PullSubscribe(&c->sub, c->js, c->subject, c->durable,
+	                                NULL, &so, &je);
+	if (s == NATS_OK)
+		return 0;
+	fprintf(stderr, "logengine %s: durable consumer %s on stream %s "
+	        "(subjects %s): %s\n", CMD, c->durable, c->conn.stream,
+	        c->subject, nats_GetLastError(NULL));
+	return SHIP_EXIT_FAIL;
+}
+
+static int start(struct col *c)
+{
+	int status;
+
+	c->nc = ship_connect(CMD, &c->conn, c->wake[0], &status);
+	if (!c->nc)
+		return status;
+	if (natsConnection_JetStream(&c->js, c->nc, NULL) != NATS_OK) {
+		fprintf(stderr, "logengine %s: JetStream: %s\n", CMD,
+		        nats_GetLastError(NULL));
+		return SHIP_EXIT_FAIL;
+	}
+	status = ship_stream(CMD, c->js, c->conn.stream, c->subject, 1, 0, 0,
+	                     c->wake[0]);
+	int64_t mp = natsConnection_GetMaxPayload(c->nc);
+	if (!c->fetch_bytes)
+		c->fetch_bytes = (uint64_t)(2 * mp > (16 << 20) ? 2 * mp
+		                                                : (16 << 20));
+	c->max_msg = c->recent_msg = (uint64_t)mp;
+	return status ? status : subscribe(c);
+}
+
+static void summary(const struct col *c)
+{
+	fprintf(stderr, "logengine %s: %s: %" PRIu64 " messages, %" PRIu64
+	        " records (%" PRIu64 " bytes) stored, %" PRIu64 " already "
+	        "stored, %" PRIu64 " rejected, %" PRIu64 " held back, %" PRIu64
+	        " records lost before shipping, %" PRIu64 " missing from the "
+	        "stream; peak RSS %ld KiB\n", CMD, c->dir, c->msgs, c->records,
+	        c->bytes, c->dups, c->rejected, c->held, c->lost, c->missing,
+	        ship_peak_rss_kib());
+}
+
+int cmd_collect(int argc, char **argv)
+{
+	struct col c;
+	int status;
+
+	memset(&c, 0, sizeof c);
+	c.conn.url = SHIP_DEFAULT_URL;
+	c.conn.stream = SHIP_DEFAULT_STREAM;
+	c.subject = DEFAULT_FILTER;
+	c.durable = DEFAULT_DURABLE;
+	c.segment_bytes = 64u << 20;
+	c.ack_wait_ms = DEFAULT_ACK_WAIT_MS;
+	c.gap_wait_ms = DEFAULT_GAP_WAIT_MS;
+	c.sync = 1;
+	c.wake[0] = c.wake[1] = -1;
+	pthread_mutex_init(&c.ah.mu, NULL);
+	status = parse(&c, argc, argv);
+	if (status)
+		return status > 0 ? 0 : SHIP_EXIT_USAGE;
+	if (ship_check_url(CMD, c.conn.url) < 0)
+		return SHIP_EXIT_USAGE;
+	if (pipe2(c.wake, O_NONBLOCK | O_CLOEXEC) < 0) {
+		fprintf(stderr, "logengine %s: %s\n", CMD, strerror(errno));
+		return SHIP_EXIT_FAIL;
+	}
+	ship_malloc_tune();
+	ship_signals(c.wake[1]);
+	status = open_store(&c);
+	if (status == 0)
+		status = start(&c);
+	if (status == 0 && c.nc && (status = ahead_start(&c)) == 0)
+		status = run(&c);
+	ahead_stop(&c);
+	if (c.verbose)
+		summary(&c);
+	/* Held and placed-but-unsynced messages go unacknowledged: the
+	 * server sends them again to the next run. */
+	for (int i = 0; i < c.nhold; i++)
+		natsMsg_Destroy(c.hold[i].m);
+	for (int i = 0; i < c.ndone; i++)
+		natsMsg_Destroy(c.done[i]);
+	if (c.sub)
+		natsSubscription_Destroy(c.sub);
+	if (c.js)
+		jsCtx_Destroy(c.js);
+	if (c.nc)
+		natsConnection_Destroy(c.nc);
+	nats_Close();
+	le__cstore_close(c.st);
+	close(c.wake[0]);
+	close(c.wake[1]);
+	return status;
+}
+#endif

@@ -1,0 +1,188 @@
+/*
+ * frame.c -- building the dashboard's frames (frame.h): live pages, then
+ * the tails, then the JSON.
+ */
+#define _GNU_SOURCE
+#include "frame.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+int frames_init(struct frames *f, char **dirs, int ndirs)
+{
+	memset(f, 0, sizeof *f);
+	f->dirs = calloc((size_t)ndirs, sizeof *f->dirs);
+	if (!f->dirs)
+		return -1;
+	f->ndirs = ndirs;
+	for (int i = 0; i < ndirs; i++) {
+		f->dirs[i].pos = calloc(LIVE_MAX_SHARDS, sizeof *f->dirs[i].pos);
+		if (!f->dirs[i].pos || live_dir_init(&f->dirs[i].live, dirs[i]) < 0)
+			return -1;
+	}
+	return 0;
+}
+
+void frames_free(struct frames *f)
+{
+	for (int i = 0; f->dirs && i < f->ndirs; i++) {
+		live_dir_free(&f->dirs[i].live);
+		free(f->dirs[i].pos);
+	}
+	free(f->dirs);
+	f->dirs = NULL;
+}
+
+static void ring_add(struct frames *f, int dir, const le_record *r)
+{
+	struct tail_rec *t;
+	if (f->ring_n < TAIL_RING) {
+		t = &f->ring[(f->ring_head + f->ring_n++) % TAIL_RING];
+	} else {
+		t = &f->ring[f->ring_head];
+		f->ring_head = (f->ring_head + 1) % TAIL_RING;
+	}
+	t->dir = (uint16_t)dir;
+	t->shard = (uint16_t)r->shard;
+	t->level = (int8_t)r->level;
+	t->flags = (uint8_t)r->flags;
+	t->seq = r->seq;
+	t->ts_ns = r->ts_ns;
+	t->len = (uint16_t)(r->len < TAIL_MSG ? r->len : TAIL_MSG);
+	memcpy(t->msg, r->payload, t->len);
+	if (f->fresh < TAIL_RING)
+		f->fresh++;
+}
+
+/*
+ * The records shard i wrote since the last frame, at most TAIL_PER_SHARD:
+ * from where the tail stopped, or, the first time and after falling
+ * behind, from the page's last frame (the newest record).  A shard whose
+ * page shows no new bytes is not opened at all.
+ */
+static void follow(struct frames *f, int k, unsigned i)
+{
+	struct frame_dir *d = &f->dirs[k];
+	const le_live *l = &d->live.cur[i];
+	struct tail_pos *p = &d->pos[i];
+
+	if (l->state == LE_LIVE_NONE || l->segment == 0)
+		return;
+	if (!p->known || p->engine != l->started_ns || p->behind) {
+		if (p->behind && p->known && p->seg == l->segment &&
+		    l->last_frame_off > p->off)
+			f->skipped++; /* only counted within one segment */
+		p->seg = l->segment;
+		p->off = l->last_frame_off;
+		p->engine = l->started_ns;
+		p->known = 1;
+		p->behind = 0;
+	} else if (p->seg == l->segment && p->off >= l->segment_end) {
+		return; /* nothing new */
+	}
+	le_tail *t;
+	le_record r;
+	int n = 0, rc;
+	if (le_tail_open(&t, d->live.path, i, p->seg, p->off) < 0) {
+		p->behind = 1; /* deleted under us: start again at the page */
+		return;
+	}
+	while (n < TAIL_PER_SHARD && (rc = le_tail_next(t, &r)) == 1) {
+		ring_add(f, k, &r);
+		n++;
+	}
+	le_tail_position(t, &p->seg, &p->off);
+	if (n == TAIL_PER_SHARD && le_tail_next(t, &r) == 1)
+		p->behind = 1;
+	le_tail_close(t);
+}
+
+static void dir_json(struct buf *b, const struct live_dir *d)
+{
+	buf_put(b, "{\"dir\":\"", 8);
+	buf_json_str(b, d->path, strlen(d->path));
+	if (d->rc < 0) {
+		buf_printf(b, "\",\"state\":\"none\",\"error\":\"%s\",\"shards\":[]}",
+		           d->rc == -ENOENT ? "no live page" : le_strerror(d->rc));
+		return;
+	}
+	const le_live *e = d->engine;
+	buf_printf(b, "\",\"state\":\"%s\",\"pid\":%d,\"queue\":[%" PRIu64
+	           ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 "],\"shards\":[",
+	           live_state_name(d->state), e->pid, e->queue_records,
+	           e->queue_bytes, e->queue_capacity, e->queue_capacity_bytes);
+	for (unsigned i = 0; i < d->n; i++) {
+		const le_live *l = &d->cur[i];
+		buf_printf(b, "%s[%u,%d,%" PRIu64 ",%" PRIu64 ",%" PRIu64
+		           ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64
+		           ",%" PRIu64 ",%.0f,%.0f,%.0f,%.0f,%d]",
+		           i ? "," : "", i, l->state, l->accepted, l->written,
+		           l->dropped, l->bytes_written, l->ring_bytes,
+		           l->ring_size, l->segments, l->disk_bytes,
+		           le_live_quantile(&l->write, 0.5),
+		           le_live_quantile(&l->write, 0.99),
+		           le_live_quantile(&l->sync, 0.5),
+		           le_live_quantile(&l->sync, 0.99), l->failing);
+	}
+	buf_put(b, "]}", 2);
+}
+
+static void rec_json(struct buf *b, const struct tail_rec *t)
+{
+	buf_printf(b, "[%u,%u,%" PRIu64 ",%" PRIu64 ",%d,%u,\"", t->dir,
+	           t->shard, t->seq, t->ts_ns / 1000000u, t->level, t->flags);
+	buf_json_str(b, t->msg, t->len);
+	buf_put(b, "\"]", 2);
+}
+
+/* The n newest records of the ring, oldest first. */
+static void ring_json(struct buf *b, const struct frames *f, unsigned n)
+{
+	if (n > f->ring_n)
+		n = f->ring_n;
+	for (unsigned j = f->ring_n - n; j < f->ring_n; j++) {
+		if (j != f->ring_n - n)
+			buf_put(b, ",", 1);
+		rec_json(b, &f->ring[(f->ring_head + j) % TAIL_RING]);
+	}
+}
+
+void frames_build(struct frames *f, struct buf *out, const char *extra)
+{
+	struct timespec now;
+
+	f->fresh = 0;
+	for (int k = 0; k < f->ndirs; k++) {
+		struct live_dir *d = &f->dirs[k].live;
+		live_dir_read(d);
+		for (unsigned i = 0; d->rc == 0 && i < d->n; i++)
+			follow(f, k, i);
+	}
+	clock_gettime(CLOCK_REALTIME, &now);
+	buf_printf(out, "{\"seq\":%" PRIu64 ",\"t\":%" PRIu64 ",\"dirs\":[",
+	           ++f->seq,
+	           (uint64_t)now.tv_sec * 1000 + (uint64_t)now.tv_nsec / 1000000);
+	for (int k = 0; k < f->ndirs; k++) {
+		if (k)
+			buf_put(out, ",", 1);
+		dir_json(out, &f->dirs[k].live);
+	}
+	buf_put(out, "],\"tail\":[", 10);
+	ring_json(out, f, f->fresh < TAIL_PER_FRAME ? f->fresh : TAIL_PER_FRAME);
+	buf_printf(out, "],\"skipped\":%" PRIu64, f->skipped);
+	if (extra && *extra) {
+		buf_put(out, ",", 1);
+		buf_put(out, extra, strlen(extra));
+	}
+	buf_put(out, "}", 1);
+}
+
+void frames_tail_json(const struct frames *f, struct buf *out)
+{
+	buf_put(out, "{\"tail\":[", 9);
+	ring_json(out, f, TAIL_RING);
+	buf_put(out, "]}", 2);
+}

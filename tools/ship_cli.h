@@ -1,0 +1,100 @@
+/*
+ * ship_cli.h -- `logengine forward` (forward.c) and `logengine collect`
+ * (collect.c), and what they share (ship_common.c): the connection
+ * options, connecting with a capped backoff, the stream's settings,
+ * signals.  The transport is NATS JetStream through libnats; when the
+ * tool is built without libnats (LE_NO_NATS), both commands only say so.
+ */
+#ifndef LE_SHIP_CLI_H
+#define LE_SHIP_CLI_H
+
+int cmd_forward(int argc, char **argv);
+int cmd_collect(int argc, char **argv);
+
+#ifndef LE_NO_NATS
+#include <signal.h>
+#include <stdint.h>
+
+#include <nats/nats.h>
+
+#define SHIP_EXIT_FAIL 1  /* refused by the server, stream conflict, I/O */
+#define SHIP_EXIT_USAGE 2 /* bad option or URL */
+
+#define SHIP_DEFAULT_URL "nats://127.0.0.1:4222"
+#define SHIP_DEFAULT_STREAM "LOGS"
+#define SHIP_BACKOFF_MIN_MS 100
+#define SHIP_BACKOFF_MAX_MS 5000
+
+struct ship_conn {
+	const char *url;     /* --nats */
+	const char *creds;   /* --creds FILE: a NATS credentials file */
+	int tls;             /* --tls: require TLS */
+	const char *tls_ca;  /* --tls-ca FILE */
+	const char *tls_cert, *tls_key; /* --tls-cert, --tls-key */
+	const char *stream;  /* --stream */
+};
+
+/* SIGINT/SIGTERM seen; the handler also writes a byte to the wake
+ * descriptor given to ship_signals (so a poll on it returns). */
+extern volatile sig_atomic_t ship_stop;
+void ship_signals(int wake_fd);
+
+/* If argv[*i] is a connection option, take it (and its value).
+ * @return 1 taken, 0 not one, -1 usage error printed. */
+int ship_conn_opt(const char *cmd, int argc, char **argv, int *i,
+                  struct ship_conn *c);
+/* "--name VALUE" or "--name=VALUE" at argv[*i].  @return 1, 0, -1. */
+int ship_opt(const char *cmd, int argc, char **argv, int *i,
+             const char *name, const char **val);
+/* A byte count: digits with an optional K, M, G (powers of 1024).
+ * @return 0 or -1 after a usage message naming opt. */
+int ship_size(const char *cmd, const char *opt, const char *s, uint64_t *out);
+/* A byte count or a number of ms, by option name. */
+struct ship_num {
+	const char *name;
+	uint64_t *out;
+};
+/* If argv[*i] is one of the n options of t, take its value (ship_size).
+ * @return 1 taken, 0 not one, -1 usage error printed. */
+int ship_num_opt(const char *cmd, int argc, char **argv, int *i,
+                 const struct ship_num *t, size_t n);
+int ship_usage(const char *cmd, const char *fmt, const char *what);
+
+/* Check --nats before any connection: nats:// or tls:// URLs, comma
+ * separated, each with a host that resolves and a port.  @return 0, or -1
+ * after a message naming the URL. */
+int ship_check_url(const char *cmd, const char *url);
+
+/*
+ * Connect, retrying a server that does not answer with a backoff from
+ * SHIP_BACKOFF_MIN_MS doubling to SHIP_BACKOFF_MAX_MS (asleep in poll
+ * between tries, woken by a signal), saying so once.  A refusal that a
+ * retry cannot cure (authorization, TLS, credentials) ends it.
+ * @return a connection; NULL with *status SHIP_EXIT_FAIL after a message,
+ * or 0 when ship_stop ended the wait.
+ */
+natsConnection *ship_connect(const char *cmd, const struct ship_conn *c,
+                             int wake_fd, int *status);
+
+/* Create the stream when missing (file storage, subjects "TOKEN.>" for a
+ * subject "TOKEN.rest", replicas), or check that it takes messages of
+ * max_msg bytes and (check) `subject`.  JetStream not answering yet is
+ * waited for, a minute at most.  @return 0 (also when ship_stop ended
+ * the wait), or SHIP_EXIT_FAIL after a message naming the setting. */
+int ship_stream(const char *cmd, jsCtx *js, const char *stream,
+                const char *subject, int replicas, int64_t max_msg,
+                int check, int wake_fd);
+
+/* Whether NATS subject pattern p (tokens, '*', '>') matches subject s. */
+int ship_subject_match(const char *p, const char *s);
+
+/* Wait up to ms on fd (readable), then drain it. */
+void ship_wait(int fd, int ms);
+uint64_t ship_mono_ms(void);
+/* Large messages reuse heap pages instead of new mappings (call first). */
+void ship_malloc_tune(void);
+/* Peak resident set size of this process, KiB (from /proc/self/status). */
+long ship_peak_rss_kib(void);
+#endif
+
+#endif

@@ -1,0 +1,513 @@
+/*
+ * ship_common.c -- what `forward` and `collect` share: options, the
+ * connection with its backoff, the stream's settings, signals.
+ */
+#define _GNU_SOURCE
+#include "ship_cli.h"
+
+#ifdef LE_NO_NATS
+#include <stdio.h>
+
+static int no_nats(const char *cmd)
+{
+	fprintf(stderr, "logengine %s: this logengine was built without "
+	        "libnats (install libnats-dev: sh scripts/deps.sh nats, "
+	        "then rebuild)\n", cmd);
+	return 2;
+}
+
+int cmd_forward(int argc, char **argv)
+{
+	(void)argc;
+	(void)argv;
+	return no_nats("forward");
+}
+
+int cmd_collect(int argc, char **argv)
+{
+	(void)argc;
+	(void)argv;
+	return no_nats("collect");
+}
+#else
+
+#include <errno.h>
+#include <malloc.h>
+#include <netdb.h>
+#include <poll.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+volatile sig_atomic_t ship_stop;
+static int wake_write_fd = -1;
+
+static void on_signal(int sig)
+{
+	int saved = errno;
+	char b = 1;
+
+	(void)sig;
+	ship_stop = 1;
+	if (wake_write_fd >= 0 && write(wake_write_fd, &b, 1) < 0) {
+		/* full: the reader wakes anyway */
+	}
+	errno = saved;
+}
+
+void ship_signals(int wake_fd)
+{
+	struct sigaction sa;
+
+	wake_write_fd = wake_fd;
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = on_signal;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+}
+
+int ship_usage(const char *cmd, const char *fmt, const char *what)
+{
+	fprintf(stderr, "logengine %s: ", cmd);
+	fprintf(stderr, fmt, what);
+	fprintf(stderr, "\n(see 'logengine %s --help')\n", cmd);
+	return -1;
+}
+
+int ship_opt(const char *cmd, int argc, char **argv, int *i,
+             const char *name, const char **val)
+{
+	const char *a = argv[*i];
+	size_t n = strlen(name);
+
+	if (strcmp(a, name) == 0) {
+		if (*i + 1 >= argc)
+			return ship_usage(cmd, "option %s needs a value", a);
+		*val = argv[++*i];
+		return 1;
+	}
+	if (strncmp(a, name, n) == 0 && a[n] == '=') {
+		*val = a + n + 1;
+		return 1;
+	}
+	return 0;
+}
+
+int ship_size(const char *cmd, const char *opt, const char *s, uint64_t *out)
+{
+	char *end;
+	errno = 0;
+	unsigned long long v = strtoull(s, &end, 10);
+	unsigned shift = 0;
+
+	if (*end == 'K' || *end == 'k')
+		shift = 10;
+	else if (*end == 'M' || *end == 'm')
+		shift = 20;
+	else if (*end == 'G' || *end == 'g')
+		shift = 30;
+	if (shift)
+		end++;
+	if (errno || end == s || *end || s[0] == '-' ||
+	    (shift && v > (UINT64_MAX >> shift))) {
+		fprintf(stderr, "logengine %s: %s: '%s' is not a byte count "
+		        "(digits, optionally followed by K, M or G)\n", cmd, opt,
+		        s);
+		return -1;
+	}
+	*out = (uint64_t)v << shift;
+	return 0;
+}
+
+int ship_num_opt(const char *cmd, int argc, char **argv, int *i,
+                 const struct ship_num *t, size_t n)
+{
+	const char *v;
+
+	for (size_t k = 0; k < n; k++) {
+		int m = ship_opt(cmd, argc, argv, i, t[k].name, &v);
+		if (m)
+			return m < 0 || ship_size(cmd, t[k].name, v, t[k].out) < 0
+			               ? -1 : 1;
+	}
+	return 0;
+}
+
+int ship_conn_opt(const char *cmd, int argc, char **argv, int *i,
+                  struct ship_conn *c)
+{
+	static const struct {
+		const char *name;
+		size_t off;
+	} opts[] = {
+		{"--nats", offsetof(struct ship_conn, url)},
+		{"--stream", offsetof(struct ship_conn, stream)},
+		{"--creds", offsetof(struct ship_conn, creds)},
+		{"--tls-ca", offsetof(struct ship_conn, tls_ca)},
+		{"--tls-cert", offsetof(struct ship_conn, tls_cert)},
+		{"--tls-key", offsetof(struct ship_conn, tls_key)},
+	};
+	if (strcmp(argv[*i], "--tls") == 0) {
+		c->tls = 1;
+		return 1;
+	}
+	for (size_t k = 0; k < sizeof opts / sizeof opts[0]; k++) {
+		const char *v;
+		int m = ship_opt(cmd, argc, argv, i, opts[k].name, &v);
+		if (m)
+			*(const char **)((char *)c + opts[k].off) = v;
+		if (m)
+			return m;
+	}
+	return 0;
+}
+
+/* One URL of the list: scheme://[user[:pass]@]host[:port]. */
+static int check_one_url(const char *cmd, const char *u, size_t len)
+{
+	char buf[512], host[256], port[16] = "4222";
+	const char *p, *at, *h, *colon;
+	struct addrinfo hints, *res = NULL;
+
+	if (len >= sizeof buf)
+		goto bad;
+	memcpy(buf, u, len);
+	buf[len] = '\0';
+	if (strncmp(buf, "nats://", 7) == 0)
+		p = buf + 7;
+	else if (strncmp(buf, "tls://", 6) == 0)
+		p = buf + 6;
+	else
+		goto bad;
+	at = strrchr(p, '@');
+	h = at ? at + 1 : p;
+	colon = strchr(h, ':');
+	size_t hl = colon ? (size_t)(colon - h) : strlen(h);
+	if (hl == 0 || hl >= sizeof host || strchr(h, '/'))
+		goto bad;
+	memcpy(host, h, hl);
+	host[hl] = '\0';
+	if (colon) {
+		char *end;
+		long v = strtol(colon + 1, &end, 10);
+		if (*end || end == colon + 1 || v <= 0 || v > 65535)
+			goto bad;
+		snprintf(port, sizeof port, "%ld", v);
+	}
+	memset(&hints, 0, sizeof hints);
+	hints.ai_socktype = SOCK_STREAM;
+	int rc = getaddrinfo(host, port, &hints, &res);
+	if (res)
+		freeaddrinfo(res);
+	if (rc == 0 || rc == EAI_AGAIN) /* a DNS hiccup: retry later */
+		return 0;
+	fprintf(stderr, "logengine %s: --nats %s: cannot resolve host '%s': "
+	        "%s\n", cmd, buf, host, gai_strerror(rc));
+	return -1;
+bad:
+	fprintf(stderr, "logengine %s: --nats '%.*s': not a NATS URL "
+	        "(nats://HOST[:PORT] or tls://HOST[:PORT], comma separated)\n",
+	        cmd, (int)len, u);
+	return -1;
+}
+
+int ship_check_url(const char *cmd, const char *url)
+{
+	const char *p = url;
+
+	for (;;) {
+		const char *comma = strchr(p, ',');
+		size_t len = comma ? (size_t)(comma - p) : strlen(p);
+		if (check_one_url(cmd, p, len) < 0)
+			return -1;
+		if (!comma)
+			return 0;
+		p = comma + 1;
+	}
+}
+
+uint64_t ship_mono_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+void ship_wait(int fd, int ms)
+{
+	struct pollfd p = {fd, POLLIN, 0};
+	char buf[256];
+
+	if (poll(&p, 1, ms) > 0)
+		while (read(fd, buf, sizeof buf) > 0)
+			;
+}
+
+void ship_malloc_tune(void)
+{
+	/* Messages of 128 KiB and more would each be a fresh mmap (or,
+	 * from libnats's reader thread, a heap trimmed by madvise after
+	 * each free): every page copied into them faults first.  Kept in
+	 * the heap and not trimmed, the same pages serve message after
+	 * message; the heap then stays at the window's high-water mark,
+	 * which the window (or the fetch) bounds. */
+	mallopt(M_MMAP_THRESHOLD, 32 << 20);
+	mallopt(M_TRIM_THRESHOLD, 64 << 20);
+}
+
+long ship_peak_rss_kib(void)
+{
+	FILE *f = fopen("/proc/self/status", "r");
+	char line[256];
+	long v = -1;
+
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof line, f))
+		if (sscanf(line, "VmHWM: %ld", &v) == 1)
+			break;
+	fclose(f);
+	return v;
+}
+
+/* The servers of --nats, a comma separated list (checked already). */
+static natsStatus set_servers(natsOptions *o, const char *url)
+{
+	char buf[2048], *save = NULL;
+	const char *list[16];
+	int n = 0;
+
+	snprintf(buf, sizeof buf, "%s", url);
+	for (char *t = strtok_r(buf, ",", &save); t && n < 16;
+	     t = strtok_r(NULL, ",", &save))
+		list[n++] = t;
+	return natsOptions_SetServers(o, list, n);
+}
+
+static natsStatus conn_options(const struct ship_conn *c, natsOptions **out)
+{
+	natsOptions *o = NULL;
+	natsStatus s = natsOptions_Create(&o);
+
+	if (s == NATS_OK)
+		s = set_servers(o, c->url);
+	if (s == NATS_OK)
+		s = natsOptions_SetTimeout(o, 2000);
+	/* Reconnect for ever: the window and the acks decide what is
+	 * resent, libnats only keeps the connection. */
+	if (s == NATS_OK)
+		s = natsOptions_SetMaxReconnect(o, -1);
+	if (s == NATS_OK)
+		s = natsOptions_SetReconnectWait(o, 250);
+	if (s == NATS_OK && c->creds)
+		s = natsOptions_SetUserCredentialsFromFiles(o, c->creds, NULL);
+	if (s == NATS_OK && (c->tls || c->tls_ca || c->tls_cert))
+		s = natsOptions_SetSecure(o, true);
+	if (s == NATS_OK && c->tls_ca)
+		s = natsOptions_LoadCATrustedCertificates(o, c->tls_ca);
+	if (s == NATS_OK && (c->tls_cert || c->tls_key))
+		s = natsOptions_LoadCertificatesChain(o, c->tls_cert, c->tls_key);
+	if (s != NATS_OK)
+		natsOptions_Destroy(o);
+	*out = s == NATS_OK ? o : NULL;
+	return s;
+}
+
+/* The library's last error text, or the status's name. */
+static const char *last_error(natsStatus s)
+{
+	const char *t = nats_GetLastError(NULL);
+	return t && *t ? t : natsStatus_GetText(s);
+}
+
+/* A refusal that trying again cannot cure; anything else (no server, a
+ * server that does not answer or answers garbage) is retried. */
+static int connect_refused(natsStatus s)
+{
+	return s == NATS_CONNECTION_AUTH_FAILED || s == NATS_NOT_PERMITTED ||
+	       s == NATS_SSL_ERROR || s == NATS_SECURE_CONNECTION_REQUIRED ||
+	       s == NATS_SECURE_CONNECTION_WANTED || s == NATS_INVALID_ARG ||
+	       s == NATS_NO_MEMORY || s == NATS_ILLEGAL_STATE;
+}
+
+natsConnection *ship_connect(const char *cmd, const struct ship_conn *c,
+                             int wake_fd, int *status)
+{
+	natsConnection *nc = NULL;
+	natsOptions *o;
+	int backoff = SHIP_BACKOFF_MIN_MS, said = 0;
+	natsStatus s = conn_options(c, &o);
+
+	*status = 0;
+	if (s != NATS_OK) {
+		fprintf(stderr, "logengine %s: connection options: %s\n", cmd,
+		        last_error(s));
+		*status = SHIP_EXIT_FAIL;
+		return NULL;
+	}
+	while (!ship_stop) {
+		s = natsConnection_Connect(&nc, o);
+		if (s == NATS_OK)
+			break;
+		if (connect_refused(s)) {
+			fprintf(stderr, "logengine %s: %s: %s\n", cmd, c->url,
+			        last_error(s));
+			*status = SHIP_EXIT_FAIL;
+			break;
+		}
+		if (!said++)
+			fprintf(stderr, "logengine %s: %s: %s; retrying (every "
+			        "%d s at most)\n", cmd, c->url, last_error(s),
+			        SHIP_BACKOFF_MAX_MS / 1000);
+		ship_wait(wake_fd, backoff);
+		backoff = backoff * 2 > SHIP_BACKOFF_MAX_MS ? SHIP_BACKOFF_MAX_MS
+		                                            : backoff * 2;
+	}
+	natsOptions_Destroy(o);
+	if (nc && said)
+		fprintf(stderr, "logengine %s: %s: connected\n", cmd, c->url);
+	return nc;
+}
+
+int ship_subject_match(const char *p, const char *s)
+{
+	for (;;) {
+		const char *pe = strchr(p, '.'), *se = strchr(s, '.');
+		size_t pl = pe ? (size_t)(pe - p) : strlen(p);
+		size_t sl = se ? (size_t)(se - s) : strlen(s);
+		if (pl == 1 && p[0] == '>')
+			return 1;
+		if (!(pl == 1 && p[0] == '*') && (pl != sl || memcmp(p, s, pl)))
+			return 0;
+		if (!pe || !se)
+			return !pe && !se;
+		p = pe + 1;
+		s = se + 1;
+	}
+}
+
+/* JetStream not there yet: a server just started, a cluster electing
+ * its leaders.  A retry may find it. */
+static int js_transient(natsStatus s, jsErrCode je)
+{
+	return s == NATS_TIMEOUT || s == NATS_NO_RESPONDERS ||
+	       je == JSClusterNotAvailErr || je == JSClusterNoPeersErr;
+}
+
+static int stream_create(const char *cmd, jsCtx *js, const char *stream,
+                         const char *subject, int replicas, int last)
+{
+	jsStreamConfig sc;
+	jsStreamInfo *si = NULL;
+	jsErrCode je = 0;
+	char pattern[256];
+	const char *dot = strchr(subject, '.');
+	const char *subjects[1] = {pattern};
+
+	/* "logs.web-1" -> "logs.>": one stream for every host's subject. */
+	snprintf(pattern, sizeof pattern, "%.*s.>",
+	         (int)(dot ? (size_t)(dot - subject) : strlen(subject)),
+	         subject);
+	if (!dot)
+		snprintf(pattern, sizeof pattern, "%s", subject);
+	jsStreamConfig_Init(&sc);
+	sc.Name = stream;
+	sc.Subjects = subjects;
+	sc.SubjectsLen = 1;
+	sc.Storage = js_FileStorage;
+	sc.Replicas = replicas;
+	natsStatus s = js_AddStream(&si, js, &sc, NULL, &je);
+	jsStreamInfo_Destroy(si);
+	if (s == NATS_OK)
+		return 0;
+	if (js_transient(s, je) && !last)
+		return -1;
+	fprintf(stderr, "logengine %s: cannot create stream %s (subjects %s, "
+	        "%d replica%s): %s\n", cmd, stream, pattern, replicas,
+	        replicas == 1 ? "" : "s", last_error(s));
+	return SHIP_EXIT_FAIL;
+}
+
+/* An existing stream: does it take our subject and our messages? */
+static int stream_check(const char *cmd, const char *stream,
+                        const jsStreamConfig *sc, const char *subject,
+                        int64_t max_msg)
+{
+	int takes = subject == NULL;
+	char list[512] = "";
+
+	for (int i = 0; i < sc->SubjectsLen; i++) {
+		takes |= subject && ship_subject_match(sc->Subjects[i], subject);
+		size_t n = strlen(list);
+		snprintf(list + n, sizeof list - n, "%s%s", i ? ", " : "",
+		         sc->Subjects[i]);
+	}
+	if (!takes) {
+		fprintf(stderr, "logengine %s: stream %s does not take subject "
+		        "%s (its subjects: %s); choose another --subject or "
+		        "--stream\n", cmd, stream, subject, *list ? list : "none");
+		return SHIP_EXIT_FAIL;
+	}
+	if (sc->MaxMsgSize > 0 && max_msg > sc->MaxMsgSize) {
+		fprintf(stderr, "logengine %s: stream %s takes messages of at "
+		        "most %d bytes (max_msg_size), and a batch needs %lld; "
+		        "lower --max-batch-bytes\n", cmd, stream,
+		        (int)sc->MaxMsgSize, (long long)max_msg);
+		return SHIP_EXIT_FAIL;
+	}
+	if (sc->Sealed) {
+		fprintf(stderr, "logengine %s: stream %s is sealed: it takes no "
+		        "new messages\n", cmd, stream);
+		return SHIP_EXIT_FAIL;
+	}
+	return 0;
+}
+
+static int stream_once(const char *cmd, jsCtx *js, const char *stream,
+                       const char *subject, int replicas, int64_t max_msg,
+                       int check, int last)
+{
+	jsStreamInfo *si = NULL;
+	jsErrCode je = 0;
+	natsStatus s = js_GetStreamInfo(&si, js, stream, NULL, &je);
+	int rc;
+
+	if (s == NATS_NOT_FOUND || je == JSStreamNotFoundErr)
+		return stream_create(cmd, js, stream, subject, replicas, last);
+	if (s != NATS_OK && js_transient(s, je) && !last)
+		return -1;
+	if (s != NATS_OK) {
+		fprintf(stderr, "logengine %s: stream %s: %s%s\n", cmd, stream,
+		        last_error(s), je == 0 && s == NATS_TIMEOUT
+		                               ? " (is JetStream enabled?)" : "");
+		return SHIP_EXIT_FAIL;
+	}
+	rc = stream_check(cmd, stream, si->Config, check ? subject : NULL,
+	                  max_msg);
+	jsStreamInfo_Destroy(si);
+	return rc;
+}
+
+int ship_stream(const char *cmd, jsCtx *js, const char *stream,
+                const char *subject, int replicas, int64_t max_msg,
+                int check, int wake_fd)
+{
+	int backoff = SHIP_BACKOFF_MIN_MS;
+
+	/* For a minute at most: past that, JetStream is not coming. */
+	for (uint64_t end = ship_mono_ms() + 60000; !ship_stop;) {
+		int rc = stream_once(cmd, js, stream, subject, replicas, max_msg,
+		                     check, ship_mono_ms() > end);
+		if (rc >= 0)
+			return rc;
+		ship_wait(wake_fd, backoff);
+		backoff = backoff * 2 > SHIP_BACKOFF_MAX_MS ? SHIP_BACKOFF_MAX_MS
+		                                            : backoff * 2;
+	}
+	return 0;
+}
+#endif
