@@ -61,8 +61,10 @@ static const char serve_usage[] =
 
 int cmd_serve(int argc, char **argv)
 {
-	(void)argc;
-	(void)argv;
+	if (argc > 1 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
+		fputs(serve_usage, stdout);
+		return 0;
+	}
 	fprintf(stderr, "logengine serve: this logengine was built without "
 	        "libmicrohttpd (install libmicrohttpd-dev: scripts/deps.sh "
 	        "observe, then make)\n");
