@@ -36,6 +36,17 @@ BASEFLAGS = -std=c11 $(OPT) -g -fPIC -pthread $(WARN) -Iinclude -Isrc $(SAN) \
             $(if $(ZSTD),-DLE_HAVE_ZSTD)
 LDLIBS    = -pthread $(if $(ZSTD),-lzstd)
 
+# What this build found (libzstd, libnats, libmicrohttpd), kept in
+# $(FEATURES): every object depends on it, so objects made before
+# scripts/deps.sh installed a library are made again after it (make demo,
+# then make check, on a fresh machine).  Rewritten only when it changes.
+FEATURES := $(BUILD)/features
+FEATURE_SET := zstd=$(ZSTD) \
+  nats=$(shell test -f /usr/include/nats/nats.h && echo 1) \
+  mhd=$(shell pkg-config --exists libmicrohttpd 2>/dev/null && echo 1)
+$(shell mkdir -p $(BUILD) && { test "$$(cat $(FEATURES) 2>/dev/null)" = \
+  "$(FEATURE_SET)" || echo "$(FEATURE_SET)" >$(FEATURES); })
+
 # The library's version, from the header; the shared library's file is
 # liblogengine.so.$(SOMAJOR).MINOR.PATCH, its SONAME liblogengine.so.$(SOMAJOR).
 # SOMAJOR changes only when a program linked to the old library would
@@ -78,7 +89,7 @@ LIB_SO    = $(BUILD)/liblogengine.so $(BUILD)/$(SONAME) $(BUILD)/$(SOFILE)
 all: $(LIB_A) $(LIB_SO) $(BUILD)/logengine
 
 # -fvisibility=hidden: only what LE_API marks leaves the shared library.
-$(BUILD)/obj/%.o: src/%.c $(wildcard src/*.h) include/logengine.h
+$(BUILD)/obj/%.o: src/%.c $(FEATURES) $(wildcard src/*.h) include/logengine.h
 	@mkdir -p $(dir $@)
 	$(CC) $(BASEFLAGS) -fvisibility=hidden $(CFLAGS) -c -o $@ $<
 
@@ -127,7 +138,7 @@ TOOL_CFLAGS = $$($(NATS_HAVE) || echo -DLE_NO_NATS) \
 TOOL_LIBS = $$($(NATS_HAVE) && echo -lnats) \
             $$($(MHD_HAVE) && pkg-config --libs libmicrohttpd)
 
-$(BUILD)/obj/tools/%.o: tools/%.c $(wildcard tools/*.h) include/logengine.h $(wildcard src/*.h)
+$(BUILD)/obj/tools/%.o: tools/%.c $(FEATURES) $(wildcard tools/*.h) include/logengine.h $(wildcard src/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) $(BASEFLAGS) $(CFLAGS) $(TOOL_CFLAGS) -Itools -c -o $@ $<
 
@@ -136,14 +147,14 @@ $(BUILD)/obj/tools/serve.o: tools/dashboard.html
 $(BUILD)/logengine: $(TOOL_OBJ) $(LIB_INT)
 	$(CC) $(BASEFLAGS) $(CFLAGS) -o $@ $(TOOL_OBJ) $(LIB_INT) $(TOOL_LIBS) $(LDLIBS)
 
-$(BUILD)/tests/%: tests/%.c tests/harness.h tests/logtest.h $(wildcard tests/unit/*.h) \
+$(BUILD)/tests/%: tests/%.c $(FEATURES) tests/harness.h tests/logtest.h $(wildcard tests/unit/*.h) \
                   $(wildcard tests/system/*.h) $(LIB_INT)
 	@mkdir -p $(dir $@)
 	$(CC) $(BASEFLAGS) $(CFLAGS) -Itests -o $@ $< $(LIB_INT) $(LDLIBS)
 
 # Against real nats-servers (libnats: deps.sh nats; without it, the
 # binary only says its tests are skipped).
-$(BUILD)/tests/system/test_forward: tests/system/test_forward.c tests/harness.h \
+$(BUILD)/tests/system/test_forward: tests/system/test_forward.c $(FEATURES) tests/harness.h \
                    tests/logtest.h $(wildcard tests/system/*.h) $(LIB_INT)
 	@mkdir -p $(dir $@)
 	$(CC) $(BASEFLAGS) $(CFLAGS) $$($(NATS_HAVE) || echo -DLE_NO_NATS) \
