@@ -32,6 +32,7 @@
 #include <sys/stat.h>
 
 #include "crc32c.h"
+#include "defer.h"
 #include "os.h"
 #include "segment.h"
 
@@ -188,6 +189,8 @@ struct org {
 	int fresh;              /* the next append starts a new segment */
 	int dirty;              /* written since the last sync */
 	int dir_dirty;          /* a segment was created since the last sync */
+	le__relink rl;          /* descriptors in segment rl_seg */
+	uint64_t rl_seg;
 };
 
 struct le__cstore {
@@ -197,6 +200,8 @@ struct le__cstore {
 	struct org *org[LE_MAX_SHARDS]; /* in the order of their dirs */
 	size_t n;
 	unsigned char taken[LE_MAX_SHARDS]; /* shard-NNN in use */
+	unsigned char *stage;   /* relinked frames on their way to a file */
+	size_t stage_cap;
 };
 
 #define ERR(...) snprintf(errbuf, cap, __VA_ARGS__)
@@ -379,8 +384,10 @@ void le__cstore_close(le__cstore *s)
 	for (size_t i = 0; i < s->n; i++) {
 		if (s->org[i]->fd >= 0)
 			le__close(s->org[i]->fd);
+		le__relink_free(&s->org[i]->rl);
 		free(s->org[i]);
 	}
+	free(s->stage);
 	if (s->lock_fd >= 0)
 		le__close(s->lock_fd);
 	free(s);
@@ -500,12 +507,115 @@ static int seg_ready(le__cstore *s, struct org *o, uint32_t fields,
 	return o->fd < 0 ? seg_reopen(o) : 0;
 }
 
+/* The descriptor of the frame of `from` that R = ref names: Le-Pos plus
+ * the frame's offset in the body (the forwarder made it so). */
+static const unsigned char *body_desc(void *arg, uint32_t ref, size_t *dlen,
+                                      const char **why)
+{
+	const le__ship_body *b = arg;
+	le__frame f;
+	uint32_t r;
+	const unsigned char *d, *args;
+	size_t alen;
+
+	if (!b || b->pos == UINT64_MAX || ref < b->pos || ref - b->pos >= b->len) {
+		*why = "descriptor outside the message";
+		return NULL;
+	}
+	size_t at = (size_t)(ref - b->pos);
+	if (le__frame_decode(b->body + at, b->len - at, b->fields,
+	                     LE_FRAME_MAX, &f, why) != LE_FRAME_OK ||
+	    !(f.flags & LE_REC_DEFERRED) ||
+	    le__defer_split_seg(f.payload, f.len, &r, &d, dlen, &args, &alen,
+	                        why) < 0 || !d) {
+		*why = "no descriptor where the message says";
+		return NULL;
+	}
+	return d;
+}
+
+static int stage_room(le__cstore *s, size_t need)
+{
+	if (need <= s->stage_cap)
+		return 0;
+	size_t nc = need > 2 * s->stage_cap ? need : 2 * s->stage_cap;
+	unsigned char *b = realloc(s->stage, nc);
+	if (!b)
+		return -ENOMEM;
+	s->stage = b;
+	s->stage_cap = nc;
+	return 0;
+}
+
+/* le__cstore_append for frames some of which are deferred: each made to
+ * name a descriptor in the segment it goes to (a new segment starts with
+ * none), runs staged and written as in le__cstore_append. */
+static int append_relinked(le__cstore *s, struct org *o, uint32_t fields,
+                           const unsigned char *frames, uint64_t count,
+                           const le__ship_body *from)
+{
+	while (count > 0) {
+		size_t run = 0, in = 0, room;
+		uint64_t k = 0;
+		int rc = seg_ready(s, o, fields, le__get32(frames) + 4u);
+		if (rc < 0)
+			return rc;
+		if (o->rl_seg != o->seg_index) {
+			le__relink_reset(&o->rl);
+			o->rl_seg = o->seg_index;
+		}
+		room = o->seg_len < s->opts.segment_bytes
+		               ? (size_t)(s->opts.segment_bytes - o->seg_len) : 0;
+		do {
+			size_t fl = (size_t)le__get32(frames + in) + 4;
+			if ((rc = stage_room(s, run + fl + LE_DESC_MAX)) < 0)
+				return rc;
+			size_t got = le__relink_frame(&o->rl, frames + in, fl,
+			                              fields, o->seg_len + run,
+			                              body_desc, (void *)from,
+			                              s->stage + run);
+			if (!got) {
+				got = fl;
+				memcpy(s->stage + run, frames + in, fl);
+			}
+			/* Not taken: it goes to a new segment (it does not
+			 * fit this one), whose table starts empty, so what
+			 * the table noted of it here is never used. */
+			if (k > 0 && run + got > room)
+				break;
+			run += got;
+			in += fl;
+			k++;
+		} while (k < count);
+		rc = le__pwrite_all(o->fd, s->stage, run, o->seg_len);
+		if (rc < 0)
+			return rc;
+		if (s->opts.sync)
+			sync_file_range(o->fd, (off_t)o->seg_len, (off_t)run,
+			                SYNC_FILE_RANGE_WRITE);
+		o->seg_len += run;
+		o->seg_frames += k;
+		o->dirty = 1;
+		o->pub.next_seq += k;
+		o->pub.stored += k;
+		frames += in;
+		count -= k;
+		if (count)
+			o->fresh = 1; /* what did not fit starts the next */
+	}
+	return 0;
+}
+
 int le__cstore_append(le__cstore *s, le__cstore_origin *po, uint32_t fields,
                       const unsigned char *frames, size_t len,
-                      uint64_t count)
+                      uint64_t count, const le__ship_body *from)
 {
 	struct org *o = (struct org *)po;
 
+	for (size_t at = 0; at < len; at += (size_t)le__get32(frames + at) + 4)
+		if (le__frame_deferred(frames + at, fields))
+			return append_relinked(s, o, fields, frames, count,
+			                       from);
 	while (count > 0) {
 		/* The longest run of whole frames that fits the segment (one
 		 * at least: a frame larger than segment_bytes gets a segment

@@ -190,6 +190,12 @@ long le__dcache_text(le__dcache *c, int fd, uint64_t seg, uint32_t version,
                      uint32_t fields, uint64_t at, const unsigned char *p,
                      size_t len, const char **text, uint32_t *flags,
                      const char **why);
+/* The descriptor the deferred frame at `off` of segment `seg` (open as
+ * fd) carries, kept in c; NULL (*why) when that frame holds none. */
+const unsigned char *le__dcache_desc(le__dcache *c, int fd, uint64_t seg,
+                                    uint32_t version, uint32_t fields,
+                                    uint32_t off, size_t *dlen,
+                                    const char **why);
 void le__dcache_free(le__dcache *c);
 
 #endif

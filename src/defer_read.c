@@ -121,6 +121,23 @@ static const unsigned char *desc_at(le__dcache *c, int fd, uint32_t version,
 	return dent_find(c, off)->d;
 }
 
+const unsigned char *le__dcache_desc(le__dcache *c, int fd, uint64_t seg,
+                                    uint32_t version, uint32_t fields,
+                                    uint32_t off, size_t *dlen,
+                                    const char **why)
+{
+	if (c->seg != seg + 1) {
+		dcache_clear(c);
+		c->seg = seg + 1;
+	}
+	struct le__dent *e = dent_find(c, off);
+	if (e) {
+		*dlen = e->len;
+		return e->d;
+	}
+	return desc_at(c, fd, version, fields, off, dlen, why);
+}
+
 static long undecodable(le__dcache *c, const char **text, const char *why)
 {
 	static char fallback[] = "[undecodable deferred record]";

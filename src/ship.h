@@ -153,11 +153,22 @@ void le__cstore_close(le__cstore *s);
 le__cstore_origin *le__cstore_origin_get(le__cstore *s, const char *host,
                                          uint32_t shard, int create,
                                          char *errbuf, size_t cap);
+/* The message frames come from: its whole body, checked, and its Le-Pos
+ * (UINT64_MAX when it has none: back-references are not followed). */
+typedef struct le__ship_body {
+	const unsigned char *body;
+	size_t len;
+	uint64_t pos;
+	uint32_t fields;
+} le__ship_body;
+
 /* Append checked frames (first frame's sequence == o->next_seq, field set
- * `fields`) to the origin's segment.  @return 0 or -errno. */
+ * `fields`), part of message `from`, to the origin's segment: deferred
+ * frames relinked to name descriptors in that segment (ship_defer.c).
+ * @return 0 or -errno. */
 int le__cstore_append(le__cstore *s, le__cstore_origin *o, uint32_t fields,
                       const unsigned char *frames, size_t len,
-                      uint64_t count);
+                      uint64_t count, const le__ship_body *from);
 /* Store a marker for records first .. last, which will never come (text
  * "N records <why>", time ts), in a new segment: the marker takes
  * sequence `last`.  @return 0 or -errno. */
@@ -167,5 +178,45 @@ int le__cstore_gap(le__cstore *s, le__cstore_origin *o, uint32_t fields,
 /* fdatasync every segment written since the last call (when opts.sync).
  * @return 0 or -errno. */
 int le__cstore_sync(le__cstore *s);
+
+/* ---- deferred frames in messages and collector segments (ship_defer.c) ---- */
+
+/*
+ * Which frame of one output (a message body, a collector segment) carries
+ * each call site's descriptor, keyed by the descriptor's bytes, as the R
+ * that names that frame.  Bounded: past LE_RELINK_MAX descriptors or
+ * LE_RELINK_BYTES of them, frames carry their descriptor themselves.
+ */
+#define LE_RELINK_MAX 4096
+#define LE_RELINK_BYTES (256u << 10)
+typedef struct le__relink {
+	struct le__rl_ent *e;
+	size_t cap, n, bytes;
+} le__relink;
+
+/* The descriptor of the input's frame that R = ref names (*dlen bytes),
+ * or NULL (*why). */
+typedef const unsigned char *le__rl_find(void *arg, uint32_t ref,
+                                         size_t *dlen, const char **why);
+
+/* Does frame fr (of field set fields) hold a deferred record? */
+int le__frame_deferred(const unsigned char *fr, uint32_t fields);
+
+/*
+ * Frame fr (n bytes of field set `fields`, checked) about to become the
+ * output's frame that R = at names.  A deferred frame that names its
+ * descriptor by R is made to name the output's frame carrying it (found
+ * with `find`, noted in rl), or, when the output has none, to carry it
+ * itself; a frame carrying one is noted.  An R that `find` cannot follow
+ * becomes 0 (no frame is there: readers report the record undecodable).
+ * out: room for n + LE_DESC_MAX bytes.  @return the new frame's bytes in
+ * out, or 0: fr goes as it is.
+ */
+size_t le__relink_frame(le__relink *rl, const unsigned char *fr, size_t n,
+                        uint32_t fields, uint64_t at, le__rl_find *find,
+                        void *arg, unsigned char *out);
+/* Forget the output (a new message, a new segment); free the table. */
+void le__relink_reset(le__relink *rl);
+void le__relink_free(le__relink *rl);
 
 #endif

@@ -74,6 +74,7 @@ struct hdrs {
 	const char *host;
 	uint32_t shard, fields;
 	uint64_t first, last, gap, ts;
+	uint64_t pos;   /* Le-Pos; UINT64_MAX when absent */
 	int has_crc;
 	uint32_t crc;
 };
@@ -173,6 +174,11 @@ static int parse_hdrs(natsMsg *m, struct hdrs *h, const char **why)
 	if (hdr_u64(m, "Le-Gap", &h->gap, 0) < 0 ||
 	    hdr_u64(m, "Le-Ts", &h->ts, 0) < 0)
 		return *why = "header Le-Gap or Le-Ts not a number", -1;
+	int has_pos = hdr_u64(m, "Le-Pos", &h->pos, 0);
+	if (has_pos < 0)
+		return *why = "header Le-Pos not a number", -1;
+	if (!has_pos)
+		h->pos = UINT64_MAX;
 	if (natsMsgHeader_Get(m, "Le-Body-Crc", &crc) == NATS_OK && crc) {
 		char *end;
 		h->crc = (uint32_t)strtoul(crc, &end, 16);
@@ -386,7 +392,9 @@ static int place(struct col *c, natsMsg *m, const struct hdrs *h,
 		size_t off = le__ship_body_skip(b, len, skip);
 		c->records += n;
 		c->bytes += len - off;
-		rc = le__cstore_append(c->st, o, h->fields, b + off, len - off, n);
+		le__ship_body from = {b, len, h->pos, h->fields};
+		rc = le__cstore_append(c->st, o, h->fields, b + off, len - off, n,
+		                       &from);
 	}
 	return rc < 0 ? rc : ACT_ACK;
 }

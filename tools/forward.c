@@ -54,6 +54,7 @@
 #include <unistd.h>
 
 #include "crc32c.h"
+#include "defer.h"
 #include "os.h"
 #include "seg_zst.h"
 #include "segment.h"
@@ -99,6 +100,8 @@ struct fshard {
 	uint64_t seg;        /* index of the open segment */
 	uint64_t min_seg;    /* segments below this are done with */
 	uint64_t read_seq;   /* next record to publish (0: the oldest) */
+	uint64_t pos;        /* offset of the batch's first frame (Le-Pos) */
+	le__dcache dc;       /* descriptors of deferred frames, by offset */
 	int tail_seen;       /* the last read found no more data */
 	/* shipping */
 	unsigned pending;    /* entries not yet settled or dropped */
@@ -129,6 +132,8 @@ struct fwd {
 	struct fshard *sh;
 	size_t nsh;
 	unsigned char *batch;
+	unsigned char *relinked; /* a batch with deferred frames relinked */
+	le__relink rl;           /* their descriptors in the message */
 	/* the window, guarded by mu (the ack handler runs on a libnats
 	 * thread) */
 	pthread_mutex_t mu;
@@ -405,6 +410,8 @@ static natsStatus make_msg(struct fwd *f, struct fshard *s, natsMsg **m,
 	set_hdr(*m, "Le-Shard", "%" PRIu32, s->id);
 	set_hdr(*m, "Le-Seq", "%" PRIu64 "-%" PRIu64, e->first, e->last);
 	set_hdr(*m, "Le-Fields", "%" PRIu32, fields);
+	if (body && e->bytes)
+		set_hdr(*m, "Le-Pos", "%" PRIu64, s->pos);
 	if (!(fields & LE_FIELD_CRC) && e->bytes)
 		set_hdr(*m, "Le-Body-Crc", "%08" PRIx32,
 		        le__crc_mask(le__crc32c_extend(0, body,
@@ -533,6 +540,83 @@ static const unsigned char *batch_bytes(struct fwd *f, struct fshard *s,
 	return NULL;
 }
 
+/* The descriptor of the deferred frame at offset ref of s's segment. */
+static const unsigned char *origin_desc(void *arg, uint32_t ref,
+                                        size_t *dlen, const char **why)
+{
+	struct fshard *s = arg;
+	return le__dcache_desc(&s->dc, s->sc.fd, s->seg, s->sc.hdr.version,
+	                       s->sc.hdr.fields, ref, dlen, why);
+}
+
+static const unsigned char *no_desc(void *arg, uint32_t ref, size_t *dlen,
+                                   const char **why)
+{
+	(void)arg;
+	(void)ref;
+	(void)dlen;
+	*why = "no room for it";
+	return NULL;
+}
+
+/*
+ * The n frames body[0..*len) of s, as a message carries them: deferred
+ * frames that name their descriptor by an offset made to name a frame of
+ * the message (R = Le-Pos + its offset in the body), the first of each
+ * call site carrying it (docs/FORMAT.md, "Deferred records in
+ * messages").  A body without deferred frames goes as it is.  Frames
+ * that no longer fit --max-batch-bytes are put back for the next batch
+ * (*n, *len say what is left).
+ */
+static const unsigned char *relink(struct fwd *f, struct fshard *s,
+                                   const unsigned char *body, uint64_t *len,
+                                   uint64_t *n)
+{
+	uint32_t fields = s->sc.hdr.fields;
+	uint64_t in = 0, out = 0, k = 0;
+
+	while (in < *len && !le__frame_deferred(body + in, fields))
+		in += (uint64_t)le__get32(body + in) + 4;
+	if (in == *len)
+		return body;
+	le__relink_reset(&f->rl);
+	for (in = 0; k < *n; k++) {
+		uint64_t fl = (uint64_t)le__get32(body + in) + 4;
+		size_t got = le__relink_frame(&f->rl, body + in, (size_t)fl,
+		                              fields, s->pos + out, origin_desc,
+		                              s, f->relinked + out);
+		if (!got) {
+			got = (size_t)fl;
+			memcpy(f->relinked + out, body + in, got);
+		}
+		if (out + got > f->max_batch && k > 0)
+			break; /* grew past the batch: the rest goes next */
+		if (out + got > f->max_batch) {
+			/* A lone frame that outgrew a message with its
+			 * descriptor goes without: its R made 0, which no
+			 * frame has (read as undecodable, never as another
+			 * call site's text). */
+			got = le__relink_frame(&f->rl, body, (size_t)fl, fields,
+			                       s->pos, no_desc, NULL,
+			                       f->relinked);
+			if (!got) {
+				got = (size_t)fl;
+				memcpy(f->relinked, body, got);
+			}
+		}
+		out += got;
+		in += fl;
+	}
+	if (k < *n) {
+		s->sc.off = s->pos + in;
+		s->sc.next_seq -= *n - k;
+		s->sc.frames -= *n - k;
+		*n = k;
+	}
+	*len = out;
+	return f->relinked;
+}
+
 /*
  * Read one batch of shard s and publish it.  @return 1 published, 0
  * nothing to publish now, < 0 error.
@@ -604,11 +688,14 @@ static int ship_batch(struct fwd *f, struct fshard *s)
 	s->tail_seen = n == 0;
 	if (n == 0)
 		return 0;
-	f->records += n;
-	f->bytes += len;
 	const unsigned char *body = batch_bytes(f, s, start, len);
 	if (!body)
 		return -1;
+	s->pos = start;
+	body = relink(f, s, body, &len, &n);
+	want = first + n;
+	f->records += n;
+	f->bytes += len;
 	return publish(f, s, first, want - 1, body, len, fields, 0, 0) < 0
 	               ? -1 : 1;
 }
@@ -1154,7 +1241,8 @@ static int limits(struct fwd *f)
 		return SHIP_EXIT_USAGE;
 	}
 	f->batch = malloc(f->max_batch);
-	return f->batch ? 0 : SHIP_EXIT_FAIL;
+	f->relinked = malloc(f->max_batch + LE_DESC_MAX);
+	return f->batch && f->relinked ? 0 : SHIP_EXIT_FAIL;
 }
 
 static int start(struct fwd *f)
@@ -1198,6 +1286,7 @@ static void cleanup(struct fwd *f)
 {
 	for (size_t i = 0; i < f->nsh; i++) {
 		spool_close(&f->sh[i]);
+		le__dcache_free(&f->sh[i].dc);
 		if (f->sh[i].cfd >= 0)
 			le__close(f->sh[i].cfd);
 	}
@@ -1212,6 +1301,8 @@ static void cleanup(struct fwd *f)
 		if (f->wake[i] >= 0)
 			close(f->wake[i]);
 	free(f->batch);
+	free(f->relinked);
+	le__relink_free(&f->rl);
 	free(f->sh);
 	pthread_mutex_destroy(&f->mu);
 }

@@ -703,6 +703,95 @@ TEST(forwarder_killed_ten_times_during_a_million_records)
 
 /* A fresh server, and 20,000 records of one shard shipped to it as host
  * h in 32 KiB messages.  @return the stream's messages. */
+/* Records n0 .. n1 - 1 into dir (opened again each time): deferred
+ * records of four call sites, one with typed fields, between plain
+ * ones, on two shards, in small segments. */
+static void write_deferred(const char *dir, long n0, long n1)
+{
+	le_config c;
+	le_engine *e;
+	char p[64];
+
+	le_config_init(&c);
+	c.dir = dir;
+	c.create_dir = 1;
+	c.shards = 2;
+	c.overflow = LE_OVERFLOW_BLOCK;
+	c.segment_bytes = 65536;
+	CHECK_RC(le_open(&e, &c));
+	le_logger *net = le_logger_get(e, "net");
+	CHECK(net != NULL);
+	for (long i = n0; i < n1; i++) {
+		switch (i % 5) {
+		case 0:
+			le_info(e, "request %ld took %.3f ms from %s", i,
+			        (double)i / 7.0, i % 2 ? "10.0.0.1" : "10.0.0.2");
+			break;
+		case 1:
+			le_warn(net, "retry %d of %ld: %-8s|%5x", (int)(i % 9), i,
+			        "conn", (unsigned)i);
+			break;
+		case 2:
+			le_info_kv(e, LE_FIELDS(LE_I64("user", i),
+			                        LE_STR("path", "/a/b")),
+			           "user %ld at %s", i, "/a/b");
+			break;
+		case 3:
+			le_error(e, "disk %s at %d%%", i % 3 ? "sda" : "sdb",
+			         (int)(i % 100));
+			break;
+		default: {
+			int k = snprintf(p, sizeof p, "plain record %ld", i);
+			CHECK_RC(le_write(e, (uint64_t)i, LE_INFO, p, (size_t)k));
+		}
+		}
+	}
+	CHECK_RC(le_close(e));
+}
+
+/* Deferred frames name their call site's descriptor by an offset in
+ * their own segment; shipped in small messages and stored in a
+ * collector's smaller segments, each must still read back to its text:
+ * the origin's text, record for record (compare() checks payloads).
+ * The second round starts both tools again mid-segment, with nothing
+ * remembered of the descriptors they passed. */
+TEST(deferred_records_read_back_the_same_text_after_forward_and_collect)
+{
+	t_nats n;
+
+	setup();
+	server(&n, NULL);
+	write_deferred(path("src"), 0, 20000);
+	for (int round = 0; round < 2; round++) {
+		if (round)
+			write_deferred(path("src"), 20000, 30000);
+		int rc = TOOL(120, path("fwd.err"), "forward", "--nats", n.url,
+		              "--host", "d-1", "--once", "--max-batch-bytes",
+		              "3000", "--max-record-bytes", "1000",
+		              path("src"));
+		if (rc)
+			say_file("forward", path("fwd.err"));
+		CHECK_EQ(rc, 0);
+		rc = TOOL(120, path("col.err"), "collect", "--nats", n.url,
+		          "--once", "--segment-bytes", "20000", path("dst"));
+		if (rc)
+			say_file("collect", path("col.err"));
+		CHECK_EQ(rc, 0);
+		CHECK_EQ(compare(path("src"), path("dst"), "d-1", 2),
+		         round ? 30000 : 20000);
+	}
+	/* and verify, which decodes every deferred frame, finds nothing */
+	char cmd[1200];
+	snprintf(cmd, sizeof cmd, "'%s' verify '%s' >'%s' 2>&1", cli(),
+	         path("dst"), path("verify.out"));
+	int rc = system(cmd);
+	if (rc)
+		say_file("verify", path("verify.out"));
+	CHECK_EQ(rc, 0);
+	t_nats_stop(&n);
+	t_rmrf(base);
+}
+
 static long ship_20000(t_nats *n)
 {
 	struct wopts w = {.shards = 1, .payload = 100};
@@ -1172,6 +1261,7 @@ int main(int argc, char **argv)
 	RUN(server_paused_five_seconds_holds_the_window_and_memory);
 	RUN(forwarder_killed_ten_times_during_a_million_records);
 	RUN(restart_behind_its_cursor_with_other_batches_stores_nothing_twice);
+	RUN(deferred_records_read_back_the_same_text_after_forward_and_collect);
 	RUN(collector_waits_for_an_earlier_message_still_pending_past_the_gap_wait);
 	RUN(collector_holding_only_a_few_messages_still_waits_for_the_earlier_one);
 	RUN(collector_killed_ten_times_stores_everything_once);

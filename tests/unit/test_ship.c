@@ -282,7 +282,7 @@ TEST(store_keeps_frames_and_origin_for_the_reader)
 	le__cstore_origin *o = origin(s, "web-1", 2);
 	size_t len = body(b, LE_FIELD_ALL, 1, 4);
 
-	CHECK_RC(le__cstore_append(s, o, LE_FIELD_ALL, b, len, 4));
+	CHECK_RC(le__cstore_append(s, o, LE_FIELD_ALL, b, len, 4, NULL));
 	CHECK_EQ(o->next_seq, 5);
 	CHECK_RC(le__cstore_sync(s));
 	le__cstore_close(s);
@@ -301,7 +301,7 @@ TEST(reopened_store_expects_the_next_sequence)
 	size_t len = body(b, LE_FIELD_ALL, 1, 3);
 
 	CHECK_RC(le__cstore_append(s, origin(s, "a", 2), LE_FIELD_ALL, b, len,
-	                           3));
+	                           3, NULL));
 	le__cstore_close(s);
 	s = store_open(dir, 1 << 20);
 	char err[128];
@@ -324,7 +324,7 @@ TEST(torn_tail_of_a_killed_collector_is_cut_at_open)
 
 	/* Two whole frames and half of the third: a write cut by a kill. */
 	le__cstore_origin *o = origin(s, "a", 2);
-	CHECK_RC(le__cstore_append(s, o, LE_FIELD_ALL, b, two, 2));
+	CHECK_RC(le__cstore_append(s, o, LE_FIELD_ALL, b, two, 2, NULL));
 	le__cstore_close(s);
 	snprintf(path, sizeof path, "%s/shard-000/0000000000000001.seg", dir);
 	int fd = open(path, O_WRONLY | O_APPEND);
@@ -335,7 +335,7 @@ TEST(torn_tail_of_a_killed_collector_is_cut_at_open)
 	o = origin(s, "a", 2);
 	CHECK_EQ(o->next_seq, 3);
 	/* The redelivered message is fenced: only its third record goes. */
-	CHECK_RC(le__cstore_append(s, o, LE_FIELD_ALL, b + two, len - two, 1));
+	CHECK_RC(le__cstore_append(s, o, LE_FIELD_ALL, b + two, len - two, 1, NULL));
 	le__cstore_close(s);
 	CHECK_EQ(count_records(dir), 3);
 	t_rmrf(dir);
@@ -350,12 +350,12 @@ TEST(gap_marker_says_how_many_and_the_chain_goes_on)
 	le__cstore_origin *o = origin(s, "h", 2);
 	size_t len = body(b, LE_FIELD_ALL, 1, 2);
 
-	CHECK_RC(le__cstore_append(s, o, LE_FIELD_ALL, b, len, 2));
+	CHECK_RC(le__cstore_append(s, o, LE_FIELD_ALL, b, len, 2, NULL));
 	CHECK_RC(le__cstore_gap(s, o, LE_FIELD_ALL, 3, 9, TS0 + 5,
 	                        "lost before shipping"));
 	CHECK_EQ(o->next_seq, 10);
 	len = body(b, LE_FIELD_ALL, 10, 2);
-	CHECK_RC(le__cstore_append(s, o, LE_FIELD_ALL, b, len, 2));
+	CHECK_RC(le__cstore_append(s, o, LE_FIELD_ALL, b, len, 2, NULL));
 	le__cstore_close(s);
 	CHECK_EQ(read_all(dir, LE_RECOVER_TOLERATE_TAIL, see, &sn), 5);
 	CHECK_EQ(sn.flags[2], LE_REC_MARKER);
@@ -377,7 +377,7 @@ TEST(store_rotates_at_segment_bytes_between_frames)
 	for (int i = 0; i < 40; i++) /* 40 frames of ~200 bytes */
 		len += le__frame_encode(b + len, LE_FIELD_ALL, 0, LE_INFO, 2,
 		                        (uint64_t)i + 1, TS0, p, sizeof p);
-	CHECK_RC(le__cstore_append(s, o, LE_FIELD_ALL, b, len, 40));
+	CHECK_RC(le__cstore_append(s, o, LE_FIELD_ALL, b, len, 40, NULL));
 	le__cstore_close(s);
 	snprintf(sdir, sizeof sdir, "%s/shard-000", dir);
 	uint64_t *segs;
@@ -398,9 +398,9 @@ TEST(origins_get_a_shard_directory_each_and_merge_by_time)
 	size_t len = body(b, LE_FIELD_ALL, 1, 2); /* ts TS0, TS0 + 1 */
 
 	CHECK_RC(le__cstore_append(s, origin(s, "a", 2), LE_FIELD_ALL, b, len,
-	                           2));
+	                           2, NULL));
 	CHECK_RC(le__cstore_append(s, origin(s, "b", 2), LE_FIELD_ALL, b, len,
-	                           2));
+	                           2, NULL));
 	le__cstore_close(s);
 	CHECK_EQ(read_all(dir, LE_RECOVER_ABSOLUTE, see, &sn), 4);
 	CHECK_STR_EQ(sn.host[0], "a");
