@@ -588,8 +588,11 @@ static int append_relinked(le__cstore *s, struct org *o, uint32_t fields,
 			k++;
 		} while (k < count);
 		rc = le__pwrite_all(o->fd, s->stage, run, o->seg_len);
-		if (rc < 0)
+		if (rc < 0) {
+			/* What the table noted of this run is not there. */
+			le__relink_reset(&o->rl);
 			return rc;
+		}
 		if (s->opts.sync)
 			sync_file_range(o->fd, (off_t)o->seg_len, (off_t)run,
 			                SYNC_FILE_RANGE_WRITE);
