@@ -10,6 +10,7 @@
 #include <fcntl.h>
 
 #include "logengine.h"
+#include "defer.h"
 #include "logtest.h"
 #include "segment.h"
 #include "ship.h"
@@ -389,6 +390,67 @@ TEST(store_rotates_at_segment_bytes_between_frames)
 	t_rmrf(dir);
 }
 
+/* A deferred frame of shard 2, record seq: format fmt (one %d) with
+ * value v, carrying the descriptor when ref is LE_DEFER_INLINE, else
+ * naming it by ref. */
+static size_t dframe(unsigned char *out, uint64_t seq, const char *fmt,
+                     uint32_t ref, int32_t v)
+{
+	unsigned char p[512];
+	size_t n = 4;
+	le__put32(p, ref);
+	if (ref == LE_DEFER_INLINE)
+		n += le__desc_encode(p + 4, sizeof p - 4, LE_INFO, 7, fmt,
+		                     strlen(fmt), "x.c", 3);
+	memcpy(p + n, &v, 4);
+	n += 4;
+	return le__frame_encode(out, LE_FIELD_ALL, LE_REC_DEFERRED, LE_INFO, 2,
+	                        seq, TS0 + seq, p, (uint32_t)n);
+}
+
+/* Deferred frames reach the collector named by Le-Pos + body offset;
+ * stored, each must read back to its own text: one whose descriptor
+ * went in another segment of the store takes it inline, and one naming
+ * a frame outside its message reads as undecodable, never as the text
+ * of the call site that happens to be at that offset. */
+TEST(collector_relinks_deferred_frames_to_its_own_segments)
+{
+	char dir[256];
+	unsigned char a[4096], b[4096];
+	struct seen sn = {0};
+	/* 1 inline "a=%d", 2 names it; a second message: 3 names a frame
+	 * of the first (outside its own), 4 inline "b=%d", 5 names 4 */
+	size_t la = dframe(a, 1, "a=%d", LE_DEFER_INLINE, 1);
+	la += dframe(a + la, 2, "a=%d", 1000, 2);
+	size_t lb = dframe(b, 3, "a=%d", 1000, 3);
+	size_t at4 = lb;
+	lb += dframe(b + lb, 4, "b=%d", LE_DEFER_INLINE, 4);
+	lb += dframe(b + lb, 5, "b=%d", (uint32_t)(5000 + at4), 5);
+	/* segments just big enough for two of them: frame 2 goes to the
+	 * segment after its descriptor's */
+	le__cstore *s = store_open(t_tmpdir(dir), 64 + la + 8);
+	le__cstore_origin *o = origin(s, "h", 2);
+	le__ship_body fa = {a, la, 1000, LE_FIELD_ALL};
+	le__ship_body fb = {b, lb, 5000, LE_FIELD_ALL};
+	CHECK_RC(le__cstore_append(s, o, LE_FIELD_ALL, a, la, 2, &fa));
+	CHECK_RC(le__cstore_append(s, o, LE_FIELD_ALL, b, lb, 3, &fb));
+	le__cstore_close(s);
+	char sdir[300];
+	uint64_t *segs;
+	size_t nseg;
+	snprintf(sdir, sizeof sdir, "%s/shard-000", dir);
+	CHECK_RC(le__seg_list(sdir, &segs, &nseg));
+	CHECK(nseg >= 3);
+	free(segs);
+	CHECK_EQ(read_all(dir, LE_RECOVER_SKIP, see, &sn), 5);
+	CHECK_STR_EQ(sn.msg[0], "a=1");
+	CHECK_STR_EQ(sn.msg[1], "a=2");
+	CHECK(strstr(sn.msg[2], "undecodable") != NULL);
+	CHECK_STR_EQ(sn.msg[3], "b=4");
+	CHECK_STR_EQ(sn.msg[4], "b=5");
+	t_rmrf(dir);
+}
+
 TEST(origins_get_a_shard_directory_each_and_merge_by_time)
 {
 	char dir[256];
@@ -546,6 +608,7 @@ int main(int argc, char **argv)
 	RUN(torn_tail_of_a_killed_collector_is_cut_at_open);
 	RUN(gap_marker_says_how_many_and_the_chain_goes_on);
 	RUN(store_rotates_at_segment_bytes_between_frames);
+	RUN(collector_relinks_deferred_frames_to_its_own_segments);
 	RUN(origins_get_a_shard_directory_each_and_merge_by_time);
 	RUN(second_collector_on_a_store_is_refused);
 	RUN(retention_keeps_unshipped_segments_up_to_the_margin);
