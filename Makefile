@@ -292,12 +292,15 @@ INSTALL      ?= install
 # page is added here, and nowhere else.
 MAN_PAGES = docs/logengine.1 docs/logengine.3 $(BUILD)/man/logengine-format.5
 
-# logengine-format(5) is docs/FORMAT.md itself, turned into a man page, so
-# the two never differ.
-$(BUILD)/man/logengine-format.5: docs/FORMAT.md scripts/md2man.awk include/logengine.h
+# logengine-format(5) is docs/FORMAT.md and then the sections of
+# docs/INTERFACES.md (its title and introduction left out), turned into a
+# man page, so the page and the documents never differ.
+$(BUILD)/man/logengine-format.5: docs/FORMAT.md docs/INTERFACES.md scripts/md2man.awk include/logengine.h
 	@mkdir -p $(dir $@)
+	{ cat docs/FORMAT.md; sed '1,/^## /{/^## /!d;}' docs/INTERFACES.md; } | \
 	awk -v name=logengine-format -v section=5 -v version=$(VERSION) \
-	    -v source=$< -f scripts/md2man.awk $< >$@
+	    -v source="docs/FORMAT.md and docs/INTERFACES.md" \
+	    -f scripts/md2man.awk >$@
 
 # The templates of packaging/, filled in.  Paths relative to the prefix
 # (pkg-config) or to the CMake package's directory, so the tree can move.

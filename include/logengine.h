@@ -897,7 +897,7 @@ LE_API int le_reader_problem(const le_reader *r);
 
 /* ---- Positioning.  After a seek, le_reader_next goes on from the new
  * position, oldest first, merged as always.  A seek reads only segment
- * headers, time indexes (docs/FORMAT.md) and the records near the new
+ * headers, time indexes (docs/INTERFACES.md) and the records near the new
  * position, not the log before it.  A failed seek is sticky, as a failed
  * le_reader_next is. ---- */
 
@@ -923,7 +923,7 @@ LE_API int le_reader_seek_tail(le_reader *r, uint64_t n);
 
 /**
  * The cursor of the record le_reader_next returned last: a string that
- * names it and where every shard stands after it (docs/FORMAT.md,
+ * names it and where every shard stands after it (docs/INTERFACES.md,
  * "Cursors"), the same for that record however the reader got there,
  * shell-safe ASCII.  Written to buf (cap bytes, NUL-terminated).  Still
  * that record's after le_reader_next has returned 0 (the end, or nothing
@@ -995,7 +995,7 @@ LE_API int le_queue_pending(const char *dir, unsigned shard,
 /* Live counters, read from another process.  While an engine runs, each
  * shard's writer thread publishes the shard's counters, its share of the
  * queue, its disk use and four latency histograms in DIR/shard-NNN/STATS,
- * a 4 KiB page (docs/FORMAT.md) it rewrites every LE_LIVE_PERIOD_MS at
+ * a 4 KiB page (docs/INTERFACES.md) it rewrites every LE_LIVE_PERIOD_MS at
  * most (and at least once per flush_ms while idle), and once more, marked
  * closed, as le_close finishes.  The application's threads never touch
  * it.  Readers take no lock and send no signal: the page is double

@@ -2,7 +2,7 @@
  * collect_store.c -- the collector's side of forwarding, minus the
  * transport: the ORIGIN file, the checks on a message body, and a store
  * with one shard directory per origin (host, shard) whose segments hold the
- * frames as they arrived (docs/FORMAT.md, "Collector store").
+ * frames as they arrived (docs/INTERFACES.md, "Collector store").
  *
  * Crash reasoning.  A record is in the store when its frame is in a
  * segment; the collector acknowledges a message only after

@@ -1,7 +1,7 @@
 /*
  * hist.h -- latency histograms of 40 log2 buckets, kept by their owner's
  * thread in its own memory and copied into the live counters page
- * (statpage.c, docs/FORMAT.md) when it publishes.
+ * (statpage.c, docs/INTERFACES.md) when it publishes.
  */
 #ifndef LE_HIST_H
 #define LE_HIST_H

@@ -1,6 +1,6 @@
 /*
  * index.c -- the sparse time index of sealed segments: the file format
- * (index.h, docs/FORMAT.md), building one from a segment, loading one
+ * (index.h, docs/INTERFACES.md), building one from a segment, loading one
  * without trusting it, and the lookups a seek needs.
  *
  * Who writes it.  The writer calls le__index_on_seal once a segment is

@@ -1,5 +1,5 @@
 /*
- * index.h -- the sparse time index of a sealed segment (docs/FORMAT.md,
+ * index.h -- the sparse time index of a sealed segment (docs/INTERFACES.md,
  * "Time index file"): DIR/shard-NNN/IIIIIIIIIIIIIIII.idx next to its .seg.
  *
  *   off len  index header (96 bytes)

@@ -2,7 +2,7 @@
  * ship.h -- forwarding a log to another host: the acknowledged cursor
  * (FORWARD), the origin file of a collector's shard (ORIGIN), the checks a
  * collector makes on a message body, the collector's segment writing, and
- * the retention hook.  The byte layouts are in docs/FORMAT.md
+ * the retention hook.  The byte layouts are in docs/INTERFACES.md
  * ("Forwarding"); the transport (NATS JetStream, libnats) lives in the
  * tools, so the library never depends on it.
  *

@@ -1,6 +1,6 @@
 /*
  * ship_defer.c -- deferred frames on their way to another store
- * (docs/FORMAT.md, "Forwarding", deferred records).  A deferred frame
+ * (docs/INTERFACES.md, "Forwarding", deferred records).  A deferred frame
  * names its descriptor by R, the offset of a frame that carries it; the
  * offset is the origin segment's, and means nothing once the frame is in
  * a message or in a collector's segment.  So each side relinks: the

@@ -13,7 +13,7 @@
  * with PRI = facility * 8 + the level's syslog severity (le_level_syslog),
  * TIMESTAMP in UTC with microseconds, SD the record's fields as one
  * element [fields@32473 key="value" ...] (recfmt.c) or "-".  Over TCP each
- * goes out as "LEN SP MESSAGE".  docs/FORMAT.md, "Syslog messages".
+ * goes out as "LEN SP MESSAGE".  docs/INTERFACES.md, "Syslog messages".
  *
  * The ring is bounded (syslog_buffer_bytes) and holds whole messages, each
  * after a u32 of its length (MARK_BIT: a marker, not a record).  A port

@@ -1,6 +1,6 @@
 /*
  * statpage.c -- the live counters page (layout and protocol: statpage.h,
- * docs/FORMAT.md): the writer's side (make, publish, close) and the
+ * docs/INTERFACES.md): the writer's side (make, publish, close) and the
  * reader's (le_live_read, le_live_quantile).
  *
  * Who writes.  While the engine runs, only the shard's writer thread:

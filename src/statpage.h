@@ -1,7 +1,7 @@
 /*
  * statpage.h -- the live counters page, DIR/shard-NNN/STATS: written by
  * the shard's writer thread, read by any process (le_live_read).  The
- * byte layout is in docs/FORMAT.md ("Live counters page"):
+ * byte layout is in docs/INTERFACES.md ("Live counters page"):
  *
  *      0   64  header: magic, version, sizes, shard, CRC (constant)
  *     64    8  current: generation of the copy last published; the

@@ -2,7 +2,7 @@
  * collect.c -- `logengine collect DIR`: a durable JetStream pull consumer
  * that stores what forwarders ship in a store with one shard directory
  * per origin (host, shard), frames as they were received
- * (src/collect_store.c; docs/FORMAT.md, "Collector store").
+ * (src/collect_store.c; docs/INTERFACES.md, "Collector store").
  *
  *   fetch (<= --fetch-bytes) --> each message: headers, then every frame
  *   checked (one bad frame rejects the message whole) --> fenced by the
@@ -69,7 +69,7 @@
 
 enum { ACT_ACK, ACT_TERM, ACT_NAK, ACT_HOLD, ACT_KEPT };
 
-/* The headers of a message (docs/FORMAT.md, "Message"). */
+/* The headers of a message (docs/INTERFACES.md, "Message"). */
 struct hdrs {
 	const char *host;
 	uint32_t shard, fields;

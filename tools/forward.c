@@ -5,7 +5,7 @@
  *   shard-NNN/INDEX.seg --scanner: each frame's CRC checked--> batch:
  *     frames of one segment, as stored, <= --max-batch-bytes (sent from
  *     the scanner's window, or read again when it moved on)
- *       --> message (headers: docs/FORMAT.md) --> js_PublishMsgAsync
+ *       --> message (headers: docs/INTERFACES.md) --> js_PublishMsgAsync
  *   window: <= --max-inflight-bytes and QCAP messages awaiting a PubAck
  *   ack handler (a libnats thread): marks the message's entry, wakes us
  *   settle (here): per shard, in publish order, acknowledged messages move
@@ -394,7 +394,7 @@ static void set_hdr(natsMsg *m, const char *k, const char *fmt, ...)
 	natsMsgHeader_Set(m, k, v);
 }
 
-/* The headers of docs/FORMAT.md ("Message"). */
+/* The headers of docs/INTERFACES.md ("Message"). */
 static natsStatus make_msg(struct fwd *f, struct fshard *s, natsMsg **m,
                            const struct entry *e, const unsigned char *body,
                            uint32_t fields, uint64_t gap_ts)
@@ -563,7 +563,7 @@ static const unsigned char *no_desc(void *arg, uint32_t ref, size_t *dlen,
  * The n frames body[0..*len) of s, as a message carries them: deferred
  * frames that name their descriptor by an offset made to name a frame of
  * the message (R = Le-Pos + its offset in the body), the first of each
- * call site carrying it (docs/FORMAT.md, "Deferred records in
+ * call site carrying it (docs/INTERFACES.md, "Deferred records in
  * messages").  A body without deferred frames goes as it is.  Frames
  * that no longer fit --max-batch-bytes are put back for the next batch
  * (*n, *len say what is left).

@@ -422,7 +422,7 @@ static const struct json_style compact = STYLE("{", ",", ":", "}\n");
 static const struct json_style pretty = STYLE("{\n\t", ",\n\t", " : ",
                                               "\n}\n");
 
-/* The fields of a JSON object, in the stream sink's order (FORMAT.md,
+/* The fields of a JSON object, in the stream sink's order (INTERFACES.md,
  * "Stream lines"), then the cursor when there is one.  Inlined into each
  * caller, so that the separators of a style are constants (copies of a
  * known size, no call). */

@@ -359,8 +359,8 @@ TEST(man_pages_render_and_logengine3_documents_every_function)
 	free(page);
 }
 
-/* logengine-format(5) is FORMAT.md: every section of the one is a section
- * of the other. */
+/* logengine-format(5) is FORMAT.md and INTERFACES.md: every section of
+ * those is a section of the page, in their order. */
 TEST(format_man_page_has_every_section_of_format_md)
 {
 	char path[300];
@@ -369,22 +369,30 @@ TEST(format_man_page_has_every_section_of_format_md)
 	        "'%s/man/logengine-format.5'", t_build_dir(), t_build_dir());
 	snprintf(path, sizeof path, "%s/man/logengine-format.5",
 	         t_build_dir());
-	char *md = t_slurp_text("docs/FORMAT.md"), *man = t_slurp_text(path);
+	char *man = t_slurp_text(path), *at = man;
 	int n = 0;
-	for (char *p = strstr(md, "\n## "); p; p = strstr(p + 1, "\n## ")) {
-		char want[200];
-		int len = (int)strcspn(p + 4, "\n");
-		snprintf(want, sizeof want, "\n.SH %.*s\n", len, p + 4);
-		for (char *c = want; *c; c++)
-			*c = (char)toupper((unsigned char)*c);
-		if (!strstr(man, want)) {
-			fprintf(stderr, "  no section %s", want + 1);
-			CHECK(0);
+	const char *docs[] = {"docs/FORMAT.md", "docs/INTERFACES.md"};
+	for (int d = 0; d < 2; d++) {
+		char *md = t_slurp_text(docs[d]);
+		for (char *p = strstr(md, "\n## "); p;
+		     p = strstr(p + 1, "\n## ")) {
+			char want[200];
+			int len = (int)strcspn(p + 4, "\n");
+			snprintf(want, sizeof want, "\n.SH %.*s\n", len, p + 4);
+			for (char *c = want; *c; c++)
+				*c = (char)toupper((unsigned char)*c);
+			char *got = strstr(at, want);
+			if (!got) {
+				fprintf(stderr, "  %s: no section %s (in order)",
+				        docs[d], want + 1);
+				CHECK(0);
+			}
+			at = got + 1;
+			n++;
 		}
-		n++;
+		free(md);
 	}
-	CHECK(n >= 5);
-	free(md);
+	CHECK(n >= 10);
 	free(man);
 }
 

@@ -148,7 +148,7 @@ def crc32c(data):
 
 
 def write_forward_cursor(shard_dir, shard, next_seq, seg_index, offset):
-    """shard_dir/FORWARD as logengine forward leaves it (docs/FORMAT.md,
+    """shard_dir/FORWARD as logengine forward leaves it (docs/INTERFACES.md,
     "Forwarding"): one slot, generation 1 (at offset 512)."""
     body = (b"LOGENGFW" + struct.pack("<QQQQQQI", 1, next_seq, seg_index,
                                       offset, 0, time.time_ns(), shard))

@@ -1,5 +1,5 @@
 /*
- * test_index.c -- the time index (src/index.c): the FORMAT.md test vector
+ * test_index.c -- the time index (src/index.c): the INTERFACES.md test vector
  * byte for byte, every way an index file can be untrustworthy, building
  * one from a segment, the lookups against a brute-force answer, and the
  * engine writing one for every segment it seals.

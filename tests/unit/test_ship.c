@@ -1,6 +1,6 @@
 /*
  * test_ship.c -- the library's side of forwarding, without a server: the
- * FORWARD cursor and ORIGIN file against FORMAT.md's test vectors, the
+ * FORWARD cursor and ORIGIN file against INTERFACES.md's test vectors, the
  * checks on a message body, the collector's store (fencing, torn tails,
  * gap markers, origins seen by the reader), and retention holding what a
  * forwarder has not shipped.

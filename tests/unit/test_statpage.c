@@ -1,6 +1,6 @@
 /*
  * test_statpage.c -- the live counters page (src/statpage.c,
- * docs/FORMAT.md): its bytes, its double-buffered sequence counters under
+ * docs/INTERFACES.md): its bytes, its double-buffered sequence counters under
  * a reader that never stops, what it says of a running, closed, killed
  * and stopped engine, and the hot path's sampled durations.
  */
@@ -43,7 +43,7 @@ static void sleep_ms(int ms)
 	nanosleep(&t, NULL);
 }
 
-/* The header of shard 2's page, as docs/FORMAT.md shows it. */
+/* The header of shard 2's page, as docs/INTERFACES.md shows it. */
 TEST(page_header_matches_format_md_vector)
 {
 	static const unsigned char want[64] = {
@@ -76,7 +76,7 @@ TEST(page_header_matches_format_md_vector)
 TEST(submit_code_round_trips_within_a_1024th)
 {
 	CHECK_EQ(le__sp_code(0), 0x8000); /* 0 is "not sampled": bit 15 */
-	/* the vectors of docs/FORMAT.md */
+	/* the vectors of docs/INTERFACES.md */
 	CHECK_EQ(le__sp_code(1000), 0x83e8);
 	CHECK_EQ(le__sp_code(1024), 0x8400);
 	CHECK_EQ(le__sp_code(2048), 0x8800);
