@@ -281,7 +281,14 @@ TEST(a_failed_seal_sync_starts_one_new_segment_not_two)
 	atomic_store(&fail_next_sync, 1); /* the seal's sync */
 	write_n(e, "fills it and more ......", 100);
 	wait_written(e, 160);
+	/* The seal's sync runs on the sync thread, after the writer has
+	 * gone on: its failure is counted when that thread gets to it. */
 	le_stats st;
+	do { /* the harness's alarm bounds the wait */
+		usleep(2000);
+		le_stats_get(e, &st);
+	} while (st.sync_errors == 0);
+	usleep(50000); /* a second failure would be counted by now */
 	le_stats_get(e, &st);
 	CHECK_EQ(st.sync_errors, 1);
 	CHECK_EQ(st.segments_created, 2);
