@@ -872,6 +872,65 @@ TEST(batch_grown_by_many_descriptors_before_a_large_record_ships_intact)
 	t_rmrf(base);
 }
 
+/* A record whose frame fits a message only without its descriptor goes
+ * without it (undecodable at the collector, as docs/INTERFACES.md says);
+ * the next record of its call site in the same message must still carry
+ * the descriptor, not name the frame that went without. */
+TEST(record_after_one_that_outgrew_its_message_keeps_its_text)
+{
+	t_nats n;
+	le_config c;
+	le_engine *e;
+	le_record r;
+	static char file[1024], big[65400 + 1];
+	static le__dsite site;
+
+	setup();
+	memset(file, 'e', 1000);
+	memcpy(file + 1000, "/s.c", 5);
+	site = (le__dsite){.site = {file, "t", 1004, 1, 7, LE_INFO}, .nk = 1,
+	                   .kinds = {0, LE_K_STR}};
+	memset(big, 'x', sizeof big - 1);
+	le_config_init(&c);
+	c.dir = path("src");
+	c.create_dir = 1;
+	c.shards = 1;
+	c.overflow = LE_OVERFLOW_BLOCK;
+	c.max_record_bytes = 100000;
+	CHECK_RC(le_open(&e, &c));
+	/* 1 carries the descriptor (1,020 bytes); 2 names it, a frame of
+	 * 65,436 bytes: 66,456 with it, past a 65,536-byte message; 3
+	 * names it too, and fits the message after 2 */
+	CHECK_RC(le_logd_at(LE__HEAD(e), &site, "v %s", "a"));
+	CHECK_RC(le_logd_at(LE__HEAD(e), &site, "v %s", big));
+	CHECK_RC(le_logd_at(LE__HEAD(e), &site, "v %s", "b"));
+	CHECK_RC(le_close(e));
+	server(&n, NULL);
+	int rc = TOOL(120, path("fwd.err"), "forward", "--nats", n.url,
+	              "--host", "o", "--once", "--max-batch-bytes", "65536",
+	              "--max-record-bytes", "60000", path("src"));
+	if (rc)
+		say_file("forward", path("fwd.err"));
+	CHECK_EQ(rc, 0);
+	collect_once(n.url, path("dst"));
+	le_reader *x = reader(path("dst"), origin_dir(path("dst"), "o", 0));
+	CHECK_EQ(le_reader_next(x, &r), 1);
+	CHECK(r.len == 3 && !memcmp(r.payload, "v a", 3));
+	CHECK_EQ(le_reader_next(x, &r), 1);
+	CHECK_EQ(r.origin_seq, 2);
+	CHECK(r.len > 13 && !memcmp(r.payload, "[undecodable ", 13));
+	CHECK_EQ(le_reader_next(x, &r), 1);
+	CHECK_EQ(r.origin_seq, 3);
+	if (r.len != 3 || memcmp(r.payload, "v b", 3))
+		fprintf(stderr, "  record 3: %.*s\n", (int)r.len,
+		        (const char *)r.payload);
+	CHECK(r.len == 3 && !memcmp(r.payload, "v b", 3));
+	CHECK_EQ(le_reader_next(x, &r), 0);
+	le_reader_close(x);
+	t_nats_stop(&n);
+	t_rmrf(base);
+}
+
 static long ship_20000(t_nats *n)
 {
 	struct wopts w = {.shards = 1, .payload = 100};
@@ -1343,6 +1402,7 @@ int main(int argc, char **argv)
 	RUN(restart_behind_its_cursor_with_other_batches_stores_nothing_twice);
 	RUN(deferred_records_read_back_the_same_text_after_forward_and_collect);
 	RUN(batch_grown_by_many_descriptors_before_a_large_record_ships_intact);
+	RUN(record_after_one_that_outgrew_its_message_keeps_its_text);
 	RUN(collector_waits_for_an_earlier_message_still_pending_past_the_gap_wait);
 	RUN(collector_holding_only_a_few_messages_still_waits_for_the_earlier_one);
 	RUN(collector_killed_ten_times_stores_everything_once);
