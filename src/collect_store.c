@@ -189,8 +189,6 @@ struct org {
 	int fresh;              /* the next append starts a new segment */
 	int dirty;              /* written since the last sync */
 	int dir_dirty;          /* a segment was created since the last sync */
-	le__relink rl;          /* descriptors in segment rl_seg */
-	uint64_t rl_seg;
 };
 
 struct le__cstore {
@@ -202,6 +200,13 @@ struct le__cstore {
 	unsigned char taken[LE_MAX_SHARDS]; /* shard-NNN in use */
 	unsigned char *stage;   /* relinked frames on their way to a file */
 	size_t stage_cap;
+	/* Descriptors of the message being stored, in the segment it goes
+	 * to.  One table for the store, begun again for each message: a
+	 * forwarder's message carries each call site's descriptor itself,
+	 * so a table kept per origin from message to message would save no
+	 * byte stored and hold up to LE_RELINK_BYTES for each of 256
+	 * origins. */
+	le__relink rl;
 };
 
 #define ERR(...) snprintf(errbuf, cap, __VA_ARGS__)
@@ -384,10 +389,10 @@ void le__cstore_close(le__cstore *s)
 	for (size_t i = 0; i < s->n; i++) {
 		if (s->org[i]->fd >= 0)
 			le__close(s->org[i]->fd);
-		le__relink_free(&s->org[i]->rl);
 		free(s->org[i]);
 	}
 	free(s->stage);
+	le__relink_free(&s->rl);
 	if (s->lock_fd >= 0)
 		le__close(s->lock_fd);
 	free(s);
@@ -548,21 +553,24 @@ static int stage_room(le__cstore *s, size_t need)
 }
 
 /* le__cstore_append for frames some of which are deferred: each made to
- * name a descriptor in the segment it goes to (a new segment starts with
- * none), runs staged and written as in le__cstore_append. */
+ * name a descriptor this message put in the segment it goes to (a new
+ * segment starts with none), runs staged and written as in
+ * le__cstore_append. */
 static int append_relinked(le__cstore *s, struct org *o, uint32_t fields,
                            const unsigned char *frames, uint64_t count,
                            const le__ship_body *from)
 {
+	uint64_t rl_seg = 0; /* no segment: the table begins again */
+
 	while (count > 0) {
 		size_t run = 0, in = 0, room;
 		uint64_t k = 0;
 		int rc = seg_ready(s, o, fields, le__get32(frames) + 4u);
 		if (rc < 0)
 			return rc;
-		if (o->rl_seg != o->seg_index) {
-			le__relink_reset(&o->rl);
-			o->rl_seg = o->seg_index;
+		if (rl_seg != o->seg_index) {
+			le__relink_reset(&s->rl);
+			rl_seg = o->seg_index;
 		}
 		room = o->seg_len < s->opts.segment_bytes
 		               ? (size_t)(s->opts.segment_bytes - o->seg_len) : 0;
@@ -570,7 +578,7 @@ static int append_relinked(le__cstore *s, struct org *o, uint32_t fields,
 			size_t fl = (size_t)le__get32(frames + in) + 4;
 			if ((rc = stage_room(s, run + fl + LE_DESC_MAX)) < 0)
 				return rc;
-			size_t got = le__relink_frame(&o->rl, frames + in, fl,
+			size_t got = le__relink_frame(&s->rl, frames + in, fl,
 			                              fields, o->seg_len + run,
 			                              body_desc, (void *)from,
 			                              s->stage + run);
@@ -588,11 +596,8 @@ static int append_relinked(le__cstore *s, struct org *o, uint32_t fields,
 			k++;
 		} while (k < count);
 		rc = le__pwrite_all(o->fd, s->stage, run, o->seg_len);
-		if (rc < 0) {
-			/* What the table noted of this run is not there. */
-			le__relink_reset(&o->rl);
-			return rc;
-		}
+		if (rc < 0)
+			return rc; /* the table is begun again with the next */
 		if (s->opts.sync)
 			sync_file_range(o->fd, (off_t)o->seg_len, (off_t)run,
 			                SYNC_FILE_RANGE_WRITE);

@@ -582,6 +582,11 @@ static const unsigned char *relink(struct fwd *f, struct fshard *s,
 	le__relink_reset(&f->rl);
 	for (in = 0; k < *n; k++) {
 		uint64_t fl = (uint64_t)le__get32(body + in) + 4;
+		/* A frame only grows: one that does not fit as it is will
+		 * not fit relinked, and f->relinked has room for the batch
+		 * and one descriptor, not for a whole frame past it. */
+		if (k > 0 && out + fl > f->max_batch)
+			break;
 		size_t got = le__relink_frame(&f->rl, body + in, (size_t)fl,
 		                              fields, s->pos + out, origin_desc,
 		                              s, f->relinked + out);
@@ -595,7 +600,12 @@ static const unsigned char *relink(struct fwd *f, struct fshard *s,
 			/* A lone frame that outgrew a message with its
 			 * descriptor goes without: its R made 0, which no
 			 * frame has (read as undecodable, never as another
-			 * call site's text). */
+			 * call site's text).  The table noted its
+			 * descriptor as carried at the body's start, where
+			 * it now is not; the table holds nothing else yet
+			 * (k == 0), so it starts again empty and the next
+			 * frame of the call site carries the descriptor. */
+			le__relink_reset(&f->rl);
 			got = le__relink_frame(&f->rl, body, (size_t)fl, fields,
 			                       s->pos, no_desc, NULL,
 			                       f->relinked);
