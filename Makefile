@@ -251,7 +251,8 @@ bench: deps-bench all $(BUILD)/bench
 # Small measurement programs behind figures in docs/BENCHMARKS.md.
 PERF_TOOLS := $(BUILD)/submit-latency $(BUILD)/trickle-cost $(BUILD)/writer-cost \
               $(BUILD)/durable-cost $(BUILD)/write-limit \
-              $(BUILD)/journal-gen $(BUILD)/level-cost $(BUILD)/archive-cost
+              $(BUILD)/journal-gen $(BUILD)/level-cost $(BUILD)/archive-cost \
+              $(BUILD)/burst-floor
 .PHONY: perf-tools bench-journal
 perf-tools: $(PERF_TOOLS) $(BUILD)/uring-cost
 
