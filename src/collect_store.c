@@ -512,6 +512,33 @@ static int seg_ready(le__cstore *s, struct org *o, uint32_t fields,
 	return o->fd < 0 ? seg_reopen(o) : 0;
 }
 
+/* Room left in o's active segment before segment_bytes. */
+static size_t seg_room(const le__cstore *s, const struct org *o)
+{
+	return o->seg_len < s->opts.segment_bytes
+	               ? (size_t)(s->opts.segment_bytes - o->seg_len) : 0;
+}
+
+/* Append run bytes holding k whole frames to o's active segment. */
+static int put_run(le__cstore *s, struct org *o, const unsigned char *buf,
+                   size_t run, uint64_t k)
+{
+	int rc = le__pwrite_all(o->fd, buf, run, o->seg_len);
+	if (rc < 0)
+		return rc;
+	/* Start the write-back now, so the sync before the ack finds most
+	 * of it done (a hint: an error shows at the sync). */
+	if (s->opts.sync)
+		sync_file_range(o->fd, (off_t)o->seg_len, (off_t)run,
+		                SYNC_FILE_RANGE_WRITE);
+	o->seg_len += run;
+	o->seg_frames += k;
+	o->dirty = 1;
+	o->pub.next_seq += k;
+	o->pub.stored += k;
+	return 0;
+}
+
 /* The descriptor of the frame of `from` that R = ref names: Le-Pos plus
  * the frame's offset in the body (the forwarder made it so). */
 static const unsigned char *body_desc(void *arg, uint32_t ref, size_t *dlen,
@@ -572,8 +599,7 @@ static int append_relinked(le__cstore *s, struct org *o, uint32_t fields,
 			le__relink_reset(&s->rl);
 			rl_seg = o->seg_index;
 		}
-		room = o->seg_len < s->opts.segment_bytes
-		               ? (size_t)(s->opts.segment_bytes - o->seg_len) : 0;
+		room = seg_room(s, o);
 		do {
 			size_t fl = (size_t)le__get32(frames + in) + 4;
 			if ((rc = stage_room(s, run + fl + LE_DESC_MAX)) < 0)
@@ -595,17 +621,8 @@ static int append_relinked(le__cstore *s, struct org *o, uint32_t fields,
 			in += fl;
 			k++;
 		} while (k < count);
-		rc = le__pwrite_all(o->fd, s->stage, run, o->seg_len);
-		if (rc < 0)
+		if ((rc = put_run(s, o, s->stage, run, k)) < 0)
 			return rc; /* the table is begun again with the next */
-		if (s->opts.sync)
-			sync_file_range(o->fd, (off_t)o->seg_len, (off_t)run,
-			                SYNC_FILE_RANGE_WRITE);
-		o->seg_len += run;
-		o->seg_frames += k;
-		o->dirty = 1;
-		o->pub.next_seq += k;
-		o->pub.stored += k;
 		frames += in;
 		count -= k;
 		if (count)
@@ -633,26 +650,14 @@ int le__cstore_append(le__cstore *s, le__cstore_origin *po, uint32_t fields,
 		int rc = seg_ready(s, o, fields, le__get32(frames) + 4u);
 		if (rc < 0)
 			return rc;
-		room = o->seg_len < s->opts.segment_bytes
-		               ? (size_t)(s->opts.segment_bytes - o->seg_len) : 0;
+		room = seg_room(s, o);
 		do {
 			run += (size_t)le__get32(frames + run) + 4;
 			k++;
 		} while (k < count &&
 		         run + le__get32(frames + run) + 4 <= room);
-		rc = le__pwrite_all(o->fd, frames, run, o->seg_len);
-		if (rc < 0)
+		if ((rc = put_run(s, o, frames, run, k)) < 0)
 			return rc;
-		/* Start the write-back now, so the sync before the ack finds
-		 * most of it done (a hint: an error shows at the sync). */
-		if (s->opts.sync)
-			sync_file_range(o->fd, (off_t)o->seg_len, (off_t)run,
-			                SYNC_FILE_RANGE_WRITE);
-		o->seg_len += run;
-		o->seg_frames += k;
-		o->dirty = 1;
-		o->pub.next_seq += k;
-		o->pub.stored += k;
 		frames += run;
 		len -= run;
 		count -= k;
