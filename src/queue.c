@@ -26,6 +26,9 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+#endif
 
 #include "crc32c.h"
 #include "format.h"
@@ -328,11 +331,24 @@ static int create(le__ring *r, int fd, uint64_t size, uint32_t shard)
 	return 0;
 }
 
+/* PREFETCHW (CPUID 0x80000001 ECX bit 8, "3DNowPrefetch" on AMD and
+ * "PRFCHW" on Intel): see le__prefetch_w. */
+static int have_prefetchw(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	unsigned a, b, c, d;
+	return __get_cpuid(0x80000001u, &a, &b, &c, &d) && (c & (1u << 8));
+#else
+	return 0;
+#endif
+}
+
 int le__ring_open(le__ring *r, const char *path, uint64_t size,
                   uint32_t shard, unsigned mode)
 {
 	memset(r, 0, sizeof *r);
 	r->fd = -1;
+	r->pfw = have_prefetchw();
 	if (!path) {
 		size_t len = LE_QUEUE_HDR + size;
 		void *m = map_aligned(len, -1, !trims(len, -1));

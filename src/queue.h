@@ -144,6 +144,7 @@ typedef struct le__ring {
 	/* where the release that returns pages will move tail: stored before
 	 * the pages go (see le__ring_claim_zero) */
 	_Atomic uint64_t trimming;
+	int pfw;                    /* the CPU has PREFETCHW (le__prefetch_w) */
 } le__ring;
 
 /* Smallest ring whose pages are returned when little is queued: below
@@ -195,11 +196,32 @@ static inline void le__budget_give(_Atomic uint64_t *b, uint64_t recs,
  * publishes it), or NULL when the ring has no room.  *used gets the ring
  * bytes in use after the claim, for the caller's wake-up decision.
  */
-#define LE_PRODUCER_AHEAD 1024u
+#define LE_PRODUCER_AHEAD 128u
 
 /* A zero state word where FREE(lap) != 0 was expected: queue.c. */
 int le__ring_claim_zero(le__ring *r, le__slot *s, uint64_t h,
                         uint64_t claim);
+
+/*
+ * Ask for the line at p for writing.  __builtin_prefetch(p, 1) is no such
+ * request on baseline x86-64: without -mprfchw GCC emits PREFETCHT0, a read
+ * prefetch, so the line arrives shared and the claim's CAS then waits for
+ * the writer's core to give up its copy -- as long a stall as no prefetch
+ * at all, on the lines the writer set FREE in the last lap.  PREFETCHW
+ * asks for the line exclusive; used where CPUID says the CPU has it.
+ */
+static inline void le__prefetch_w(const le__ring *r, const void *p)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	if (r->pfw) {
+		__asm__ volatile("prefetchw %0" : : "m"(*(const char *)p));
+		return;
+	}
+#else
+	(void)r;
+#endif
+	__builtin_prefetch(p, 1);
+}
 
 static inline le__slot *le__ring_reserve(le__ring *r, uint32_t need,
                                          uint64_t *used)
@@ -242,18 +264,22 @@ static inline le__slot *le__ring_reserve(le__ring *r, uint32_t need,
 				memory_order_relaxed);
 			if (pad)
 				continue;
-			/* Ask for the lines a few records on, for writing: their
-			 * trip from the writer's core (or from memory) then
-			 * overlaps this record instead of stalling a later one.
-			 * Only lines already released: in a full ring they
-			 * hold records the writer has yet to read, and taking
-			 * them now only makes both sides miss twice. */
+			/* Ask for the lines a record or two on, for writing:
+			 * their trip from the writer's core (or from memory)
+			 * then overlaps this record instead of stalling a later
+			 * one.  Near, not far: a line asked for 16 records
+			 * ahead was often gone again when its claim came (one
+			 * call in 40 of build/burst-floor's stalled, one in 130
+			 * at 128 bytes), and the near request costs bursts
+			 * nothing (perf/burst-floor.c).  Only lines already
+			 * released: in a full ring they hold records the writer
+			 * has yet to read, and taking them now only makes both
+			 * sides miss twice. */
 			uint64_t pf = h + need + LE_PRODUCER_AHEAD;
 			if (pf + need - t <= r->lap)
 				for (uint64_t p = pf, e = pf + need; p < e;
 				     p += LE_SLOT_ALIGN)
-					__builtin_prefetch(r->data + (p & mask),
-					                   1);
+					le__prefetch_w(r, r->data + (p & mask));
 			*used = h + need - t;
 			return s;
 		}
