@@ -267,11 +267,11 @@ static inline le__slot *le__ring_reserve(le__ring *r, uint32_t need,
 			/* Ask for the lines a record or two on, for writing:
 			 * their trip from the writer's core (or from memory)
 			 * then overlaps this record instead of stalling a later
-			 * one.  Near, not far: a line asked for 16 records
-			 * ahead was often gone again when its claim came (one
-			 * call in 40 of build/burst-floor's stalled, one in 130
-			 * at 128 bytes), and the near request costs bursts
-			 * nothing (perf/burst-floor.c).  Only lines already
+			 * one.  Near, not far: a line asked for many records
+			 * ahead is the more often gone again by its claim the
+			 * longer it waits (perf/burst-floor.c counts the calls
+			 * that stall), and a burst's calls come a few tens of
+			 * nanoseconds apart.  Only lines already
 			 * released: in a full ring they hold records the writer
 			 * has yet to read, and taking them now only makes both
 			 * sides miss twice. */
