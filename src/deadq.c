@@ -63,18 +63,12 @@ void le__deadq_note(le__qrecov *q, uint64_t pos, const char *why,
 
 /* The walk met damage at *rd (a record that cannot be framed, counted
  * dropped -- unless the segments hold it already): go on at the next
- * slot that can be.  unclaimed: the line holds the FREE word of its lap,
- * as lines no producer reached do; with nothing framable after it, that
- * is the queue's end and head was the damaged word.  @return 1 (*rd
- * moved), 0 when none is left. */
-static int skip_damage(le__shard *sh, uint64_t *rd, const char *why,
-                       int unclaimed)
+ * slot that can be.  @return 1 (*rd moved), 0 when none is left. */
+static int skip_damage(le__shard *sh, uint64_t *rd, const char *why)
 {
 	le__qrecov *q = &sh->w.rq;
 	uint64_t at;
 	int found = le__ring_resync(&sh->ring, *rd, q->end, slot_whole, &at);
-	if (!found && unclaimed)
-		return 0;
 	if (q->have_mark && *rd >= q->mark_pos && q->written) {
 		q->written--; /* that record is in a segment */
 		q->skipped++;
@@ -101,8 +95,20 @@ int le__deadq_slot(le__shard *sh, uint64_t *rd, int k, le__slot *sl,
 		uint64_t w = atomic_load_explicit(
 			(_Atomic uint64_t *)(r->data + (*rd & (r->lap - 1))),
 			memory_order_relaxed);
-		int unclaimed = w == le__free_word(*rd >> r->lap_shift);
-		return skip_damage(sh, rd, "state word", unclaimed) ? 1 : -1;
+		if (w == le__free_word(*rd >> r->lap_shift)) {
+			/* The FREE word of its lap: a producer moved head
+			 * and died before its claim word, so nothing of its
+			 * slot was written.  Go on at the next slot; with
+			 * none after it, this is the queue's end. */
+			uint64_t at;
+			if (!le__ring_resync(r, *rd, q->end, slot_whole, &at))
+				return -1;
+			atomic_fetch_add(&sh->prog.abandoned, 1);
+			q->abandoned++;
+			*rd = at;
+			return 1;
+		}
+		return skip_damage(sh, rd, "state word") ? 1 : -1;
 	}
 	if (k == LE_PEEK_CLAIMED) {
 		/* claimed, never published: never accepted */
@@ -113,7 +119,7 @@ int le__deadq_slot(le__shard *sh, uint64_t *rd, int k, le__slot *sl,
 	}
 	const char *bad = slot_damage(sl, sbytes);
 	if (bad)
-		return skip_damage(sh, rd, bad, 0) ? 1 : -1;
+		return skip_damage(sh, rd, bad) ? 1 : -1;
 	int written;
 	if (q->have_mark && *rd >= q->mark_pos) {
 		written = q->written > 0;

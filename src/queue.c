@@ -552,10 +552,6 @@ void le__ring_release(le__ring *r, uint64_t from, uint64_t to, int trim)
 	 * the middle of the FREE words leaves a walkable queue (FREE stores
 	 * are release stores: none is seen before this one). */
 	atomic_store_explicit(r->rel, to, memory_order_relaxed);
-	/* Before any page goes: a producer that finds one of them zero
-	 * finds this too (le__ring_claim_zero). */
-	if (trim && r->trims)
-		atomic_store(&r->trimming, to);
 	while (from < to) {
 		uint64_t off = from & mask;
 		uint64_t lap_end = from - off + r->lap;
@@ -598,36 +594,6 @@ void le__ring_populate(le__ring *r, uint64_t from, uint64_t to)
 			prefault(r->data + off, (size_t)(end - off));
 		from = stop;
 	}
-}
-
-/*
- * The word at h (lap lapno != 0) is zero: its page was returned by the
- * release that moved tail past it in the lap before, and zero is FREE for
- * the lap after.  Claim it, then make sure the claim is not a stale
- * producer's: one whose head is from that lap before (delayed since), at a
- * position the release had just consumed.  That release stored `trimming`
- * (past h) before it returned the page, and tail (past h) after; a claim
- * of ours is good iff neither is past h (a producer at its next-lap
- * position is at or past both).  Seeing the page zero means the return
- * happened before our load (the kernel's page-table lock, taken by the
- * return and by our fault, orders them), so `trimming` is seen.  A stale
- * claim is given back at once: producers of the right lap that see it in
- * between take it for another lap's word and look again, as at any
- * claimed slot; none moves head for it (its lap is not theirs).
- * @return 1 when the slot is ours.
- */
-int le__ring_claim_zero(le__ring *r, le__slot *s, uint64_t h, uint64_t claim)
-{
-	uint64_t zero = 0;
-
-	if (!r->trims ||
-	    !atomic_compare_exchange_strong(&s->state, &zero, claim))
-		return 0;
-	if (atomic_load(&r->trimming) > h || atomic_load(r->tail) > h) {
-		atomic_store(&s->state, 0);
-		return 0;
-	}
-	return 1;
 }
 
 uint64_t le__ring_size_for(uint64_t cap_rec, uint64_t cap_bytes,

@@ -34,15 +34,14 @@
  *  29  u8  flags  LE_REC_*
  *  32  payload
  *
- * Claiming.  A producer owns [h, h + need) once it has changed the state
- * word at h from FREE(lap of h) = lap << 32 to lap << 32 | need, with one
- * CAS; then it moves head past its slot (another producer that finds the
- * word claimed moves head for it, so head never waits on a slow producer).
- * Because the size is in the state word from the first instant, a slot
- * whose producer died before publishing can be stepped over at recovery.
- * The lap in the word makes a producer with a stale head fail its CAS
- * instead of claiming memory the writer already released (no ABA until
- * 2^32 laps).
+ * Claiming.  A producer owns [h, h + need) once it has moved head from h
+ * to h + need with one CAS (positions only grow: a producer with a stale
+ * head fails it).  It then stores the claim word, lap << 32 | need, at h:
+ * from there on the slot's size is known, and a slot whose producer died
+ * before publishing can be stepped over at recovery.  A producer that died
+ * between the two leaves the FREE word of the lap below head, and nothing
+ * in the slot: recovery finds the next slot after it (le__ring_resync).
+ * One atomic read-modify-write per claim: each costs a call about 10 ns.
  *
  * Releasing.  Slots start only on 64-byte boundaries, so only the first
  * word of each line can ever be read as a state word.  The writer sets that
@@ -55,12 +54,9 @@
  *
  * Returned pages.  A ring that trims (LE_TRIM_MIN, anonymous) returns the
  * pages of lines it releases while little is queued (MADV_DONTNEED) instead
- * of writing their FREE words: they read as zeros afterwards, and a zero
- * word is FREE for whatever lap comes next.  The one producer that could
- * take it wrongly is a stale one (its head from the lap the line was just
- * consumed in, delayed since): le__ring_claim_zero sees it from `trimming`
- * and gives the word back.  Pages go only in the release, before tail
- * passes them: no producer is writing there.
+ * of writing their FREE words: they read as zeros afterwards, which the
+ * writer takes for no slot until a producer claims there.  Pages go only in
+ * the release, before tail passes them: no producer is writing there.
  */
 #ifndef LE_QUEUE_H
 #define LE_QUEUE_H
@@ -141,9 +137,6 @@ typedef struct le__ring {
 	 * producers reach them (le__ring_populate). */
 	int trims;
 	uint64_t ahead;
-	/* where the release that returns pages will move tail: stored before
-	 * the pages go (see le__ring_claim_zero) */
-	_Atomic uint64_t trimming;
 	int pfw;                    /* the CPU has PREFETCHW (le__prefetch_w) */
 } le__ring;
 
@@ -198,10 +191,6 @@ static inline void le__budget_give(_Atomic uint64_t *b, uint64_t recs,
  */
 #define LE_PRODUCER_AHEAD 128u
 
-/* A zero state word where FREE(lap) != 0 was expected: queue.c. */
-int le__ring_claim_zero(le__ring *r, le__slot *s, uint64_t h,
-                        uint64_t claim);
-
 /*
  * Ask for the line at p for writing.  __builtin_prefetch(p, 1) is no such
  * request on baseline x86-64: without -mprfchw GCC emits PREFETCHT0, a read
@@ -227,21 +216,21 @@ static inline le__slot *le__ring_reserve(le__ring *r, uint32_t need,
                                          uint64_t *used)
 {
 	const uint64_t mask = r->lap - 1;
+	uint64_t h = atomic_load_explicit(r->head, memory_order_relaxed);
 
 	for (;;) {
-		uint64_t h = atomic_load_explicit(r->head, memory_order_acquire);
 		uint64_t off = h & mask, lapno = h >> r->lap_shift;
-		/* acquire: the writer set the FREE words before it moved tail;
-		 * our stores into the slot must come after. */
+		/* acquire: the writer set the FREE words (and returned pages)
+		 * before it moved tail; our stores into the slot come after. */
 		uint64_t t = atomic_load_explicit(r->tail, memory_order_acquire);
 		if (off >= r->size) {
 			/* A slot ended exactly at `size`: no line is left to
 			 * hold a pad word, so step to the next lap unclaimed
 			 * (the writer steps the same way, in le__ring_peek). */
-			uint64_t hh = h;
-			atomic_compare_exchange_strong_explicit(
-				r->head, &hh, h - off + r->lap, memory_order_release,
+			atomic_compare_exchange_weak_explicit(
+				r->head, &h, h - off + r->lap, memory_order_relaxed,
 				memory_order_relaxed);
+			h = atomic_load_explicit(r->head, memory_order_relaxed);
 			continue;
 		}
 		int pad = off + need > r->size;
@@ -250,48 +239,41 @@ static inline le__slot *le__ring_reserve(le__ring *r, uint32_t need,
 		 * a slot needs all of [h, h + need) free. */
 		if ((pad ? h + LE_SLOT_ALIGN : h + need) - t > r->lap)
 			return NULL;
+		/* relaxed: head orders nothing; tail's acquire above and the
+		 * publishing store do.  A failure reloads h. */
+		if (!atomic_compare_exchange_weak_explicit(
+			    r->head, &h, h + take, memory_order_relaxed,
+			    memory_order_relaxed))
+			continue;
 		le__slot *s = (le__slot *)(r->data + off);
-		uint64_t want = le__free_word(lapno);
-		uint64_t claim = want | take | (pad ? LE_SLOT_PAD | LE_SLOT_READY : 0);
-		if (atomic_compare_exchange_strong_explicit(
-			    &s->state, &want, claim, memory_order_acq_rel,
-			    memory_order_acquire) ||
-		    (want == 0 && (uint32_t)lapno != 0 &&
-		     le__ring_claim_zero(r, s, h, claim))) {
-			uint64_t hh = h;
-			atomic_compare_exchange_strong_explicit(
-				r->head, &hh, h + take, memory_order_release,
-				memory_order_relaxed);
-			if (pad)
-				continue;
-			/* Ask for the lines a record or two on, for writing:
-			 * their trip from the writer's core (or from memory)
-			 * then overlaps this record instead of stalling a later
-			 * one.  Near, not far: a line asked for many records
-			 * ahead is the more often gone again by its claim the
-			 * longer it waits (perf/burst-floor.c counts the calls
-			 * that stall), and a burst's calls come a few tens of
-			 * nanoseconds apart.  Only lines already
-			 * released: in a full ring they hold records the writer
-			 * has yet to read, and taking them now only makes both
-			 * sides miss twice. */
-			uint64_t pf = h + need + LE_PRODUCER_AHEAD;
-			if (pf + need - t <= r->lap)
-				for (uint64_t p = pf, e = pf + need; p < e;
-				     p += LE_SLOT_ALIGN)
-					le__prefetch_w(r, r->data + (p & mask));
-			*used = h + need - t;
-			return s;
+		uint64_t claim = le__free_word(lapno) | take;
+		if (pad) {
+			/* release: the writer that sees the pad steps over it */
+			atomic_store_explicit(&s->state,
+			                      claim | LE_SLOT_PAD | LE_SLOT_READY,
+			                      memory_order_release);
+			h += take;
+			continue;
 		}
-		/* Someone claimed h first: move head past it for them (unless
-		 * our h was stale and the word is from another lap). */
-		uint32_t other = (uint32_t)want & LE_SLOT_SIZE_MASK;
-		if ((uint32_t)(want >> 32) == (uint32_t)lapno && other) {
-			uint64_t hh = h;
-			atomic_compare_exchange_strong_explicit(
-				r->head, &hh, h + other, memory_order_release,
-				memory_order_relaxed);
-		}
+		atomic_store_explicit(&s->state, claim, memory_order_relaxed);
+		/* Ask for the lines a record or two on, for writing:
+		 * their trip from the writer's core (or from memory)
+		 * then overlaps this record instead of stalling a later
+		 * one.  Near, not far: a line asked for many records
+		 * ahead is the more often gone again by its claim the
+		 * longer it waits (perf/burst-floor.c counts the calls
+		 * that stall), and a burst's calls come a few tens of
+		 * nanoseconds apart.  Only lines already released: in a
+		 * full ring they hold records the writer has yet to
+		 * read, and taking them now only makes both sides miss
+		 * twice. */
+		uint64_t pf = h + need + LE_PRODUCER_AHEAD;
+		if (pf + need - t <= r->lap)
+			for (uint64_t p = pf, e = pf + need; p < e;
+			     p += LE_SLOT_ALIGN)
+				le__prefetch_w(r, r->data + (p & mask));
+		*used = h + need - t;
+		return s;
 	}
 }
 

@@ -883,6 +883,54 @@ static int unguarded(uint64_t off)
 	       in >= offsetof(le__slot, len);
 }
 
+/*
+ * A producer claims a slot by moving head, then stores its claim word.
+ * Killed between the two, it leaves a slot below head that nothing was
+ * written to: recovery steps over it to the records after, and counts it
+ * abandoned, not damage.
+ */
+TEST(producer_killed_between_its_claim_and_its_claim_word_costs_only_its_slot)
+{
+	made_from = (uint64_t)time(NULL) * 1000000000u;
+	make_dead_queue();
+	made_to = (uint64_t)time(NULL) * 1000000000u + 1000000000u;
+	int fd = fresh_copy();
+	static const unsigned char zero[SLOT];
+	CHECK_EQ(pwrite(fd, zero, SLOT, (off_t)slot_at(K, 0)), (ssize_t)SLOT);
+	close(fd);
+	fflush(NULL);
+	pid_t pid = fork();
+	if (pid == 0) {
+		le_config c;
+		le_stats st;
+		struct tally t;
+		alarm(20);
+		le_config_init(&c);
+		c.dir = work;
+		c.durability = LE_SYNC_NONE;
+		le_engine *e;
+		if (le_open(&e, &c) != 0)
+			_exit(10);
+		if (le_stats_get(e, &st) != 0 || le_close(e) != 0)
+			_exit(11);
+		if (st.abandoned_slots != 1 || st.recovery_damaged != 0)
+			_exit(12);
+		memset(&t, 0, sizeof t);
+		if (read_all(work, LE_RECOVER_ABSOLUTE, check_rec, &t) < 0)
+			_exit(13);
+		for (int i = 0; i < NREC; i++)
+			if (t.exact[i] != (i != K))
+				_exit(14);
+		_exit(t.n == NREC - 1 && !t.changed ? 0 : 15);
+	}
+	int st;
+	CHECK_EQ(waitpid(pid, &st, 0), pid);
+	CHECK(WIFEXITED(st));
+	CHECK_EQ(WEXITSTATUS(st), 0);
+	t_rmrf(work);
+	t_rmrf(tmpl);
+}
+
 TEST(every_bit_flipped_in_a_queue_file_is_recovered_or_reported)
 {
 	le_config c;
@@ -962,6 +1010,7 @@ int main(int argc, char **argv)
 	RUN(queue_left_in_the_other_stamp_unit_keeps_its_record_times);
 	RUN(queue_recovered_twice_writes_its_records_once);
 	RUN(live_directory_copied_then_recovered_has_no_duplicate);
+	RUN(producer_killed_between_its_claim_and_its_claim_word_costs_only_its_slot);
 	RUN(every_bit_flipped_in_a_queue_file_is_recovered_or_reported);
 	return t_done();
 }

@@ -130,51 +130,52 @@ TEST(a_busy_large_queue_loses_nothing)
 }
 
 /*
- * A zero word is FREE for its next lap only: a producer holding a head
- * from the lap before (the position the last release consumed, and
- * returned) gives the word back; one at the next lap's position keeps it.
- * The detector is proved on both sides.
+ * A claim is one CAS on head, then the claim word: head moves past the
+ * slot, the word says its lap and size (not READY), a slot that would run
+ * past the ring's end leaves a pad (READY) and starts the next lap, and a
+ * ring without room leaves head where it was.  A returned page (zeros)
+ * takes a claim like any released line.
  */
-TEST(a_stale_producer_never_keeps_a_returned_word)
+TEST(a_claim_moves_head_past_its_slot_and_states_its_size)
 {
 	le__ring r;
+	uint64_t used = 0;
 	CHECK_RC(le__ring_open(&r, NULL, 8u << 20, 0, 0640));
 	CHECK(r.trims);
-	le__slot *s = (le__slot *)(r.data + 4096);
-	uint64_t h = r.lap + 4096; /* lap 1 */
-	uint64_t claim = le__free_word(1) | 192;
 
-	/* next-lap position: tail and `trimming` are at or before it */
-	atomic_store(r.tail, h);
+	le__slot *s = le__ring_reserve(&r, 192, &used);
+	CHECK(s == (le__slot *)r.data);
+	CHECK_EQ(atomic_load(r.head), 192);
+	CHECK_EQ(atomic_load(&s->state), le__free_word(0) | 192);
+	CHECK_EQ(used, 192);
+
+	/* the end of the ring: a pad to the lap's end, the slot at the next
+	 * lap's start, its claim word of lap 1 over a returned (zero) page */
+	uint64_t h = r.size - 64;
 	atomic_store(r.head, h);
-	atomic_store(&r.trimming, h);
-	atomic_store(&s->state, 0);
-	CHECK_EQ(le__ring_claim_zero(&r, s, h, claim), 1);
-	CHECK_EQ(atomic_load(&s->state), claim);
-
-	/* stale: the release that returned the page moved tail past h */
-	atomic_store(&s->state, 0);
-	atomic_store(r.tail, h + r.lap);
-	CHECK_EQ(le__ring_claim_zero(&r, s, h, claim), 0);
-	CHECK_EQ(atomic_load(&s->state), 0);
-
-	/* stale, tail not yet stored: `trimming` (stored first) tells */
 	atomic_store(r.tail, h);
-	atomic_store(&r.trimming, h + 8192);
-	CHECK_EQ(le__ring_claim_zero(&r, s, h, claim), 0);
-	CHECK_EQ(atomic_load(&s->state), 0);
+	le__slot *pad = (le__slot *)(r.data + h);
+	atomic_store(&pad->state, le__free_word(0));
+	atomic_store((_Atomic uint64_t *)r.data, 0);
+	s = le__ring_reserve(&r, 128, &used);
+	CHECK(s == (le__slot *)r.data);
+	CHECK_EQ(atomic_load(&pad->state),
+	         le__free_word(0) | (uint32_t)(r.lap - (r.size - 64)) |
+	                 LE_SLOT_PAD | LE_SLOT_READY);
+	CHECK_EQ(atomic_load(r.head), r.lap + 128);
+	CHECK_EQ(atomic_load(&s->state), le__free_word(1) | 128);
 
-	/* a word not zero (claimed by another): not ours */
-	atomic_store(&r.trimming, h);
-	atomic_store(&s->state, le__free_word(1) | 64);
-	CHECK_EQ(le__ring_claim_zero(&r, s, h, claim), 0);
+	/* no room: the ring is full up to a lap past tail */
+	atomic_store(r.tail, r.lap + 128 - r.lap + 64);
+	CHECK(le__ring_reserve(&r, 128, &used) == NULL);
+	CHECK_EQ(atomic_load(r.head), r.lap + 128);
 	le__ring_close(&r);
 }
 
 int main(int argc, char **argv)
 {
 	T_INIT(argc, argv);
-	RUN(a_stale_producer_never_keeps_a_returned_word);
+	RUN(a_claim_moves_head_past_its_slot_and_states_its_size);
 	RUN(a_lightly_used_large_queue_keeps_little_of_its_ring_resident);
 	RUN(a_busy_large_queue_loses_nothing);
 	return t_done();
