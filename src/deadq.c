@@ -95,17 +95,18 @@ int le__deadq_slot(le__shard *sh, uint64_t *rd, int k, le__slot *sl,
 		uint64_t w = atomic_load_explicit(
 			(_Atomic uint64_t *)(r->data + (*rd & (r->lap - 1))),
 			memory_order_relaxed);
-		if (w == le__free_word(*rd >> r->lap_shift)) {
-			/* The FREE word of its lap: a producer moved head
-			 * and died before its claim word, so nothing of its
-			 * slot was written.  Go on at the next slot; with
-			 * none after it, this is the queue's end. */
-			uint64_t at;
-			if (!le__ring_resync(r, *rd, q->end, slot_whole, &at))
-				return -1;
+		/* The FREE word of its lap: a producer moved head and died
+		 * before its claim word, and nothing of its slot was
+		 * written -- every line of it still holds that word.  The
+		 * walk goes on at the first line that does not (the next
+		 * slot, whatever it holds), or ends at head.  Not among
+		 * slots the segments hold already: the writer never passes
+		 * such a slot, so there it is damage. */
+		int written = q->have_mark && *rd >= q->mark_pos && q->written;
+		if (w == le__free_word(*rd >> r->lap_shift) && !written) {
 			atomic_fetch_add(&sh->prog.abandoned, 1);
 			q->abandoned++;
-			*rd = at;
+			*rd = le__ring_skip_free(r, *rd, q->end);
 			return 1;
 		}
 		return skip_damage(sh, rd, "state word") ? 1 : -1;

@@ -98,7 +98,16 @@ int le_queue_pending(const char *dir, unsigned shard, uint64_t *records)
 			le__slot *sl;
 			uint32_t bytes;
 			int k = le__ring_peek(&r, &pos, &sl, &bytes);
-			if (k == LE_PEEK_EMPTY || sl->len > bytes - LE_SLOT_HDR)
+			if (k == LE_PEEK_EMPTY) {
+				/* a producer killed between moving head and
+				 * its claim word: nothing there (deadq.c) */
+				uint64_t next = le__ring_skip_free(&r, pos, head);
+				if (next == pos)
+					break;
+				pos = next;
+				continue;
+			}
+			if (sl->len > bytes - LE_SLOT_HDR)
 				break;
 			if (k == LE_PEEK_RECORD && (sl->seq == 0 || sl->seq >= end))
 				n++;

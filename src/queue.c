@@ -596,6 +596,26 @@ void le__ring_populate(le__ring *r, uint64_t from, uint64_t to)
 	}
 }
 
+uint64_t le__ring_skip_free(const le__ring *r, uint64_t from, uint64_t end)
+{
+	const uint64_t mask = r->lap - 1;
+
+	while (from < end) {
+		if ((from & mask) >= r->size) {
+			from += r->lap - (from & mask);
+			continue;
+		}
+		uint64_t w = atomic_load_explicit(
+			(const _Atomic uint64_t *)(const void *)(r->data +
+			                                         (from & mask)),
+			memory_order_relaxed);
+		if (w != le__free_word(from >> r->lap_shift))
+			return from;
+		from += LE_SLOT_ALIGN;
+	}
+	return end;
+}
+
 uint64_t le__ring_size_for(uint64_t cap_rec, uint64_t cap_bytes,
                            uint32_t max_record)
 {

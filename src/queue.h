@@ -41,7 +41,8 @@
  * before publishing can be stepped over at recovery.  A producer that died
  * between the two leaves the FREE word of the lap below head, and nothing
  * in the slot: recovery finds the next slot after it (le__ring_resync).
- * One atomic read-modify-write per claim: each costs a call about 10 ns.
+ * One atomic read-modify-write per claim, not two: each is a full barrier
+ * on the hot path.
  *
  * Releasing.  Slots start only on 64-byte boundaries, so only the first
  * word of each line can ever be read as a state word.  The writer sets that
@@ -384,6 +385,15 @@ int le__ring_get_mark(const le__ring *r, uint64_t *pos, uint64_t *seq);
 int le__ring_resync(const le__ring *r, uint64_t from, uint64_t end,
                     int (*ok)(const le__slot *, uint32_t), uint64_t *at);
 
+/*
+ * Past a slot whose producer moved head and died before its claim word:
+ * the first position in [from, end) whose line does not hold the FREE word
+ * of its lap (every line of a slot never claimed does: the release writes
+ * it to each line, and a new file is zeros), stepping over each lap's end;
+ * end when there is none.
+ */
+uint64_t le__ring_skip_free(const le__ring *r, uint64_t from, uint64_t end);
+
 /* Tests simulate a reboot by setting the boot id queue files are stamped
  * with and checked against (0: the kernel's boot_id again). */
 void le__boot_id_set(uint64_t id);
@@ -409,8 +419,8 @@ int le__ring_renew(le__ring *r, const char *path, uint64_t size,
 
 /* Mark each line behind virtual [from, to) FREE for its next lap, and move
  * tail to `to`.  trim (a ring that trims): the whole pages in the range
- * are returned to the kernel instead (they read as zeros, which
- * le__ring_reserve takes as FREE for their next lap). */
+ * are returned to the kernel instead (they read as zeros: no slot, to the
+ * writer, until a producer claims there). */
 void le__ring_release(le__ring *r, uint64_t from, uint64_t to, int trim);
 /* Fault in, writable, the pages under virtual [from, to) (a ring that
  * trims: before the producers get there).  Changes no byte. */

@@ -467,8 +467,9 @@ int le__recover_queue(le__shard *sh)
 	sh->w.clock = own;
 	if (sh->store)
 		le__store_resize(sh->store, 0);
-	/* Past head is fine: the dead process claimed a slot and died
-	 * before moving head past it, and the walk stepped over it. */
+	/* Stopping short of head is not: every slot before head was claimed
+	 * (a producer moves head before it stores its claim word), and one
+	 * whose producer died before that word was stepped over. */
 	if (rc == 0 && sh->w.rd < sh->w.rq.end && sh->w.rq.end == head &&
 	    !sh->w.rq.dropped)
 		/* stopped before head without a slot it could frame */
