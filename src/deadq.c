@@ -99,11 +99,11 @@ int le__deadq_slot(le__shard *sh, uint64_t *rd, int k, le__slot *sl,
 		 * before its claim word, and nothing of its slot was
 		 * written -- every line of it still holds that word.  The
 		 * walk goes on at the first line that does not (the next
-		 * slot, whatever it holds), or ends at head.  Not among
-		 * slots the segments hold already: the writer never passes
-		 * such a slot, so there it is damage. */
-		int written = q->have_mark && *rd >= q->mark_pos && q->written;
-		if (w == le__free_word(*rd >> r->lap_shift) && !written) {
+		 * slot, whatever it holds), or ends at head.  Such a slot is
+		 * no record, so it takes nothing from the mark's count of
+		 * records written (a recovery that stepped over it and was
+		 * killed before its release left it among them). */
+		if (w == le__free_word(*rd >> r->lap_shift)) {
 			atomic_fetch_add(&sh->prog.abandoned, 1);
 			q->abandoned++;
 			*rd = le__ring_skip_free(r, *rd, q->end);

@@ -107,7 +107,8 @@ int le_queue_pending(const char *dir, unsigned shard, uint64_t *records)
 				pos = next;
 				continue;
 			}
-			if (sl->len > bytes - LE_SLOT_HDR)
+			/* a claimed slot's length is a last lap's */
+			if (k == LE_PEEK_RECORD && sl->len > bytes - LE_SLOT_HDR)
 				break;
 			if (k == LE_PEEK_RECORD && (sl->seq == 0 || sl->seq >= end))
 				n++;

@@ -40,7 +40,7 @@
  * from there on the slot's size is known, and a slot whose producer died
  * before publishing can be stepped over at recovery.  A producer that died
  * between the two leaves the FREE word of the lap below head, and nothing
- * in the slot: recovery finds the next slot after it (le__ring_resync).
+ * in the slot: recovery walks over its lines (le__ring_skip_free).
  * One atomic read-modify-write per claim, not two: each is a full barrier
  * on the hot path.
  *
@@ -257,6 +257,11 @@ static inline le__slot *le__ring_reserve(le__ring *r, uint32_t need,
 			continue;
 		}
 		atomic_store_explicit(&s->state, claim, memory_order_relaxed);
+		/* The claim word before any byte of the slot, in the order a
+		 * kill leaves them (the CPU keeps stores in order; this keeps
+		 * the compiler from sinking it): a slot with bytes but no
+		 * claim word would read as damage. */
+		atomic_signal_fence(memory_order_release);
 		/* Ask for the lines a record or two on, for writing:
 		 * their trip from the writer's core (or from memory)
 		 * then overlaps this record instead of stalling a later
