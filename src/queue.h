@@ -228,10 +228,11 @@ static inline le__slot *le__ring_reserve(le__ring *r, uint32_t need,
 			/* A slot ended exactly at `size`: no line is left to
 			 * hold a pad word, so step to the next lap unclaimed
 			 * (the writer steps the same way, in le__ring_peek). */
-			atomic_compare_exchange_weak_explicit(
-				r->head, &h, h - off + r->lap, memory_order_relaxed,
-				memory_order_relaxed);
-			h = atomic_load_explicit(r->head, memory_order_relaxed);
+			uint64_t next = h - off + r->lap;
+			if (atomic_compare_exchange_weak_explicit(
+				    r->head, &h, next, memory_order_relaxed,
+				    memory_order_relaxed))
+				h = next;
 			continue;
 		}
 		int pad = off + need > r->size;

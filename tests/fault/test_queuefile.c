@@ -606,35 +606,43 @@ static int queue_copy(const char *dir, const char *to)
 	return cp_file(a, b);
 }
 
-/* The same QUEUE file recovered twice (put back after the first
- * recovery renewed it): its records were written by the first. */
-TEST(queue_recovered_twice_writes_its_records_once)
+/* dir's QUEUE file recovered twice (put back after the first recovery
+ * renewed it, as a recovery killed before its release leaves it): the
+ * first writes `first` records, the second none. */
+static void recover_twice(const char *dir, uint64_t first)
 {
 	char keep[400], copy[1024];
-	make_dead_queue();
-	snprintf(keep, sizeof keep, "%s-keep", tmpl);
+	snprintf(keep, sizeof keep, "%s-keep", dir);
 	CHECK_EQ(mkdir(keep, 0700), 0);
 	snprintf(copy, sizeof copy, "%s/shard-000", keep);
 	CHECK_EQ(mkdir(copy, 0700), 0);
-	CHECK_EQ(queue_copy(tmpl, keep), 0);
+	CHECK_EQ(queue_copy(dir, keep), 0);
 	for (int round = 0; round < 2; round++) {
 		le_config c;
 		le_engine *e;
 		le_stats st;
 		le_config_init(&c);
-		c.dir = tmpl;
+		c.dir = dir;
 		c.durability = LE_SYNC_NONE;
 		CHECK_RC(le_open(&e, &c));
 		CHECK_RC(le_stats_get(e, &st));
-		CHECK_EQ(st.recovered_records, round == 0 ? NREC : 0);
+		CHECK_EQ(st.recovered_records, round == 0 ? first : 0);
 		CHECK_RC(le_close(e));
-		CHECK_EQ(queue_copy(keep, tmpl), 0); /* the same file again */
+		CHECK_EQ(queue_copy(keep, dir), 0); /* the same file again */
 	}
+	t_rmrf(keep);
+}
+
+/* The same QUEUE file recovered twice: its records were written by the
+ * first recovery. */
+TEST(queue_recovered_twice_writes_its_records_once)
+{
+	make_dead_queue();
+	recover_twice(tmpl, NREC);
 	struct seen sn = {0, 0};
 	CHECK(read_all(tmpl, LE_RECOVER_ABSOLUTE, see, &sn) >= 0);
 	CHECK_EQ(sn.n, NREC);
 	CHECK_EQ(sn.prefix, NREC);
-	t_rmrf(keep);
 	t_rmrf(tmpl);
 }
 
@@ -963,38 +971,19 @@ TEST(producer_killed_between_its_claim_and_its_claim_word_costs_only_its_slot)
 	close(fd);
 	CHECK_EQ(recovers_all_but(1u << (NREC - 1), 1), 0);
 
-	/* recovered twice (the first recovery killed before its release):
-	 * the gap takes nothing from the count of records written */
-	char keep[400], copy[1024];
+	/* recovered twice: the gap takes nothing from the count of records
+	 * written */
 	fd = fresh_copy();
 	CHECK_EQ(pwrite(fd, zero_slot, SLOT, (off_t)slot_at(K, 0)),
 	         (ssize_t)SLOT);
 	close(fd);
-	snprintf(keep, sizeof keep, "%s-keep", work);
-	CHECK_EQ(mkdir(keep, 0700), 0);
-	snprintf(copy, sizeof copy, "%s/shard-000", keep);
-	CHECK_EQ(mkdir(copy, 0700), 0);
-	CHECK_EQ(queue_copy(work, keep), 0);
-	for (int round = 0; round < 2; round++) {
-		le_config c;
-		le_engine *e;
-		le_stats st;
-		le_config_init(&c);
-		c.dir = work;
-		c.durability = LE_SYNC_NONE;
-		CHECK_RC(le_open(&e, &c));
-		CHECK_RC(le_stats_get(e, &st));
-		CHECK_EQ(st.recovered_records, round == 0 ? NREC - 1 : 0);
-		CHECK_RC(le_close(e));
-		CHECK_EQ(queue_copy(keep, work), 0);
-	}
+	recover_twice(work, NREC - 1);
 	struct tally t;
 	memset(&t, 0, sizeof t);
 	CHECK(read_all(work, LE_RECOVER_ABSOLUTE, check_rec, &t) >= 0);
 	CHECK_EQ(t.n, NREC - 1);
 	for (int i = 0; i < NREC; i++)
 		CHECK_EQ(t.exact[i], i != K);
-	t_rmrf(keep);
 	t_rmrf(work);
 	t_rmrf(tmpl);
 }
