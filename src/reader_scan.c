@@ -129,7 +129,8 @@ static int all_zero(int fd, uint64_t off, uint64_t len)
  * follow it: what a crash between creating a segment (maybe preallocated)
  * and its first sync leaves, with no frame lost.  A header that decodes
  * (right format, wrong shard or index) was written on purpose somewhere
- * else, so it is never torn.  @return 1, 0, -errno; *size the file size.
+ * else, so it is never torn.  @return 1 torn, 2 a header that decodes,
+ * 0 neither, -errno; *size the file size.
  */
 static int torn_header(const char *path, uint64_t *size)
 {
@@ -151,22 +152,26 @@ static int torn_header(const char *path, uint64_t *size)
 		rc = (int)got;
 	else if (got < LE_SEG_HDR)
 		rc = 1;
-	else if (le__seg_hdr_decode(h, &hdr) == LE_ECORRUPT)
+	else if ((rc = le__seg_hdr_decode(h, &hdr)) == LE_ECORRUPT)
 		rc = all_zero(fd, LE_SEG_HDR, (uint64_t)st.st_size - LE_SEG_HDR);
+	else
+		rc = rc == 0 ? 2 : 0;
 out:
 	le__close(fd);
 	return rc;
 }
 
-/* The next segment's header failed to decode (why says how). */
-static int header_damage(le_reader *r, struct cursor *c, const char *why)
+/* The next segment's header failed its checks (why says how); torn is
+ * what torn_header said of it, size its size. */
+static int header_damage(le_reader *r, struct cursor *c, const char *why,
+                         int torn, uint64_t size)
 {
-	uint64_t size;
 	int mode = r->opts.mode;
-	int torn = is_last_seg(c) ? torn_header(c->path, &size) : 0;
 
 	if (torn < 0)
 		return torn;
+	if (torn == 2) /* decodes, but says another shard or index */
+		torn = 0;
 	if (torn && r->follow) {
 		/* Being created, or left so by a crash: the next engine
 		 * replaces it.  Look again later. */
@@ -227,7 +232,8 @@ static int check_chain(le_reader *r, struct cursor *c)
 int le__rd_seg_open(le_reader *r, struct cursor *c)
 {
 	const char *why;
-	int rc;
+	uint64_t size = 0;
+	int rc, torn;
 
 	if (c->iseg >= c->nseg) {
 		if (r->follow)
@@ -239,7 +245,21 @@ int le__rd_seg_open(le_reader *r, struct cursor *c)
 	rc = le__seg_path(c->path, c->path_cap, c->dir, c->segs[c->iseg]);
 	if (rc < 0)
 		return rc;
-	rc = le__scan_open(&c->scan, c->path, c->seg_shard, &why);
+	/*
+	 * A writer creates a segment, then writes its header.  A look between
+	 * the two finds no header; if the second look, torn_header's, finds
+	 * one that decodes, it was being written: open the file again.  The
+	 * second look's answer is the one acted on, so a header written
+	 * between the looks is never called damage.
+	 */
+	for (int look = 0;; look++) {
+		rc = le__scan_open(&c->scan, c->path, c->seg_shard, &why);
+		torn = 0;
+		if (rc == LE_ECORRUPT && is_last_seg(c) && !c->scan.archived)
+			torn = torn_header(c->path, &size);
+		if (torn != 2 || c->scan.hdr_read || look == 2)
+			break;
+	}
 	if (c->scan.archived) /* problems name the file read: the archive */
 		strncat(c->path, LE_ZST_SUFFIX, c->path_cap - strlen(c->path) - 1);
 	if (rc == -ENOENT) {
@@ -252,7 +272,7 @@ int le__rd_seg_open(le_reader *r, struct cursor *c)
 	if (rc == 0 || rc == LE_ECORRUPT || rc == LE_EVERSION)
 		r->st.segments++;
 	if (rc == LE_ECORRUPT)
-		return header_damage(r, c, why);
+		return header_damage(r, c, why, torn, size);
 	if (rc == LE_EVERSION)
 		problem(r, c, LE_PROBLEM_DAMAGE, 0, "%s", why);
 	if (rc == LE_EUNSAFE) /* a link, a FIFO...: le_errmsg says which */
@@ -264,7 +284,7 @@ int le__rd_seg_open(le_reader *r, struct cursor *c)
 	if (c->scan.hdr.index != c->segs[c->iseg]) {
 		le__rd_seg_close(c);
 		return header_damage(r, c, "segment header index does not "
-		                           "match the file name");
+		                           "match the file name", 0, 0);
 	}
 	rc = check_chain(r, c);
 	c->deleted = 0;

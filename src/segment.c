@@ -198,6 +198,7 @@ int le__scan_open(le__scan *s, const char *path, uint32_t expect_shard,
 		                         : "segment header damaged";
 		goto fail;
 	}
+	s->hdr_read = 1;
 	if (expect_shard != UINT32_MAX && s->hdr.shard != expect_shard) {
 		*why = "segment header names another shard";
 		rc = LE_ECORRUPT;

@@ -45,6 +45,8 @@ typedef struct le__scan {
 	int archived;         /* path was gone, and its archive (.seg.zst,
 	                         seg_zst.h) is what fd holds, decompressed;
 	                         also set when opening the archive failed */
+	int hdr_read;         /* the header decoded; set even when the open
+	                         then failed (wrong shard) */
 } le__scan;
 
 /* Open path and check its header; expect_shard UINT32_MAX = any.  A path

@@ -45,12 +45,19 @@ struct le_tail {
 	le__dcache dc;       /* deferred records: descriptors, their text */
 };
 
+/* Open segment t->seg.  A file too short for a header is one a writer
+ * has created and not yet written its header to: it stays closed, and
+ * the tail comes back to it.  @return 0 (t->open says which), -errno,
+ * LE_ECORRUPT. */
 static int seg_open(le_tail *t)
 {
 	const char *why;
 	int rc = le__seg_path(t->path, t->path_cap, t->dir, t->seg);
 	if (rc == 0)
 		rc = le__scan_open(&t->scan, t->path, t->shard, &why);
+	if (rc == LE_ECORRUPT && !t->scan.hdr_read &&
+	    t->scan.file_len < LE_SEG_HDR && !t->scan.archived)
+		return 0;
 	if (rc < 0)
 		return rc;
 	t->open = 1;
@@ -178,7 +185,7 @@ int le_tail_next(le_tail *t, le_record *rec)
 	for (;;) {
 		if (!t->open) {
 			int rc = seg_open(t);
-			if (rc < 0)
+			if (rc < 0 || !t->open)
 				return rc == -ENOENT ? 0 : rc;
 		}
 		int rc = t->synced ? 1 : sync_scan(t);

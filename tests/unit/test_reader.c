@@ -10,6 +10,7 @@
 
 #include "crc32c.h"
 #include "logengine.h"
+#include "os.h"
 
 #if defined(__SANITIZE_ADDRESS__)
 #include <sanitizer/lsan_interface.h>
@@ -947,6 +948,75 @@ TEST(torn_header_of_last_segment_is_a_torn_tail)
 	t_rmrf(dir);
 }
 
+/* A writer creates a segment, then writes its header.  This pread finds
+ * the new file empty once, and the header and frames land just after:
+ * the reader's first look sees no header, its second a whole one. */
+static const t_seg *landing;
+static const char *landing_dir;
+static int landing_armed;
+
+static ssize_t header_lands_pread(int fd, void *buf, size_t len, off_t off)
+{
+	ssize_t n = pread(fd, buf, len, off);
+	if (landing_armed && off == 0 && n == 0) {
+		landing_armed = 0;
+		t_seg_save(landing, landing_dir);
+	}
+	return n;
+}
+
+TEST(a_header_written_between_two_looks_is_read_not_called_damage)
+{
+	static const int modes[] = {LE_RECOVER_TOLERATE_TAIL,
+	                            LE_RECOVER_ABSOLUTE};
+	char dir[256];
+	t_seg s, h;
+	le__os os = le__os_real;
+	got g;
+
+	t_tmpdir(dir);
+	seg_n(&s, ALL, 0, 1, 1, 5, 1);
+	t_seg_save(&s, dir);
+	seg_n(&h, ALL, 0, 2, 6, 3, 1);
+	landing = &h;
+	landing_dir = dir;
+	os.pread = header_lands_pread;
+	le__os_install(&os);
+	for (int follow = 0; follow < 2; follow++)
+		for (int m = 0; m < 2; m++) {
+			t_seg_save_len(&h, dir, 0); /* created, nothing in it */
+			landing_armed = 1;
+			le_reader_opts o;
+			le_reader *r;
+			le_record lr;
+			int rc;
+			memset(&g, 0, sizeof g);
+			le_reader_opts_init(&o);
+			o.mode = modes[m];
+			o.on_problem = on_problem;
+			o.arg = &g;
+			CHECK_RC(le_reader_open(&r, dir, &o));
+			if (follow)
+				CHECK_RC(le_reader_follow(r, 0));
+			while ((rc = le_reader_next(r, &lr)) > 0)
+				keep(&g, &lr);
+			CHECK_EQ(rc, 0);
+			CHECK_EQ(landing_armed, 0);
+			for (int i = 0; i < g.nprob && i < MAX_PROBS; i++)
+				fprintf(stderr, "  problem: %s\n", g.prob[i]);
+			CHECK_EQ(g.nprob, 0);
+			CHECK_EQ(g.n, 8);
+			for (int i = 0; i < g.n; i++)
+				CHECK_EQ(g.r[i].seq, (uint64_t)i + 1);
+			le_reader_close(r);
+			got_free(&g);
+		}
+	le__os_install(NULL);
+	t_seg_free(&s);
+	t_seg_free(&h);
+	t_rmrf(dir);
+}
+
 TEST(damaged_header_of_middle_segment_is_corruption)
 {
 	char dir[256];
@@ -1179,6 +1249,7 @@ int main(int argc, char **argv)
 	RUN(sequence_gap_between_segments_is_reported);
 	RUN(deleted_leading_segments_are_not_a_gap);
 	RUN(torn_header_of_last_segment_is_a_torn_tail);
+	RUN(a_header_written_between_two_looks_is_read_not_called_damage);
 	RUN(damaged_header_of_middle_segment_is_corruption);
 	RUN(unknown_version_is_refused_at_open);
 	RUN(fields_off_still_decode);

@@ -7,6 +7,7 @@
 
 #include <fcntl.h>
 
+#include "format.h"
 #include "logengine.h"
 
 static le_engine *open_engine(const char *dir, uint64_t segment_bytes)
@@ -167,11 +168,52 @@ TEST(tail_steps_over_damage_and_stops_before_a_frame_cut_short)
 	t_rmrf(dir);
 }
 
+/* A writer creates a segment, then writes its header: a tail that finds
+ * the next segment empty, or its header cut short, waits for it as for a
+ * frame cut short, whether it reached that segment or started there. */
+TEST(tail_waits_for_a_new_segment_s_header)
+{
+	char dir[256], path[512];
+	le_tail *t;
+	le_record r;
+
+	t_tmpdir(dir);
+	le_engine *e = open_engine(dir, 4096);
+	write_range(e, 0, 300);
+	CHECK_RC(le_close(e));
+	int last = 1;
+	while (access(seg_path(path, dir, last + 1), F_OK) == 0)
+		last++;
+	CHECK(last >= 3);
+	size_t len;
+	unsigned char *whole = t_slurp(seg_path(path, dir, last), &len);
+	CHECK(whole && len > LE_SEG_HDR);
+	CHECK_RC(le_tail_open(&t, dir, 0, (uint64_t)last, 0));
+	CHECK_EQ(le_tail_next(t, &r), 1);
+	int k0 = rec_no(&r);
+	CHECK(k0 > 0);
+	le_tail_close(t);
+	static const size_t cut[] = {0, 10};
+	for (int i = 0; i < 2; i++)
+		for (int start = 1; start <= last; start += last - 1) {
+			CHECK_EQ(t_spit(path, whole, cut[i]), 0);
+			CHECK_RC(le_tail_open(&t, dir, 0, (uint64_t)start, 0));
+			CHECK_EQ(drain(t, 0), start == 1 ? k0 : 0);
+			CHECK_EQ(le_tail_next(t, &r), 0);
+			CHECK_EQ(t_spit(path, whole, len), 0);
+			CHECK_EQ(drain(t, k0), 300 - k0);
+			le_tail_close(t);
+		}
+	free(whole);
+	t_rmrf(dir);
+}
+
 int main(int argc, char **argv)
 {
 	T_INIT(argc, argv);
 	RUN(tail_from_the_live_page_starts_at_the_latest_record_and_follows);
 	RUN(tail_goes_on_into_the_next_segment);
 	RUN(tail_steps_over_damage_and_stops_before_a_frame_cut_short);
+	RUN(tail_waits_for_a_new_segment_s_header);
 	return t_done();
 }
