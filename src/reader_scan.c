@@ -103,75 +103,13 @@ static int is_last_seg(const struct cursor *c)
 	return c->iseg + 1 >= c->nseg;
 }
 
-/* @return 1 when the len bytes at off in fd are all zero (or missing: the
- * file shrank), 0 when one is not, -errno. */
-static int all_zero(int fd, uint64_t off, uint64_t len)
-{
-	unsigned char buf[4096];
-
-	while (len > 0) {
-		size_t want = len < sizeof buf ? (size_t)len : sizeof buf;
-		ssize_t got = le__pread_full(fd, buf, want, off);
-		if (got <= 0)
-			return got < 0 ? (int)got : 1;
-		for (ssize_t i = 0; i < got; i++)
-			if (buf[i])
-				return 0;
-		off += (uint64_t)got;
-		len -= (uint64_t)got;
-	}
-	return 1;
-}
-
-/*
- * Was this segment's header never completely written?  True when the file
- * is shorter than a header, or the header does not decode and only zeros
- * follow it: what a crash between creating a segment (maybe preallocated)
- * and its first sync leaves, with no frame lost.  A header that decodes
- * (right format, wrong shard or index) was written on purpose somewhere
- * else, so it is never torn.  @return 1 torn, 2 a header that decodes,
- * 0 neither, -errno; *size the file size.
- */
-static int torn_header(const char *path, uint64_t *size)
-{
-	unsigned char h[LE_SEG_HDR];
-	le__seg_hdr hdr;
-	struct stat st;
-	ssize_t got;
-	int rc, fd = le__open_in(path, LE_IN_SHARD, O_RDONLY, 0);
-
-	*size = 0;
-	if (fd < 0)
-		return fd;
-	rc = fstat(fd, &st) < 0 ? -errno : 0;
-	if (rc < 0)
-		goto out;
-	*size = (uint64_t)st.st_size;
-	got = le__pread_full(fd, h, sizeof h, 0);
-	if (got < 0)
-		rc = (int)got;
-	else if (got < LE_SEG_HDR)
-		rc = 1;
-	else if ((rc = le__seg_hdr_decode(h, &hdr)) == LE_ECORRUPT)
-		rc = all_zero(fd, LE_SEG_HDR, (uint64_t)st.st_size - LE_SEG_HDR);
-	else
-		rc = rc == 0 ? 2 : 0;
-out:
-	le__close(fd);
-	return rc;
-}
-
-/* The next segment's header failed its checks (why says how); torn is
- * what torn_header said of it, size its size. */
+/* The next segment's header failed its checks (why says how); torn: it
+ * was never completed (le__scan_open_newest), size its size. */
 static int header_damage(le_reader *r, struct cursor *c, const char *why,
                          int torn, uint64_t size)
 {
 	int mode = r->opts.mode;
 
-	if (torn < 0)
-		return torn;
-	if (torn == 2) /* decodes, but says another shard or index */
-		torn = 0;
 	if (torn && r->follow) {
 		/* Being created, or left so by a crash: the next engine
 		 * replaces it.  Look again later. */
@@ -245,21 +183,12 @@ int le__rd_seg_open(le_reader *r, struct cursor *c)
 	rc = le__seg_path(c->path, c->path_cap, c->dir, c->segs[c->iseg]);
 	if (rc < 0)
 		return rc;
-	/*
-	 * A writer creates a segment, then writes its header.  A look between
-	 * the two finds no header; if the second look, torn_header's, finds
-	 * one that decodes, it was being written: open the file again.  The
-	 * second look's answer is the one acted on, so a header written
-	 * between the looks is never called damage.
-	 */
-	for (int look = 0;; look++) {
-		rc = le__scan_open(&c->scan, c->path, c->seg_shard, &why);
-		torn = 0;
-		if (rc == LE_ECORRUPT && is_last_seg(c) && !c->scan.archived)
-			torn = torn_header(c->path, &size);
-		if (torn != 2 || c->scan.hdr_read || look == 2)
-			break;
-	}
+	torn = 0;
+	rc = is_last_seg(c) ? le__scan_open_newest(&c->scan, c->path,
+	                                           c->seg_shard, &why, &torn,
+	                                           &size)
+	                    : le__scan_open(&c->scan, c->path, c->seg_shard,
+	                                    &why);
 	if (c->scan.archived) /* problems name the file read: the archive */
 		strncat(c->path, LE_ZST_SUFFIX, c->path_cap - strlen(c->path) - 1);
 	if (rc == -ENOENT) {
@@ -351,7 +280,7 @@ static int on_end(le_reader *r, struct cursor *c)
 		seg_done(c, 1);
 		return 0;
 	}
-	rc = all_zero(c->scan.fd, off, len - off);
+	rc = le__all_zero(c->scan.fd, off, len - off);
 	if (rc < 0)
 		return rc;
 	if (rc == 0)

@@ -198,7 +198,6 @@ int le__scan_open(le__scan *s, const char *path, uint32_t expect_shard,
 		                         : "segment header damaged";
 		goto fail;
 	}
-	s->hdr_read = 1;
 	if (expect_shard != UINT32_MAX && s->hdr.shard != expect_shard) {
 		*why = "segment header names another shard";
 		rc = LE_ECORRUPT;
@@ -217,6 +216,88 @@ fail:
 	le__close(s->fd);
 	s->fd = -1;
 	return rc;
+}
+
+int le__all_zero(int fd, uint64_t off, uint64_t len)
+{
+	unsigned char buf[4096];
+
+	while (len > 0) {
+		size_t want = len < sizeof buf ? (size_t)len : sizeof buf;
+		ssize_t got = le__pread_full(fd, buf, want, off);
+		if (got <= 0)
+			return got < 0 ? (int)got : 1;
+		for (ssize_t i = 0; i < got; i++)
+			if (buf[i])
+				return 0;
+		off += (uint64_t)got;
+		len -= (uint64_t)got;
+	}
+	return 1;
+}
+
+/*
+ * Was this segment's header never completely written?  True when the file
+ * is shorter than a header, or the header does not decode and only zeros
+ * follow it: what a writer between creating a segment (maybe preallocated)
+ * and writing its header shows, and what a crash there leaves, with no
+ * frame lost.  A header that decodes (right format, wrong shard or index)
+ * was written on purpose somewhere else, so it is never torn.  @return 1
+ * torn, 2 a header that decodes, 0 neither, -errno; *size the file size.
+ */
+static int torn_header(const char *path, uint64_t *size)
+{
+	unsigned char h[LE_SEG_HDR];
+	le__seg_hdr hdr;
+	struct stat st;
+	ssize_t got;
+	int rc, fd = le__open_in(path, LE_IN_SHARD, O_RDONLY, 0);
+
+	*size = 0;
+	if (fd < 0)
+		return fd;
+	rc = fstat(fd, &st) < 0 ? -errno : 0;
+	if (rc < 0)
+		goto out;
+	*size = (uint64_t)st.st_size;
+	got = le__pread_full(fd, h, sizeof h, 0);
+	if (got < 0)
+		rc = (int)got;
+	else if (got < LE_SEG_HDR)
+		rc = 1;
+	else if ((rc = le__seg_hdr_decode(h, &hdr)) == LE_ECORRUPT)
+		rc = le__all_zero(fd, LE_SEG_HDR,
+		                  (uint64_t)st.st_size - LE_SEG_HDR);
+	else
+		rc = rc == 0 ? 2 : 0;
+out:
+	le__close(fd);
+	return rc;
+}
+
+int le__scan_open_newest(le__scan *s, const char *path, uint32_t expect_shard,
+                         const char **why, int *torn, uint64_t *size)
+{
+	int rc;
+
+	/* A look between the writer's create and its header write finds
+	 * no header.  The second look, torn_header's, is the one acted on:
+	 * a header that decodes by then was being written, and the file is
+	 * opened again. */
+	for (int look = 0;; look++) {
+		*torn = 0;
+		*size = 0;
+		rc = le__scan_open(s, path, expect_shard, why);
+		if (rc != LE_ECORRUPT || s->archived)
+			return rc;
+		int t = torn_header(path, size);
+		if (t < 0)
+			return t;
+		if (t != 2 || look == 2) { /* 2 again: another shard's */
+			*torn = t == 1;
+			return rc;
+		}
+	}
 }
 
 void le__scan_close(le__scan *s)

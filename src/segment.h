@@ -45,8 +45,6 @@ typedef struct le__scan {
 	int archived;         /* path was gone, and its archive (.seg.zst,
 	                         seg_zst.h) is what fd holds, decompressed;
 	                         also set when opening the archive failed */
-	int hdr_read;         /* the header decoded; set even when the open
-	                         then failed (wrong shard) */
 } le__scan;
 
 /* Open path and check its header; expect_shard UINT32_MAX = any.  A path
@@ -55,6 +53,20 @@ typedef struct le__scan {
  * -errno.  On failure nothing needs closing. */
 int le__scan_open(le__scan *s, const char *path, uint32_t expect_shard,
                   const char **why);
+
+/* Open a shard's newest segment, which a writer may be creating (it
+ * creates the file, then writes its header): as le__scan_open, and on
+ * LE_ECORRUPT *torn says whether the header was never completed -- file
+ * shorter than a header, or a header that does not decode and only zeros
+ * after it -- and *size is the file's size.  A header found missing and
+ * then whole is read, never called damage.  -errno also from the second
+ * look (-ENOENT: deleted meanwhile). */
+int le__scan_open_newest(le__scan *s, const char *path, uint32_t expect_shard,
+                         const char **why, int *torn, uint64_t *size);
+
+/* @return 1 when the len bytes at off in fd are all zero (or missing: the
+ * file shrank), 0 when one is not, -errno. */
+int le__all_zero(int fd, uint64_t off, uint64_t len);
 
 /* Decode the frame at s->off.  On LE_FRAME_OK *f is valid until the next
  * call and s->off / s->next_seq have advanced; otherwise *why says what is

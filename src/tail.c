@@ -45,18 +45,20 @@ struct le_tail {
 	le__dcache dc;       /* deferred records: descriptors, their text */
 };
 
-/* Open segment t->seg.  A file too short for a header is one a writer
- * has created and not yet written its header to: it stays closed, and
- * the tail comes back to it.  @return 0 (t->open says which), -errno,
+/* Open segment t->seg.  One whose header a writer has not yet written
+ * (le__scan_open_newest) stays closed, and the tail comes back to it, as
+ * to a frame cut short.  @return 0 (t->open says which), -errno,
  * LE_ECORRUPT. */
 static int seg_open(le_tail *t)
 {
 	const char *why;
+	uint64_t size;
+	int torn = 0;
 	int rc = le__seg_path(t->path, t->path_cap, t->dir, t->seg);
 	if (rc == 0)
-		rc = le__scan_open(&t->scan, t->path, t->shard, &why);
-	if (rc == LE_ECORRUPT && !t->scan.hdr_read &&
-	    t->scan.file_len < LE_SEG_HDR && !t->scan.archived)
+		rc = le__scan_open_newest(&t->scan, t->path, t->shard, &why,
+		                          &torn, &size);
+	if (rc == LE_ECORRUPT && torn)
 		return 0;
 	if (rc < 0)
 		return rc;

@@ -121,16 +121,22 @@ static char *seg_path(char *buf, const char *dir, int index)
 	return buf;
 }
 
+/* A closed log in a new dir: "record 0" to "record n-1" in shard 0. */
+static void closed_log(char *dir, size_t segment_bytes, int n)
+{
+	t_tmpdir(dir);
+	le_engine *e = open_engine(dir, segment_bytes);
+	write_range(e, 0, n);
+	CHECK_RC(le_close(e));
+}
+
 TEST(tail_steps_over_damage_and_stops_before_a_frame_cut_short)
 {
 	char dir[256], path[512];
 	le_tail *t;
 	le_record r;
 
-	t_tmpdir(dir);
-	le_engine *e = open_engine(dir, 0);
-	write_range(e, 0, 50);
-	CHECK_RC(le_close(e));
+	closed_log(dir, 0, 50);
 	size_t len;
 	unsigned char *whole = t_slurp(seg_path(path, dir, 1), &len);
 	CHECK(whole);
@@ -169,18 +175,16 @@ TEST(tail_steps_over_damage_and_stops_before_a_frame_cut_short)
 }
 
 /* A writer creates a segment, then writes its header: a tail that finds
- * the next segment empty, or its header cut short, waits for it as for a
- * frame cut short, whether it reached that segment or started there. */
+ * the next segment empty, its header cut short or zeros, waits for it as
+ * for a frame cut short, whether it reached that segment or started
+ * there. */
 TEST(tail_waits_for_a_new_segment_s_header)
 {
 	char dir[256], path[512];
 	le_tail *t;
 	le_record r;
 
-	t_tmpdir(dir);
-	le_engine *e = open_engine(dir, 4096);
-	write_range(e, 0, 300);
-	CHECK_RC(le_close(e));
+	closed_log(dir, 4096, 300);
 	int last = 1;
 	while (access(seg_path(path, dir, last + 1), F_OK) == 0)
 		last++;
@@ -193,17 +197,23 @@ TEST(tail_waits_for_a_new_segment_s_header)
 	int k0 = rec_no(&r);
 	CHECK(k0 > 0);
 	le_tail_close(t);
-	static const size_t cut[] = {0, 10};
-	for (int i = 0; i < 2; i++)
-		for (int start = 1; start <= last; start += last - 1) {
-			CHECK_EQ(t_spit(path, whole, cut[i]), 0);
-			CHECK_RC(le_tail_open(&t, dir, 0, (uint64_t)start, 0));
-			CHECK_EQ(drain(t, 0), start == 1 ? k0 : 0);
+	/* empty, cut inside its header, preallocated (zeros) */
+	unsigned char *zeros = calloc(1, len);
+	CHECK(zeros);
+	const unsigned char *early[] = {whole, whole, zeros};
+	const size_t cut[] = {0, 10, len};
+	const int start[] = {1, last}; /* reaches it, or starts there */
+	for (int i = 0; i < 3; i++)
+		for (int j = 0; j < 2; j++) {
+			CHECK_EQ(t_spit(path, early[i], cut[i]), 0);
+			CHECK_RC(le_tail_open(&t, dir, 0, (uint64_t)start[j], 0));
+			CHECK_EQ(drain(t, 0), j == 0 ? k0 : 0);
 			CHECK_EQ(le_tail_next(t, &r), 0);
 			CHECK_EQ(t_spit(path, whole, len), 0);
 			CHECK_EQ(drain(t, k0), 300 - k0);
 			le_tail_close(t);
 		}
+	free(zeros);
 	free(whole);
 	t_rmrf(dir);
 }
