@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/signalfd.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -20,20 +21,23 @@
 
 /*
  * capture: run CMD with its stdout and stderr on two pipes, and turn each
- * line into a record.  One thread polls the two pipes and a self-pipe fed
- * by the signal handler, so it reads CMD's output as fast as CMD writes it
- * whatever happens to our own stdout:
+ * line into a record.  One thread polls the two pipes and a signalfd, so
+ * it reads CMD's output as fast as CMD writes it whatever happens to our
+ * own stdout:
  *
  *   CMD stdout --pipe--+                      +--> segment store (DIR),
  *   CMD stderr --pipe--+--> poll, split      |    LE_OVERFLOW_BLOCK
- *   signals --self-pipe+    lines, le_write --+--> stream sink on fd 1
+ *   signals --signalfd-+    lines, le_write --+--> stream sink on fd 1
  *                                                  (--passthrough): async,
  *                                                  drops when stdout stalls
  *
  * The store's queue blocks when full (nothing is lost while the disk keeps
  * up); only this reader waits then, and CMD only once its pipe is full too.
  * A stalled stdout never reaches this thread: the stream sink drops and
- * counts lines instead of waiting.  Memory is fixed at start: one buffer
+ * counts lines instead of waiting.  The signals we pass on (and SIGCHLD)
+ * stay blocked from before CMD starts until we exit and are read from the
+ * signalfd: no handler runs, so none can be lost between a check and a
+ * poll, and none reaches the engine's threads (they block every signal).  Memory is fixed at start: one buffer
  * per pipe (max_record_bytes + 1 + one read) and the engine's queue.
  */
 
@@ -105,24 +109,6 @@ struct capture {
 	int reaped, wstatus;   /* waitpid result once CMD is gone */
 	uint64_t lost;         /* le_write refusals (should stay 0) */
 };
-
-static int capture_sig_fd = -1; /* write end of the self-pipe */
-
-/* Async-signal-safe: note the signal in the self-pipe.  A signal from the
- * kernel (a terminal's ^C, ^\, hangup) went to the whole foreground
- * process group, CMD included, so it is not passed on a second time. */
-static void capture_on_signal(int sig, siginfo_t *si, void *uc)
-{
-	int saved = errno;
-	unsigned char b = (unsigned char)sig;
-
-	(void)uc;
-	if (sig == SIGCHLD || !si || si->si_code != SI_KERNEL)
-		if (write(capture_sig_fd, &b, 1) < 0) {
-			/* full: SIGCHLD is re-checked on every wake-up */
-		}
-	errno = saved;
-}
 
 /* @return 0, or -1 after a usage message. */
 static int capture_parse(int argc, char **argv, struct capture *c)
@@ -291,21 +277,24 @@ static void capture_reap(struct capture *c)
 	}
 }
 
-/* Empty the self-pipe: pass signals on, reap CMD. */
-static void capture_signals(struct capture *c, int rfd)
+/* Empty the signalfd: pass signals on, reap CMD.  A signal from the
+ * kernel (a terminal's ^C, ^\, hangup) went to the whole foreground
+ * process group, CMD included, so it is not passed on a second time. */
+static void capture_signals(struct capture *c, int sfd)
 {
-	unsigned char b[64];
+	struct signalfd_siginfo si[8];
 	ssize_t n;
 
-	while ((n = read(rfd, b, sizeof b)) > 0)
-		for (ssize_t i = 0; i < n; i++)
-			if (b[i] != SIGCHLD && !c->reaped)
-				kill(c->child, b[i]);
+	while ((n = read(sfd, si, sizeof si)) > 0)
+		for (size_t i = 0; i < (size_t)n / sizeof si[0]; i++)
+			if (si[i].ssi_signo != SIGCHLD &&
+			    si[i].ssi_code != SI_KERNEL && !c->reaped)
+				kill(c->child, (int)si[i].ssi_signo);
 	capture_reap(c);
 }
 
 /* poll until CMD has exited and its pipes are closed (or idle). */
-static void capture_loop(struct capture *c, int sig_rfd)
+static void capture_loop(struct capture *c, int sig_fd)
 {
 	for (;;) {
 		struct pollfd pfd[3];
@@ -321,19 +310,19 @@ static void capture_loop(struct capture *c, int sig_rfd)
 		if (n == 0 && c->reaped)
 			break;
 		who[n] = NULL;
-		pfd[n++] = (struct pollfd){sig_rfd, POLLIN, 0};
+		pfd[n++] = (struct pollfd){sig_fd, POLLIN, 0};
 		int r = poll(pfd, n, c->reaped ? CAPTURE_IDLE_MS : -1);
 		if (r == 0)
 			break; /* CMD is gone and whoever holds its pipes is quiet */
 		if (r < 0)
-			continue; /* EINTR: a signal, now in the self-pipe */
+			continue; /* EINTR (a stop and continue) */
 		for (nfds_t i = 0; i < n; i++) {
 			if (!pfd[i].revents)
 				continue;
 			if (who[i])
 				capture_read(c, who[i]);
 			else
-				capture_signals(c, sig_rfd);
+				capture_signals(c, sig_fd);
 		}
 	}
 	for (int i = 0; i < 2; i++)
@@ -344,33 +333,26 @@ static void capture_loop(struct capture *c, int sig_rfd)
 		}
 }
 
-/* The signal handlers; old mask in *old, forwarded signals blocked until
- * the child exists.  @return the read end of the self-pipe, or -errno. */
-static int capture_signals_on(sigset_t *block, sigset_t *old)
+/* Block SIGCHLD and the signals we pass on, for the rest of our life, and
+ * open a signalfd that reads them.  A signal sent before CMD exists waits
+ * there for it.  *old is the mask we started with, which CMD gets.
+ * @return the signalfd, or -errno. */
+static int capture_signals_on(sigset_t *old)
 {
-	int sp[2];
-	struct sigaction sa;
+	sigset_t set;
 
-	if (pipe2(sp, O_CLOEXEC | O_NONBLOCK) < 0)
+	sigemptyset(&set);
+	sigaddset(&set, SIGCHLD);
+	for (size_t i = 0; i < CAPTURE_NFWD; i++)
+		sigaddset(&set, capture_fwd[i]);
+	if (sigprocmask(SIG_BLOCK, &set, old) < 0)
 		return -errno;
-	capture_sig_fd = sp[1];
-	memset(&sa, 0, sizeof sa);
-	sa.sa_sigaction = capture_on_signal;
-	sa.sa_flags = SA_SIGINFO | SA_NOCLDSTOP; /* no SA_RESTART: poll wakes */
-	sigemptyset(&sa.sa_mask);
-	sigemptyset(block);
-	sigaddset(block, SIGCHLD);
-	for (size_t i = 0; i < CAPTURE_NFWD; i++)
-		sigaddset(block, capture_fwd[i]);
-	sigprocmask(SIG_BLOCK, block, old);
-	sigaction(SIGCHLD, &sa, NULL);
-	for (size_t i = 0; i < CAPTURE_NFWD; i++)
-		sigaction(capture_fwd[i], &sa, NULL);
-	return sp[0];
+	int fd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
+	return fd < 0 ? -errno : fd;
 }
 
 /* Start CMD with stdout and stderr on fresh pipes.  CMD gets the default
- * action for every signal we handle or ignore (SIGPIPE included) and the
+ * action for every signal we read or ignore (SIGPIPE included) and the
  * signal mask we started with.  @return 0, or an exit status (126, 127)
  * after a message. */
 static int capture_spawn(struct capture *c, const sigset_t *mask)
@@ -476,9 +458,9 @@ static void capture_std_fds(void)
 int cmd_capture(int argc, char **argv)
 {
 	struct capture c;
-	sigset_t block, old;
+	sigset_t old;
 	struct timespec t0, t1;
-	int status, sig_rfd;
+	int status, sig_fd;
 
 	memset(&c, 0, sizeof c);
 	c.src[0] = (struct capture_src){.fd = -1, .level = LE_INFO, .key = 0};
@@ -502,16 +484,17 @@ int cmd_capture(int argc, char **argv)
 		}
 	}
 	clock_gettime(CLOCK_MONOTONIC, &t0);
-	sig_rfd = capture_signals_on(&block, &old);
-	if (sig_rfd < 0) {
+	sig_fd = capture_signals_on(&old);
+	if (sig_fd < 0) {
+		fprintf(stderr, "%s capture: signalfd: %s\n", prog,
+		        strerror(-sig_fd));
 		status = CAPTURE_EXIT_FAILED;
 	} else if ((status = capture_spawn(&c, &old)) == 0) {
-		sigprocmask(SIG_SETMASK, &old, NULL);
-		capture_loop(&c, sig_rfd);
+		capture_loop(&c, sig_fd);
 		status = capture_status(&c);
-	} else {
-		sigprocmask(SIG_SETMASK, &old, NULL);
 	}
+	if (sig_fd >= 0)
+		close(sig_fd);
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	capture_close(&c, status, (double)(t1.tv_sec - t0.tv_sec) +
 	                                  (double)(t1.tv_nsec - t0.tv_nsec) / 1e9);
