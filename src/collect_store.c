@@ -279,12 +279,15 @@ static int org_scan(struct org *o, uint64_t index, char *errbuf, size_t cap)
 	return rc < 0 ? rc : 0;
 }
 
-/* Where o's records end.  A last segment whose header does not decode
- * (created, then the collector died before its first sync; or damaged)
- * is left as it is; the records end where the one before it does, and
- * appends go to a new segment after it. */
+/* Where o's records end.  A last segment created and never written (the
+ * collector died between its create and its header) held nothing: it is
+ * deleted, as the engine's recovery does, and its index is used again.
+ * One whose header does not decode otherwise (damaged) is left as it is
+ * for readers to report; the records end where the one before it does,
+ * and appends go to a new segment after it. */
 static int org_recover(struct org *o, char *errbuf, size_t cap)
 {
+	char path[LE_PATH_MAX];
 	uint64_t *segs;
 	size_t nseg;
 	int rc = le__seg_list(o->dir, &segs, &nseg);
@@ -292,6 +295,17 @@ static int org_recover(struct org *o, char *errbuf, size_t cap)
 	if (rc < 0) {
 		ERR("%s: %s", o->dir, le_strerror(rc));
 		return rc;
+	}
+	if (nseg) {
+		le__seg_path(path, sizeof path, o->dir, segs[nseg - 1]);
+		if (le__seg_unborn(path)) {
+			if ((rc = le__unlink(path)) < 0) {
+				ERR("%s: %s", path, le_strerror(rc));
+				free(segs);
+				return rc;
+			}
+			nseg--;
+		}
 	}
 	rc = 1;
 	for (size_t i = nseg; i > 0 && rc == 1; i--)

@@ -32,8 +32,6 @@
 #include "store.h"
 #include "writer.h"
 
-#define ALIGN 4096u
-
 /* Check the checkpoint against the segment: the frame it names must decode
  * at last_off and end exactly at offset.  @return 1 when it can be used. */
 static int ckpt_usable(le__scan *s, const le__ckpt *c)
@@ -117,30 +115,6 @@ static void seq_after(le__store *st, uint64_t index)
 	le__scan_close(&s);
 }
 
-/* A last segment whose header never made it to disk: empty or zeros. */
-static int is_unborn(const char *path)
-{
-	unsigned char h[LE_SEG_HDR];
-	int fd = le__open_in(path, LE_IN_SHARD, O_RDONLY, 0);
-	if (fd < 0)
-		return 0;
-	ssize_t got = le__pread_full(fd, h, sizeof h, 0);
-	struct stat st;
-	int r = fstat(fd, &st) == 0 && got >= 0;
-	le__close(fd);
-	if (!r)
-		return 0;
-	/* Shorter than a header: the crash came while the header itself
-	 * was being written, and no record can be in the file. */
-	if (st.st_size < (off_t)LE_SEG_HDR)
-		return 1;
-	for (ssize_t i = 0; i < got; i++)
-		if (h[i])
-			return 0;
-	/* all zeros, and nothing but zeros could follow a missing header */
-	return st.st_size <= (off_t)ALIGN;
-}
-
 /* Cut a torn tail: [valid_end, file_len) goes, and the cut is synced
  * before anything is appended after it. */
 static int cut_tail(le__store *st, const char *path, uint64_t valid_end,
@@ -180,7 +154,7 @@ static int recover_last(le__store *st, uint64_t index, const le__ckpt *c,
 		le__scan_close(&s);
 		rc = LE_ECORRUPT;
 	}
-	if (rc == LE_ECORRUPT && is_unborn(path)) {
+	if (rc == LE_ECORRUPT && le__seg_unborn(path)) {
 		/* Crash between create and first write: nothing was in it.
 		 * Number on after the segment before it. */
 		rc = le__unlink(path);

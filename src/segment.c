@@ -275,6 +275,29 @@ out:
 	return rc;
 }
 
+/* One page: a file whose first write never reached the disk shows at
+ * most this much (the size a crash may keep, zeros in it). */
+#define UNBORN_MAX 4096u
+
+int le__seg_unborn(const char *path)
+{
+	unsigned char h[LE_SEG_HDR];
+	struct stat st;
+	int r = 0, fd = le__open_in(path, LE_IN_SHARD, O_RDONLY, 0);
+
+	if (fd < 0)
+		return 0;
+	if (fstat(fd, &st) == 0) {
+		if (st.st_size < (off_t)LE_SEG_HDR)
+			/* cut inside the header: no frame can be in it */
+			r = le__pread_full(fd, h, sizeof h, 0) >= 0;
+		else if (st.st_size <= (off_t)UNBORN_MAX)
+			r = le__all_zero(fd, 0, (uint64_t)st.st_size) == 1;
+	}
+	le__close(fd);
+	return r;
+}
+
 int le__scan_open_newest(le__scan *s, const char *path, uint32_t expect_shard,
                          const char **why, int *torn, uint64_t *size)
 {

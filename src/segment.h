@@ -64,6 +64,14 @@ int le__scan_open(le__scan *s, const char *path, uint32_t expect_shard,
 int le__scan_open_newest(le__scan *s, const char *path, uint32_t expect_shard,
                          const char **why, int *torn, uint64_t *size);
 
+/* Was this segment created and never written?  True when the file is
+ * shorter than a header, or is at most one page and all zeros: what a
+ * crash between creating a segment and writing its header leaves.  Such a
+ * file holds no byte of any frame, so recovery may delete it; a header
+ * with anything else in it is kept for readers to report.  @return 1, or
+ * 0 (also when the file cannot be read). */
+int le__seg_unborn(const char *path);
+
 /* @return 1 when the len bytes at off in fd are all zero (or missing: the
  * file shrank), 0 when one is not, -errno. */
 int le__all_zero(int fd, uint64_t off, uint64_t len);

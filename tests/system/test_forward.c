@@ -157,8 +157,11 @@ static long compare_shard(const char *src, const char *dst,
 	if (ra != 0 || rb != 0)
 		fprintf(stderr, "  shard %u: after %ld records, src %s, dst %s "
 		        "(dst at origin_seq %" PRIu64 ")\n", shard, n,
-		        ra == 1 ? "has more" : "ended", rb == 1 ? "has more"
-		        : "ended", rb == 1 ? b.origin_seq : 0);
+		        ra == 1 ? "has more" : ra ? le_strerror(ra) : "ended",
+		        rb == 1 ? "has more" : rb ? le_strerror(rb) : "ended",
+		        rb == 1 ? b.origin_seq : 0);
+	if (ra < 0 || rb < 0)
+		fprintf(stderr, "  %s\n", le_errmsg());
 	CHECK_EQ(ra, 0);
 	CHECK_EQ(rb, 0);
 	le_reader_close(x);

@@ -342,6 +342,64 @@ TEST(torn_tail_of_a_killed_collector_is_cut_at_open)
 	t_rmrf(dir);
 }
 
+/* A collector killed between creating a segment and writing its header
+ * leaves it empty, cut inside the header, or (after a power loss) zeros.
+ * It held nothing: the next open removes it, as the engine's recovery
+ * does, so that it never sits between two segments as damage.  A header
+ * that is there but wrong is kept for readers to report. */
+TEST(segment_a_killed_collector_created_but_never_wrote_is_removed_at_open)
+{
+	static const struct {
+		const char *name;
+		size_t len;      /* bytes of the second segment */
+		int garbage;     /* nonzero bytes: a damaged header */
+		int removed;
+	} cases[] = {
+		{"empty", 0, 0, 1},
+		{"cut inside its header", 10, 0, 1},
+		{"a header of zeros", LE_SEG_HDR, 0, 1},
+		{"a block of zeros", 4096, 0, 1},
+		{"a damaged header", LE_SEG_HDR, 1, 0},
+	};
+	char dir[256], path[512];
+	unsigned char b[4096], z[4096];
+
+	for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+		le__cstore *s = store_open(t_tmpdir(dir), 1 << 20);
+		size_t len = body(b, LE_FIELD_ALL, 1, 3);
+		size_t two = le__ship_body_skip(b, len, 2);
+		le__cstore_origin *o = origin(s, "a", 2);
+		CHECK_RC(le__cstore_append(s, o, LE_FIELD_ALL, b, two, 2, NULL));
+		le__cstore_close(s);
+		snprintf(path, sizeof path, "%s/shard-000/%016x.seg", dir, 2);
+		memset(z, cases[k].garbage ? 0x5a : 0, sizeof z);
+		int fd = open(path, O_WRONLY | O_CREAT | O_EXCL, 0640);
+		CHECK(fd >= 0);
+		CHECK_EQ(write(fd, z, cases[k].len), (ssize_t)cases[k].len);
+		close(fd);
+
+		s = store_open(dir, 1 << 20);
+		o = origin(s, "a", 2);
+		CHECK_EQ(o->next_seq, 3);
+		CHECK_RC(le__cstore_append(s, o, LE_FIELD_ALL, b + two,
+		                           len - two, 1, NULL));
+		CHECK_RC(le__cstore_sync(s));
+		le__cstore_close(s);
+		long n = read_all(dir, LE_RECOVER_ABSOLUTE, NULL, NULL);
+		if (n != (cases[k].removed ? 3 : LE_ECORRUPT))
+			fprintf(stderr, "  %s: read %ld\n", cases[k].name, n);
+		if (cases[k].removed) {
+			CHECK_EQ(n, 3);
+		} else {
+			/* kept, and reported where it is */
+			CHECK_EQ(n, LE_ECORRUPT);
+			CHECK_EQ(read_all(dir, LE_RECOVER_TOLERATE_TAIL, NULL,
+			                  NULL), LE_ECORRUPT);
+		}
+		t_rmrf(dir);
+	}
+}
+
 TEST(gap_marker_says_how_many_and_the_chain_goes_on)
 {
 	char dir[256];
@@ -707,6 +765,7 @@ int main(int argc, char **argv)
 	RUN(store_keeps_frames_and_origin_for_the_reader);
 	RUN(reopened_store_expects_the_next_sequence);
 	RUN(torn_tail_of_a_killed_collector_is_cut_at_open);
+	RUN(segment_a_killed_collector_created_but_never_wrote_is_removed_at_open);
 	RUN(gap_marker_says_how_many_and_the_chain_goes_on);
 	RUN(store_rotates_at_segment_bytes_between_frames);
 	RUN(collector_relinks_deferred_frames_to_its_own_segments);
