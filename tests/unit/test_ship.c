@@ -315,25 +315,35 @@ TEST(reopened_store_expects_the_next_sequence)
 	t_rmrf(dir);
 }
 
+/* A new store in dir (a fresh temporary directory) holding the first two
+ * of three records of origin ("a", 2), in body b (len bytes, the first
+ * two frames `*two` of them).  Closed. */
+static void store_two_of_three(char *dir, unsigned char *b, size_t *len,
+                               size_t *two)
+{
+	le__cstore *s = store_open(t_tmpdir(dir), 1 << 20);
+	*len = body(b, LE_FIELD_ALL, 1, 3);
+	*two = le__ship_body_skip(b, *len, 2);
+	CHECK_RC(le__cstore_append(s, origin(s, "a", 2), LE_FIELD_ALL, b, *two,
+	                           2, NULL));
+	le__cstore_close(s);
+}
+
 TEST(torn_tail_of_a_killed_collector_is_cut_at_open)
 {
 	char dir[256], path[512];
 	unsigned char b[4096];
-	le__cstore *s = store_open(t_tmpdir(dir), 1 << 20);
-	size_t len = body(b, LE_FIELD_ALL, 1, 3);
-	size_t two = le__ship_body_skip(b, len, 2);
+	size_t len, two;
 
 	/* Two whole frames and half of the third: a write cut by a kill. */
-	le__cstore_origin *o = origin(s, "a", 2);
-	CHECK_RC(le__cstore_append(s, o, LE_FIELD_ALL, b, two, 2, NULL));
-	le__cstore_close(s);
+	store_two_of_three(dir, b, &len, &two);
 	snprintf(path, sizeof path, "%s/shard-000/0000000000000001.seg", dir);
 	int fd = open(path, O_WRONLY | O_APPEND);
 	CHECK(fd >= 0);
 	CHECK_EQ(write(fd, b + two, (len - two) / 2), (ssize_t)((len - two) / 2));
 	close(fd);
-	s = store_open(dir, 1 << 20);
-	o = origin(s, "a", 2);
+	le__cstore *s = store_open(dir, 1 << 20);
+	le__cstore_origin *o = origin(s, "a", 2);
 	CHECK_EQ(o->next_seq, 3);
 	/* The redelivered message is fenced: only its third record goes. */
 	CHECK_RC(le__cstore_append(s, o, LE_FIELD_ALL, b + two, len - two, 1, NULL));
@@ -365,12 +375,8 @@ TEST(segment_a_killed_collector_created_but_never_wrote_is_removed_at_open)
 	unsigned char b[4096], z[4096];
 
 	for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
-		le__cstore *s = store_open(t_tmpdir(dir), 1 << 20);
-		size_t len = body(b, LE_FIELD_ALL, 1, 3);
-		size_t two = le__ship_body_skip(b, len, 2);
-		le__cstore_origin *o = origin(s, "a", 2);
-		CHECK_RC(le__cstore_append(s, o, LE_FIELD_ALL, b, two, 2, NULL));
-		le__cstore_close(s);
+		size_t len, two;
+		store_two_of_three(dir, b, &len, &two);
 		snprintf(path, sizeof path, "%s/shard-000/%016x.seg", dir, 2);
 		memset(z, cases[k].garbage ? 0x5a : 0, sizeof z);
 		int fd = open(path, O_WRONLY | O_CREAT | O_EXCL, 0640);
@@ -378,8 +384,8 @@ TEST(segment_a_killed_collector_created_but_never_wrote_is_removed_at_open)
 		CHECK_EQ(write(fd, z, cases[k].len), (ssize_t)cases[k].len);
 		close(fd);
 
-		s = store_open(dir, 1 << 20);
-		o = origin(s, "a", 2);
+		le__cstore *s = store_open(dir, 1 << 20);
+		le__cstore_origin *o = origin(s, "a", 2);
 		CHECK_EQ(o->next_seq, 3);
 		CHECK_RC(le__cstore_append(s, o, LE_FIELD_ALL, b + two,
 		                           len - two, 1, NULL));
