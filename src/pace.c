@@ -46,39 +46,56 @@ void le__pace_stuck(uint64_t since, uint64_t now)
 
 /* 64 ring bytes a microsecond: ~330,000 records/s of 128 bytes. */
 #define BUSY_BYTES_PER_US 64u
+/* Or 330 records a millisecond, whatever their size.  A sleeping writer
+ * costs the producers one futex call per batch, in the le_write that
+ * wakes it: at these rates that is hundreds of calls a second, each as
+ * long as tens of thousands of ordinary ones; a napping writer pays its
+ * own wake-ups instead, off the producers' threads. */
+#define BUSY_RECORDS_PER_MS 330u
 
 /*
- * A busy writer's nap: LE_BUSY_NAP_NS, or less when the producers would
- * fill a quarter of the ring sooner at the rate the last pass found.
- * Each batch the writer gives back costs a producer one or two cache
- * misses (the budget and tail words come back from the writer's core), so
- * the number of batches decides how many calls are slow: at a fast
- * producer's rate a 200 us nap makes batches of a few thousand records,
- * and only that fraction of calls pays for a release.
+ * A busy writer's nap: until a batch's worth of records has come at the
+ * rate the last pass found (at least LE_BUSY_NAP_NS, at most
+ * LE_BUSY_NAP_MAX_NS), or less when the producers would fill a quarter of
+ * the ring sooner.  Each pass the writer gives back costs a producer one
+ * or two cache misses (the budget and tail words come back from the
+ * writer's core), so the number of passes decides how many calls are
+ * slow: one per batch is as few as a writer that sleeps until woken, and
+ * no producer makes a futex call.
  */
 #define LE_BUSY_NAP_NS (200u * 1000u)
+#define LE_BUSY_NAP_MAX_NS (2u * 1000u * 1000u)
 
-/* The nap for the rate of the pass that just ended: `bytes` of ring
- * consumed in `dt` ns. */
-static uint64_t nap_for(const le__shard *sh, uint64_t bytes, uint64_t dt)
+/* The nap for the rate of the pass that just ended: `bytes` of ring in
+ * `recs` records consumed in `dt` ns. */
+static uint64_t nap_for(const le__shard *sh, uint64_t bytes, uint64_t recs,
+                        uint64_t dt)
 {
-	if (!bytes)
+	if (!bytes || !recs)
 		return LE_BUSY_NAP_NS;
-	/* a quarter ring at bytes/dt (dt at most a second: no overflow) */
+	/* dt at most a second: no overflow */
 	uint64_t s = dt < 1000 * MS ? dt : 1000 * MS;
-	unsigned __int128 t = (unsigned __int128)s * (sh->ring.size / 4) / bytes;
-	return t < LE_BUSY_NAP_NS ? (uint64_t)t : LE_BUSY_NAP_NS;
+	unsigned __int128 batch = (unsigned __int128)s * sh->e->batch / recs;
+	uint64_t t = batch < LE_BUSY_NAP_NS       ? LE_BUSY_NAP_NS
+	             : batch > LE_BUSY_NAP_MAX_NS ? LE_BUSY_NAP_MAX_NS
+	                                          : (uint64_t)batch;
+	unsigned __int128 ring = (unsigned __int128)s * (sh->ring.size / 4) /
+	                         bytes;
+	return ring < t ? (uint64_t)ring : t;
 }
 
-void le__pace_pass(le__shard *sh, int full, uint64_t bytes, uint64_t now)
+void le__pace_pass(le__shard *sh, int full, uint64_t bytes, uint64_t recs,
+                   uint64_t now)
 {
 	le__wstate *w = &sh->w;
+	uint64_t dt = now - w->last_collect_mono;
 
 	/* Busy: this pass found at least BUSY_BYTES_PER_US ring bytes per
-	 * microsecond since the last one (or filled a batch). */
-	w->busy = full || bytes * 1000 >= (now - w->last_collect_mono) *
-	                                          BUSY_BYTES_PER_US;
-	w->nap_ns = nap_for(sh, bytes, now - w->last_collect_mono);
+	 * microsecond, or BUSY_RECORDS_PER_MS records per millisecond,
+	 * since the last one (or filled a batch). */
+	w->busy = full || bytes * 1000 >= dt * BUSY_BYTES_PER_US ||
+	          recs * 1000000 >= dt * BUSY_RECORDS_PER_MS;
+	w->nap_ns = nap_for(sh, bytes, recs, dt);
 	w->last_collect_mono = now;
 }
 

@@ -6,9 +6,11 @@
 
 #include "engine.h"
 
-/* After a pass of the loop that took `bytes` of ring (full: it filled a
- * batch) at mono time now: whether the writer is busy, and its next nap. */
-void le__pace_pass(le__shard *sh, int full, uint64_t bytes, uint64_t now);
+/* After a pass of the loop that took `bytes` of ring in `recs` records
+ * (full: it filled a batch) at mono time now: whether the writer is busy,
+ * and its next nap. */
+void le__pace_pass(le__shard *sh, int full, uint64_t bytes, uint64_t recs,
+                   uint64_t now);
 /* Nothing more is ready: nap (busy), sleep until woken or the batch is
  * due (flush_ms, the interval sync), or, while a le_flush waits for a
  * slot not yet published, le__pace_stuck. */

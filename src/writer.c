@@ -610,9 +610,11 @@ void *le__writer_main(void *arg)
 		le__sync_start(sh);
 	while (!atomic_load(&e->stopping)) {
 		uint64_t rd0 = w->rd;
+		size_t n0 = sh->batch.n; /* gather adds, never commits */
 		int why = gather(sh);
 		uint64_t now = le__mono_ns();
-		le__pace_pass(sh, why != G_MORE, w->rd - rd0, now);
+		le__pace_pass(sh, why != G_MORE, w->rd - rd0, sh->batch.n - n0,
+		              now);
 		if (due(sh, why, now)) {
 			if (sh->batch.n && commit_batch(sh) < 0) {
 				w->backoff = w->backoff ? w->backoff * 2 : 10 * MS;

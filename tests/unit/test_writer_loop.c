@@ -14,6 +14,7 @@
 #include "logengine.h"
 #include "engine.h" /* a slot claimed and not published */
 #include "os.h"
+#include "pace.h"
 #include "logtest.h"
 
 static char dir[256];
@@ -35,6 +36,50 @@ static double thread_cpu_ms(void)
 	struct timespec t;
 	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
 	return (double)t.tv_sec * 1e3 + (double)t.tv_nsec / 1e6;
+}
+
+/*
+ * Small records at a high rate are work, not a trickle: a writer that
+ * went to sleep between them would be woken by a producer's futex call
+ * once a batch (one le_write in a thousand paying tens of microseconds).
+ * A million 64-byte slots a second fill less than BUSY_BYTES_PER_US; the
+ * record rate alone must keep the writer napping, and the nap last
+ * until about a batch has come (each pass's release costs a producer a
+ * cache miss or two).  A real trickle still sleeps.
+ */
+TEST(small_records_at_a_million_a_second_keep_the_writer_napping)
+{
+	static le__shard sh; /* big: not on the stack */
+	static le_engine e;
+	const uint64_t us = 1000, t0 = 1000000000;
+
+	e.batch = 1024;
+	sh.e = &e;
+	sh.ring.size = 1u << 20;
+	sh.w.last_collect_mono = t0;
+	/* 200 us: 192 records of 64 ring bytes (0.96 M/s, 61 bytes/us) */
+	le__pace_pass(&sh, 0, 192 * 64, 192, t0 + 200 * us);
+	CHECK_EQ(sh.w.busy, 1);
+	/* it naps until a batch has come: one release a batch */
+	CHECK_EQ(sh.w.nap_ns, 200 * us * 1024 / 192);
+	/* faster, it naps at least LE_BUSY_NAP_NS; slower, at most 2 ms */
+	le__pace_pass(&sh, 0, 1500 * 64, 1500, sh.w.last_collect_mono + 100 * us);
+	CHECK_EQ(sh.w.nap_ns, 200 * us);
+	le__pace_pass(&sh, 0, 400 * 64, 400, sh.w.last_collect_mono + 1000 * us);
+	CHECK_EQ(sh.w.busy, 1);
+	CHECK_EQ(sh.w.nap_ns, 2000 * us);
+	/* a quarter ring sooner than that: the ring decides */
+	le__pace_pass(&sh, 0, 200 * 1024, 200, sh.w.last_collect_mono + 100 * us);
+	CHECK_EQ(sh.w.nap_ns, 100 * us * (1u << 18) / (200 * 1024));
+	/* big records at a lower rate: busy by their bytes */
+	le__pace_pass(&sh, 0, 40 * 512, 40, sh.w.last_collect_mono + 200 * us);
+	CHECK_EQ(sh.w.busy, 1);
+	/* an access log: 10 records in a millisecond */
+	le__pace_pass(&sh, 0, 10 * 128, 10, sh.w.last_collect_mono + 1000 * us);
+	CHECK_EQ(sh.w.busy, 0);
+	/* a filled batch is busy at any rate */
+	le__pace_pass(&sh, 1, 64, 1, sh.w.last_collect_mono + 1000 * us);
+	CHECK_EQ(sh.w.busy, 1);
 }
 
 /*
@@ -394,6 +439,7 @@ TEST(stream_only_config_is_checked_like_any_other)
 int main(int argc, char **argv)
 {
 	T_INIT(argc, argv);
+	RUN(small_records_at_a_million_a_second_keep_the_writer_napping);
 	RUN(writer_sleeps_while_producers_drop_behind_a_batch_not_yet_due);
 	RUN(writer_sleeps_while_producers_drop_behind_a_stuck_slot);
 	RUN(a_record_waits_at_most_flush_ms_for_a_sleeping_writer);
