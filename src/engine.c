@@ -386,6 +386,12 @@ static int open_engine(le_engine **out, const le_config *cfg)
 	e->wake_bytes = cfg->max_pending_bytes / 2;
 	if (e->wake_bytes > e->cap_bytes / 2)
 		e->wake_bytes = e->cap_bytes / 2;
+	/* A napping writer (pace.c) once the queue is half full: the nap
+	 * was sized for a quarter of it at the rate seen before. */
+	e->urgent_rec = e->cap_rec / 2 > e->wake_rec ? e->cap_rec / 2
+	                                             : e->wake_rec;
+	e->urgent_bytes = e->cap_bytes / 2 > e->wake_bytes ? e->cap_bytes / 2
+	                                                   : e->wake_bytes;
 	e->use_tsc = le__tsc_usable();
 	if (cfg->store) {
 		rc = open_dir(e);

@@ -35,8 +35,9 @@ struct le__syslog;
 
 /* [atomic] producers -> writer. */
 typedef struct le__signal {
-	/* futex word: 1 while the writer sleeps or is about to.  Written by
-	 * the writer (1) and by whoever wakes it (0). */
+	/* futex word: LE_ASLEEP while the writer sleeps or is about to,
+	 * LE_NAPPING while a busy writer naps.  Written by the writer and by
+	 * whoever wakes it (0). */
 	_Atomic uint32_t sleeping;
 	/* producers add dropped records; the writer takes them (exchange)
 	 * to write a "N records dropped" marker. */
@@ -200,6 +201,7 @@ struct le_engine {
 	uint32_t batch;                 /* records per batch (engine.c) */
 	uint64_t batch_payload;         /* payload bytes per batch (engine.c) */
 	uint64_t wake_rec, wake_bytes;  /* producer wakes a sleeping writer */
+	uint64_t urgent_rec, urgent_bytes; /* ... and a napping one */
 	int use_tsc;                    /* slots carry TSC ticks (clock.h) */
 	int lock_fd;
 	le__shard *shards;
@@ -217,7 +219,18 @@ struct le_engine {
 	_Atomic int flush_waiters;
 };
 
-/* Wake the shard's writer if it sleeps.  A plain load first: a producer
+/* le__signal.sleeping: a sleeping writer waits for the producers (or
+ * flush_ms); a napping one looks again on its own clock, and only a queue
+ * half full, a full one, a flush or a close ends its nap early. */
+#define LE_ASLEEP 1u
+#define LE_NAPPING 2u
+
+/* What a producer's record asks of the writer (le__wake_queued): nothing,
+ * a sleeping writer's wake-up (a batch is queued), or a napping one's too
+ * (the queue is half full). */
+enum { LE_WAKE_NONE, LE_WAKE_ASLEEP, LE_WAKE_ANY };
+
+/* Wake the shard's writer if it sleeps or naps.  A plain load first: a producer
  * dropping records as fast as it can (queue full) calls this for every
  * drop, and must not take the shard's line exclusive each time while the
  * writer is awake. */
@@ -240,6 +253,17 @@ static inline void le__wake_after(le__shard *sh)
 {
 	if (atomic_fetch_add_explicit(&sh->sig.sleeping, 0,
 	                              memory_order_acq_rel))
+		le__wake_writer(sh);
+}
+
+/* le__wake_after for a published record that asks `want` (LE_WAKE_*): a
+ * napping writer is left to its nap unless the queue is half full (a
+ * wake-up lost to a nap is bounded by the nap). */
+static inline void le__wake_queued(le__shard *sh, int want)
+{
+	uint32_t s = atomic_fetch_add_explicit(&sh->sig.sleeping, 0,
+	                                       memory_order_acq_rel);
+	if (s == LE_ASLEEP || (s == LE_NAPPING && want == LE_WAKE_ANY))
 		le__wake_writer(sh);
 }
 

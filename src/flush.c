@@ -173,12 +173,7 @@ int le_flush(le_engine *e, int timeout_ms)
 		       !atomic_compare_exchange_weak(&sh->prog.flush_req, &cur,
 		                                     target[i]))
 			;
-		le__wake_after(sh);
-		/* A busy writer naps without saying so (pace.c, le__pace_nap): end
-		 * the nap, which would otherwise add up to its length to this
-		 * call.  A system call, but le_flush waits anyway. */
-		if (target[i] > from[i])
-			le__futex_wake(&sh->sig.sleeping, 1);
+		le__wake_after(sh); /* asleep or napping (pace.c) */
 	}
 	clock_gettime(CLOCK_MONOTONIC, &dl);
 	if (timeout_ms >= 0) {

@@ -149,8 +149,9 @@ void le__pace_nap(le__shard *sh, uint64_t now)
 		return;
 	}
 	/* While records arrive fast, the next ones are microseconds away:
-	 * nap (nap_for) without saying so (`sleeping` stays 0), so no
-	 * producer makes a futex call to wake us, and look again.  Not a
+	 * nap (nap_for) as LE_NAPPING, which a producer's once-a-batch
+	 * wake-up leaves alone (only a queue half full or full, a le_flush or
+	 * a close ends it), and look again.  Not a
 	 * spin: a writer polling the ring's next slot takes the line the
 	 * producer writes next, which then has to come back to its core for
 	 * every record.  Nor a sleep the producers end: each wake-up is a
@@ -159,13 +160,22 @@ void le__pace_nap(le__shard *sh, uint64_t now)
 	 * wake-ups for nothing. */
 	if (w->busy) {
 		uint64_t n = wait < w->nap_ns ? wait : w->nap_ns;
-		if (n >= 1000) /* le_flush ends it early: see there */
-			le__futex_wait(&sh->sig.sleeping, 0, n);
+		if (n >= 1000) {
+			/* RMW, as a sleeper's: a le_flush either finds
+			 * LE_NAPPING and wakes us, or its request is seen. */
+			atomic_exchange_explicit(&sh->sig.sleeping, LE_NAPPING,
+			                         memory_order_acq_rel);
+			if (atomic_load(&sh->prog.flush_req) <=
+			    le__sync_covered(sh))
+				le__futex_wait(&sh->sig.sleeping, LE_NAPPING, n);
+			atomic_store(&sh->sig.sleeping, 0);
+		}
 		return;
 	}
 	/* RMW: pairs with the RMW in le__wake_after (engine.h). */
-	atomic_exchange_explicit(&sh->sig.sleeping, 1, memory_order_acq_rel);
+	atomic_exchange_explicit(&sh->sig.sleeping, LE_ASLEEP,
+	                         memory_order_acq_rel);
 	if (!has_work(sh))
-		le__futex_wait(&sh->sig.sleeping, 1, wait);
+		le__futex_wait(&sh->sig.sleeping, LE_ASLEEP, wait);
 	atomic_store(&sh->sig.sleeping, 0);
 }

@@ -48,6 +48,18 @@ static void note_hwm(le_engine *e, uint64_t b)
 		;
 }
 
+/* What a record that leaves budget word b and `used` ring bytes asks of
+ * the writer (LE_WAKE_*).  The thresholds nest: urgent ones are higher. */
+static inline int wake_for(const le_engine *e, uint64_t b, uint64_t used)
+{
+	uint64_t rec = b & LE_BUDGET_REC_MASK;
+
+	if (__builtin_expect(rec < e->wake_rec && used < e->wake_bytes, 1))
+		return LE_WAKE_NONE;
+	return rec >= e->urgent_rec || used >= e->urgent_bytes
+	               ? LE_WAKE_ANY : LE_WAKE_ASLEEP;
+}
+
 /* Budget for len payload bytes and `need` ring bytes for one slot, or
  * NULL (record dropped, or the engine is closing). */
 static __attribute__((noinline)) le__slot *
@@ -119,7 +131,7 @@ reserve_slow(le_engine *e, le__shard *sh, uint32_t len, uint32_t need,
 	/* Uncommon: the queue is filling; the caller makes sure the writer
 	 * is awake once the slot is published.  Below the threshold a
 	 * sleeping writer wakes by itself within flush_ms. */
-	*wake = (b & LE_BUDGET_REC_MASK) >= e->wake_rec || used >= e->wake_bytes;
+	*wake = wake_for(e, b, used);
 	return s;
 }
 
@@ -147,17 +159,18 @@ reserve(le_engine *e, le__shard *sh, uint32_t len, uint32_t need, int *rc,
 	                     atomic_load_explicit(&e->hwm_bytes,
 	                                          memory_order_relaxed), 0))
 		note_hwm(e, b);
-	*wake = (b & LE_BUDGET_REC_MASK) >= e->wake_rec || used >= e->wake_bytes;
+	*wake = wake_for(e, b, used);
 	return s;
 }
 
 /* After publishing, when the queue is filling: wake the writer if it
- * sleeps (le__wake_after: no lost wake-up, no fence on the common path). */
+ * sleeps, or naps while the queue is half full (le__wake_queued: no lost
+ * wake-up, no fence on the common path). */
 static void publish_and_wake(le__shard *sh, le__slot *s, int wake)
 {
 	le__slot_publish(s);
 	if (wake)
-		le__wake_after(sh);
+		le__wake_queued(sh, wake);
 }
 
 /*

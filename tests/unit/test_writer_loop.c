@@ -83,6 +83,36 @@ TEST(small_records_at_a_million_a_second_keep_the_writer_napping)
 }
 
 /*
+ * A napping writer is left alone by the once-a-batch wake-up (that is
+ * what its nap saves the producers), but a queue half full, a full one
+ * (a drop or a blocked producer), a le_flush or a close must end the nap:
+ * it was sized for a quarter of the queue at the rate seen before, and a
+ * burst may be faster.  A sleeping writer is woken by all of them.
+ */
+TEST(a_napping_writer_is_woken_by_a_half_full_queue_not_by_a_batch)
+{
+	static le__shard sh;
+	_Atomic uint32_t *s = &sh.sig.sleeping;
+
+	atomic_store(s, LE_NAPPING);
+	le__wake_queued(&sh, LE_WAKE_ASLEEP);
+	CHECK_EQ(atomic_load(s), LE_NAPPING);
+	le__wake_queued(&sh, LE_WAKE_ANY);
+	CHECK_EQ(atomic_load(s), 0);
+	atomic_store(s, LE_NAPPING);
+	le__wake_writer(&sh); /* a drop, a blocked producer */
+	CHECK_EQ(atomic_load(s), 0);
+	atomic_store(s, LE_NAPPING);
+	le__wake_after(&sh); /* a le_flush's request */
+	CHECK_EQ(atomic_load(s), 0);
+	atomic_store(s, LE_ASLEEP);
+	le__wake_queued(&sh, LE_WAKE_ASLEEP);
+	CHECK_EQ(atomic_load(s), 0);
+	le__wake_queued(&sh, LE_WAKE_ANY); /* awake: nothing to do */
+	CHECK_EQ(atomic_load(s), 0);
+}
+
+/*
  * The queue is full (shards that together hold it all) while each
  * writer holds a batch that is not due yet: producers drop, and each batch
  * already carries its "records dropped" marker.  The writer has nothing to
@@ -440,6 +470,7 @@ int main(int argc, char **argv)
 {
 	T_INIT(argc, argv);
 	RUN(small_records_at_a_million_a_second_keep_the_writer_napping);
+	RUN(a_napping_writer_is_woken_by_a_half_full_queue_not_by_a_batch);
 	RUN(writer_sleeps_while_producers_drop_behind_a_batch_not_yet_due);
 	RUN(writer_sleeps_while_producers_drop_behind_a_stuck_slot);
 	RUN(a_record_waits_at_most_flush_ms_for_a_sleeping_writer);
