@@ -245,8 +245,8 @@ static inline void le__wake_writer(le__shard *sh)
  * After publishing something the writer must see (a slot, a flush
  * request): wake the writer if it sleeps.  The read-modify-write on
  * `sleeping` orders our store before the writer's exchange that announces
- * its sleep (one modification order for the word): either we read 1 and
- * wake it, or its exchange comes after ours and its look at the ring (or
+ * its sleep or nap (one modification order for the word): either we read
+ * it non-zero and wake it, or its exchange comes after ours and its look at the ring (or
  * at flush_req) sees our store.  No lost wake-up, and no fence.
  */
 static inline void le__wake_after(le__shard *sh)

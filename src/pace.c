@@ -54,14 +54,16 @@ void le__pace_stuck(uint64_t since, uint64_t now)
 #define BUSY_RECORDS_PER_MS 330u
 
 /*
- * A busy writer's nap: until a batch's worth of records has come at the
- * rate the last pass found (at least LE_BUSY_NAP_NS, at most
+ * A busy writer's nap: until the records its batch still lacks have come
+ * at the rate the last pass found (at least LE_BUSY_NAP_NS, at most
  * LE_BUSY_NAP_MAX_NS), or less when the producers would fill a quarter of
  * the ring sooner.  Each pass the writer gives back costs a producer one
  * or two cache misses (the budget and tail words come back from the
  * writer's core), so the number of passes decides how many calls are
- * slow: one per batch is as few as a writer that sleeps until woken, and
- * no producer makes a futex call.
+ * slow: one per batch is as few as a writer that sleeps until woken.
+ * What is queued when the nap ends is about a batch, half of the queue's
+ * half-full mark (engine.c, urgent_rec), so a steady stream makes no
+ * futex call.
  */
 #define LE_BUSY_NAP_NS (200u * 1000u)
 #define LE_BUSY_NAP_MAX_NS (2u * 1000u * 1000u)
@@ -75,7 +77,9 @@ static uint64_t nap_for(const le__shard *sh, uint64_t bytes, uint64_t recs,
 		return LE_BUSY_NAP_NS;
 	/* dt at most a second: no overflow */
 	uint64_t s = dt < 1000 * MS ? dt : 1000 * MS;
-	unsigned __int128 batch = (unsigned __int128)s * sh->e->batch / recs;
+	uint64_t lack = sh->e->batch > sh->batch.n ? sh->e->batch - sh->batch.n
+	                                           : 1;
+	unsigned __int128 batch = (unsigned __int128)s * lack / recs;
 	uint64_t t = batch < LE_BUSY_NAP_NS       ? LE_BUSY_NAP_NS
 	             : batch > LE_BUSY_NAP_MAX_NS ? LE_BUSY_NAP_MAX_NS
 	                                          : (uint64_t)batch;
@@ -161,12 +165,17 @@ void le__pace_nap(le__shard *sh, uint64_t now)
 	if (w->busy) {
 		uint64_t n = wait < w->nap_ns ? wait : w->nap_ns;
 		if (n >= 1000) {
-			/* RMW, as a sleeper's: a le_flush either finds
-			 * LE_NAPPING and wakes us, or its request is seen. */
+			/* RMW, as a sleeper's: a le_flush or a close either
+			 * finds LE_NAPPING and wakes us, or what it stored
+			 * before is seen here (a drop, at worst, the nap
+			 * later). */
 			atomic_exchange_explicit(&sh->sig.sleeping, LE_NAPPING,
 			                         memory_order_acq_rel);
 			if (atomic_load(&sh->prog.flush_req) <=
-			    le__sync_covered(sh))
+			            le__sync_covered(sh) &&
+			    !atomic_load(&sh->e->stopping) &&
+			    !atomic_load_explicit(&sh->sig.dropped_pending,
+			                          memory_order_relaxed))
 				le__futex_wait(&sh->sig.sleeping, LE_NAPPING, n);
 			atomic_store(&sh->sig.sleeping, 0);
 		}

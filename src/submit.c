@@ -91,11 +91,11 @@ reserve_slow(le_engine *e, le__shard *sh, uint32_t len, uint32_t need,
 			return NULL;
 		}
 		/* BLOCK: wait until a writer gives budget back.  A busy writer
-		 * frees a batch (up to a quarter of the queue) every few
-		 * hundred microseconds, so yield for up to LE_BLOCK_SPIN_NS
-		 * before a futex sleep: waking a thread whose CPU went idle
-		 * (slow on a VM) takes long enough that the writer would run
-		 * out of records while the producer wakes. */
+		 * frees a batch (up to a quarter of the queue) every 200 us to
+		 * 2 ms, and a full queue ends its nap, so yield for up to
+		 * LE_BLOCK_SPIN_NS before a futex sleep: waking a thread whose
+		 * CPU went idle (slow on a VM) takes long enough that the
+		 * writer would run out of records while the producer wakes. */
 		if (!spin_from) {
 			atomic_fetch_add_explicit(&e->blocked, 1,
 			                          memory_order_relaxed);

@@ -62,6 +62,12 @@ TEST(small_records_at_a_million_a_second_keep_the_writer_napping)
 	CHECK_EQ(sh.w.busy, 1);
 	/* it naps until a batch has come: one release a batch */
 	CHECK_EQ(sh.w.nap_ns, 200 * us * 1024 / 192);
+	/* ... what its batch still lacks: half of it held, half the nap
+	 * (a whole batch more would reach the queue's half-full mark) */
+	sh.batch.n = 512;
+	le__pace_pass(&sh, 0, 192 * 64, 192, sh.w.last_collect_mono + 200 * us);
+	CHECK_EQ(sh.w.nap_ns, 200 * us * 512 / 192);
+	sh.batch.n = 0;
 	/* faster, it naps at least LE_BUSY_NAP_NS; slower, at most 2 ms */
 	le__pace_pass(&sh, 0, 1500 * 64, 1500, sh.w.last_collect_mono + 100 * us);
 	CHECK_EQ(sh.w.nap_ns, 200 * us);
