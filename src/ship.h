@@ -101,6 +101,19 @@ typedef struct le__origin {
 
 /* 1 when host is 1..LE_HOST_MAX bytes of A-Z a-z 0-9 . _ - */
 int le__host_valid(const char *host, size_t len);
+/*
+ * A host's token in a NATS subject: the name with each '.' (the token
+ * separator) written as '~', which no host name holds, so that a token
+ * names exactly one host and a permission on `logs.TOKEN.>` exactly one
+ * origin.  @return its length, or 0 when out (cap bytes) is too small.
+ */
+size_t le__host_token(char *out, size_t cap, const char *host);
+/*
+ * The origin a forwarder's subject names: its last two tokens,
+ * `...HOSTTOKEN.SHARD` (SHARD decimal 0..65535, no sign or leading zero).
+ * @return 0 with host (room for LE_HOST_MAX + 1) and *shard set, or -1.
+ */
+int le__subject_origin(const char *subject, char *host, uint32_t *shard);
 /* @return bytes written to out (room for LE_ORIGIN_MAX_BYTES). */
 size_t le__origin_encode(unsigned char *out, const le__origin *o);
 /* 0 or LE_ECORRUPT. */
@@ -153,6 +166,8 @@ void le__cstore_close(le__cstore *s);
 le__cstore_origin *le__cstore_origin_get(le__cstore *s, const char *host,
                                          uint32_t shard, int create,
                                          char *errbuf, size_t cap);
+/* 1 when no new origin can be added (the limit is reached). */
+int le__cstore_full(const le__cstore *s);
 /* The message frames come from: its whole body, checked, and its Le-Pos
  * (UINT64_MAX when it has none: back-references are not followed). */
 typedef struct le__ship_body {

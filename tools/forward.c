@@ -50,6 +50,7 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/inotify.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -122,6 +123,11 @@ struct fwd {
 	const char *dir, *subject, *host;
 	char subject_buf[300];
 	char host_buf[LE_HOST_MAX + 1];
+	/* Random, drawn at start: part of every Nats-Msg-Id, so that a
+	 * publisher who may write to the stream but not read it cannot
+	 * guess an id this run will use and have the server drop our
+	 * message as its duplicate. */
+	uint64_t run_id;
 	uint64_t max_batch, max_inflight, max_record, ack_wait_ms;
 	int once, verbose, replicas;
 	natsConnection *nc;
@@ -399,12 +405,18 @@ static natsStatus make_msg(struct fwd *f, struct fshard *s, natsMsg **m,
                            const struct entry *e, const unsigned char *body,
                            uint32_t fields, uint64_t gap_ts)
 {
-	natsStatus st = natsMsg_Create(m, f->subject, NULL,
-	                               (const char *)body, (int)e->bytes);
+	char subj[320];
+
+	/* One subject per origin (host token, shard): the collector takes
+	 * the origin from it, and the server's permissions decide who may
+	 * publish there. */
+	snprintf(subj, sizeof subj, "%s.%" PRIu32, f->subject, s->id);
+	natsStatus st = natsMsg_Create(m, subj, NULL, (const char *)body,
+	                               (int)e->bytes);
 	if (st != NATS_OK)
 		return st;
-	set_hdr(*m, "Nats-Msg-Id", "%s/%" PRIu32 "/%" PRIu64, f->host, s->id,
-	        e->first);
+	set_hdr(*m, "Nats-Msg-Id", "%s/%" PRIu32 "/%" PRIu64 "/%016" PRIx64,
+	        f->host, s->id, e->first, f->run_id);
 	set_hdr(*m, "Le-Format", "%d", LE_SHIP_FORMAT);
 	set_hdr(*m, "Le-Host", "%s", f->host);
 	set_hdr(*m, "Le-Shard", "%" PRIu32, s->id);
@@ -1122,7 +1134,9 @@ static const char usage[] =
 	"  --nats URL              server(s), comma separated "
 	"(nats://127.0.0.1:4222)\n"
 	"  --stream NAME           stream (LOGS), created if missing\n"
-	"  --subject SUBJ          subject (logs.HOST)\n"
+	"  --subject SUBJ          subject, the host's token last: messages\n"
+	"                          go to SUBJ.SHARD (logs.HOST, dots in HOST\n"
+	"                          written as '~')\n"
 	"  --host NAME             origin name (the host name)\n"
 	"  --creds FILE            NATS credentials file\n"
 	"  --tls, --tls-ca FILE, --tls-cert FILE, --tls-key FILE\n"
@@ -1195,10 +1209,14 @@ static int parse(struct fwd *f, int argc, char **argv)
 	return 0;
 }
 
-/* Host name and subject: --host or the machine's; logs.HOST, with dots
- * (not allowed inside a subject token) made underscores. */
+/* Host name and subject: --host or the machine's; the subject is
+ * logs.HOSTTOKEN (le__host_token: dots written as '~'), or --subject,
+ * whose last token must be that token: the collector takes the origin
+ * from it.  Messages go to SUBJECT.SHARD. */
 static int names(struct fwd *f)
 {
+	char tok[LE_HOST_MAX + 1];
+
 	if (!f->host) {
 		if (gethostname(f->host_buf, sizeof f->host_buf) < 0)
 			snprintf(f->host_buf, sizeof f->host_buf, "localhost");
@@ -1211,13 +1229,26 @@ static int names(struct fwd *f)
 		        LE_HOST_MAX);
 		return -1;
 	}
+	le__host_token(tok, sizeof tok, f->host);
 	if (!f->subject) {
-		snprintf(f->subject_buf, sizeof f->subject_buf, "logs.%s",
-		         f->host);
-		for (char *p = f->subject_buf + 5; *p; p++)
-			if (*p == '.')
-				*p = '_';
+		snprintf(f->subject_buf, sizeof f->subject_buf, "logs.%s", tok);
 		f->subject = f->subject_buf;
+	}
+	const char *last = strrchr(f->subject, '.');
+	if (!last || strcmp(last + 1, tok) != 0 || strlen(f->subject) > 256 ||
+	    strpbrk(f->subject, "*> \t\r\n") || strstr(f->subject, "..") ||
+	    f->subject[0] == '.') {
+		fprintf(stderr, "logengine %s: --subject '%s': must be "
+		        "PREFIX.%s, the host's token last (the collector takes "
+		        "the origin from it; no wildcard, no empty token)\n",
+		        CMD, f->subject, tok);
+		return -1;
+	}
+	if (getrandom(&f->run_id, sizeof f->run_id, 0) !=
+	    (ssize_t)sizeof f->run_id) {
+		fprintf(stderr, "logengine %s: no random bytes for message "
+		        "ids: %s\n", CMD, strerror(errno));
+		return -1;
 	}
 	return 0;
 }
@@ -1275,8 +1306,9 @@ static int start(struct fwd *f)
 		        nats_GetLastError(NULL));
 		return SHIP_EXIT_FAIL;
 	}
-	return ship_stream(CMD, f->js, f->conn.stream, f->subject,
-	                   f->replicas,
+	char subj[320]; /* what shard 0 publishes on stands for them all */
+	snprintf(subj, sizeof subj, "%s.0", f->subject);
+	return ship_stream(CMD, f->js, f->conn.stream, subj, f->replicas,
 	                   (int64_t)(f->max_batch + LE_SHIP_HDR_ROOM), 1,
 	                   f->wake[0]);
 }
