@@ -32,6 +32,11 @@
 #define LE_FWD_SLOT1_OFF 512
 #define LE_FWD_FILE_BYTES (LE_FWD_SLOT1_OFF + LE_FWD_SLOT)
 #define LE_FWD_NAME "FORWARD"
+/* The shard's message-id key: magic, 8 random bytes, masked CRC32C of
+ * the 16 before, between the two slots (written once). */
+#define LE_FWD_KEY_MAGIC "LOGENGFK"
+#define LE_FWD_KEY_OFF 256
+#define LE_FWD_KEY_BYTES 20
 
 #define LE_ORIGIN_MAGIC "LOGENGOR"
 #define LE_ORIGIN_VERSION 1
@@ -47,6 +52,9 @@
 _Static_assert(sizeof(LE_FWD_MAGIC) - 1 == 8, "cursor magic is 8 bytes");
 _Static_assert(sizeof(LE_ORIGIN_MAGIC) - 1 == 8, "origin magic is 8 bytes");
 _Static_assert(LE_FWD_SLOT <= LE_FWD_SLOT1_OFF, "slots do not overlap");
+_Static_assert(LE_FWD_SLOT <= LE_FWD_KEY_OFF &&
+               LE_FWD_KEY_OFF + LE_FWD_KEY_BYTES <= LE_FWD_SLOT1_OFF,
+               "the key lies between the slots");
 
 /* ---- the forward cursor (ship_cursor.c) ---- */
 
@@ -66,6 +74,16 @@ int le__fwd_decode(const unsigned char in[LE_FWD_SLOT], le__fwd_cursor *c);
 /* The newest valid slot of a file image (len bytes; missing bytes read as
  * zeros).  @return 0, or LE_ECORRUPT when neither slot is valid. */
 int le__fwd_pick(const unsigned char *file, uint64_t len, le__fwd_cursor *c);
+/*
+ * The shard's message-id key, in its FORWARD file (fd, open for reading
+ * and writing): read when valid, else drawn at random and written there
+ * (synced) for every later run.  Part of each Nats-Msg-Id, it keeps ids
+ * the same across restarts (the server drops what a restart sends again)
+ * and out of reach of a publisher who cannot read this host's files or
+ * the stream (it cannot have one of ours dropped as its duplicate).
+ * @return 0 and *key, or -errno.
+ */
+int le__fwd_key(int fd, uint64_t *key);
 /* Read shard_dir/FORWARD.  @return 0; -ENOENT (no forwarder); LE_ECORRUPT
  * (no valid slot: the first write was torn); -errno. */
 int le__fwd_read(const char *shard_dir, le__fwd_cursor *c);

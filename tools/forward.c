@@ -50,7 +50,6 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/inotify.h>
-#include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -92,6 +91,7 @@ struct fshard {
 	int wd;              /* inotify watch */
 	/* cursor */
 	int cfd;             /* FORWARD, flock()ed */
+	uint64_t id_key;     /* in every Nats-Msg-Id (le__fwd_key) */
 	le__fwd_cursor cur;
 	int cur_dirty;
 	uint64_t cur_ms;     /* when last written */
@@ -123,11 +123,6 @@ struct fwd {
 	const char *dir, *subject, *host;
 	char subject_buf[300];
 	char host_buf[LE_HOST_MAX + 1];
-	/* Random, drawn at start: part of every Nats-Msg-Id, so that a
-	 * publisher who may write to the stream but not read it cannot
-	 * guess an id this run will use and have the server drop our
-	 * message as its duplicate. */
-	uint64_t run_id;
 	uint64_t max_batch, max_inflight, max_record, ack_wait_ms;
 	int once, verbose, replicas;
 	natsConnection *nc;
@@ -416,7 +411,7 @@ static natsStatus make_msg(struct fwd *f, struct fshard *s, natsMsg **m,
 	if (st != NATS_OK)
 		return st;
 	set_hdr(*m, "Nats-Msg-Id", "%s/%" PRIu32 "/%" PRIu64 "/%016" PRIx64,
-	        f->host, s->id, e->first, f->run_id);
+	        f->host, s->id, e->first, s->id_key);
 	set_hdr(*m, "Le-Format", "%d", LE_SHIP_FORMAT);
 	set_hdr(*m, "Le-Host", "%s", f->host);
 	set_hdr(*m, "Le-Shard", "%" PRIu32, s->id);
@@ -907,6 +902,12 @@ static int cursor_open(struct fshard *s)
 		        CMD, path);
 		return LE_EBUSY;
 	}
+	rc = le__fwd_key(s->cfd, &s->id_key);
+	if (rc < 0) {
+		fprintf(stderr, "logengine %s: %s: message-id key: %s\n", CMD,
+		        path, le_strerror(rc));
+		return rc;
+	}
 	rc = le__fwd_read(s->dir, &s->cur);
 	if (rc < 0) {
 		/* New (or its first write torn): a cursor at 0 says a
@@ -1242,12 +1243,6 @@ static int names(struct fwd *f)
 		        "PREFIX.%s, the host's token last (the collector takes "
 		        "the origin from it; no wildcard, no empty token)\n",
 		        CMD, f->subject, tok);
-		return -1;
-	}
-	if (getrandom(&f->run_id, sizeof f->run_id, 0) !=
-	    (ssize_t)sizeof f->run_id) {
-		fprintf(stderr, "logengine %s: no random bytes for message "
-		        "ids: %s\n", CMD, strerror(errno));
 		return -1;
 	}
 	return 0;
