@@ -237,9 +237,18 @@ static natsStatus dead_stream_create(struct col *c)
 	jsErrCode je = 0;
 	char pattern[300];
 	const char *subjects[1] = {pattern};
+	int replicas = 1;
 
+	/* As many replicas as the stream it takes from: a copy is as safe
+	 * as the message it replaces. */
+	if (js_GetStreamInfo(&si, c->js, c->conn.stream, NULL, &je) ==
+	    NATS_OK && si->Config->Replicas > 0)
+		replicas = (int)si->Config->Replicas;
+	jsStreamInfo_Destroy(si);
+	si = NULL;
 	snprintf(pattern, sizeof pattern, "%s.>", c->dead);
 	jsStreamConfig_Init(&sc);
+	sc.Replicas = replicas;
 	sc.Name = c->dead_stream;
 	sc.Subjects = subjects;
 	sc.SubjectsLen = 1;
