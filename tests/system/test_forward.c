@@ -1115,70 +1115,6 @@ TEST(collector_killed_ten_times_stores_everything_once)
 	t_rmrf(base);
 }
 
-TEST(collector_rejects_a_message_with_one_bad_frame_whole)
-{
-	t_nats n;
-	natsConnection *nc;
-	jsCtx *js;
-	unsigned char b[1024];
-	size_t len = 0;
-	char pl[16];
-
-	setup();
-	server(&n, NULL);
-	CHECK_EQ(natsConnection_ConnectTo(&nc, n.url), NATS_OK);
-	CHECK_EQ(natsConnection_JetStream(&js, nc, NULL), NATS_OK);
-	jsStreamConfig sc;
-	const char *subj[] = {"logs.>"};
-	jsStreamConfig_Init(&sc);
-	sc.Name = "LOGS";
-	sc.Subjects = subj;
-	sc.SubjectsLen = 1;
-	CHECK_EQ(js_AddStream(NULL, js, &sc, NULL, NULL), NATS_OK);
-	for (int i = 0; i < 3; i++) {
-		int k = snprintf(pl, sizeof pl, "rec %d", i);
-		len += le__frame_encode(b + len, LE_FIELD_ALL, 0, LE_INFO, 0,
-		                        (uint64_t)i + 1, 1000u + (unsigned)i, pl,
-		                        (uint32_t)k);
-	}
-	for (int bad = 1; bad >= 0; bad--) {
-		natsMsg *m;
-		b[len - 1] ^= (unsigned char)bad; /* the third frame's payload */
-		CHECK_EQ(natsMsg_Create(&m, "logs.x.0", NULL, (const char *)b,
-		                        (int)len), NATS_OK);
-		natsMsgHeader_Set(m, "Nats-Msg-Id", bad ? "x/0/1-bad" : "x/0/1");
-		natsMsgHeader_Set(m, "Le-Format", "1");
-		natsMsgHeader_Set(m, "Le-Host", "x");
-		natsMsgHeader_Set(m, "Le-Shard", "0");
-		natsMsgHeader_Set(m, "Le-Seq", "1-3");
-		natsMsgHeader_Set(m, "Le-Fields", "31");
-		CHECK_EQ(js_PublishMsg(NULL, js, m, NULL, NULL), NATS_OK);
-		natsMsg_Destroy(m);
-		b[len - 1] ^= (unsigned char)bad;
-	}
-	jsCtx_Destroy(js);
-	natsConnection_Destroy(nc);
-	collect_once(n.url, path("dst"));
-	char *err = slurp(path("col.err"));
-	CHECK(strstr(err, "message 1 rejected"));
-	CHECK(strstr(err, "host x shard 0 records 1-3"));
-	CHECK(strstr(err, "checksum mismatch"));
-	le_record r;
-	le_reader *x = reader(path("dst"), -1);
-	for (int i = 0; i < 3; i++) {
-		CHECK_EQ(le_reader_next(x, &r), 1);
-		CHECK_EQ(r.origin_seq, (uint64_t)i + 1);
-		snprintf(pl, sizeof pl, "rec %d", i);
-		CHECK(r.len == strlen(pl) && !memcmp(r.payload, pl, r.len));
-	}
-	CHECK_EQ(le_reader_next(x, &r), 0);
-	le_reader_close(x);
-	t_nats_stop(&n);
-	t_rmrf(base);
-}
-
-/* ---- publishers the collector cannot trust ---- */
-
 static void js_open(const t_nats *n, natsConnection **nc, jsCtx **js)
 {
 	CHECK_EQ(natsConnection_ConnectTo(nc, n->url), NATS_OK);
@@ -1189,6 +1125,19 @@ static void js_close(natsConnection *nc, jsCtx *js)
 {
 	jsCtx_Destroy(js);
 	natsConnection_Destroy(nc);
+}
+
+/* Stream `name` taking `subject`, created as a test's own fixture. */
+static void add_stream(jsCtx *js, const char *name, const char *subject)
+{
+	jsStreamConfig sc;
+	const char *subj[] = {subject};
+
+	jsStreamConfig_Init(&sc);
+	sc.Name = name;
+	sc.Subjects = subj;
+	sc.SubjectsLen = 1;
+	CHECK_EQ(js_AddStream(NULL, js, &sc, NULL, NULL), NATS_OK);
 }
 
 /* Messages in stream `name` now. */
@@ -1217,6 +1166,62 @@ static int count_lines(const char *p, const char *what)
 	free(b);
 	return k;
 }
+
+TEST(collector_rejects_a_message_with_one_bad_frame_whole)
+{
+	t_nats n;
+	natsConnection *nc;
+	jsCtx *js;
+	unsigned char b[1024];
+	size_t len = 0;
+	char pl[16];
+
+	setup();
+	server(&n, NULL);
+	js_open(&n, &nc, &js);
+	add_stream(js, "LOGS", "logs.>");
+	for (int i = 0; i < 3; i++) {
+		int k = snprintf(pl, sizeof pl, "rec %d", i);
+		len += le__frame_encode(b + len, LE_FIELD_ALL, 0, LE_INFO, 0,
+		                        (uint64_t)i + 1, 1000u + (unsigned)i, pl,
+		                        (uint32_t)k);
+	}
+	for (int bad = 1; bad >= 0; bad--) {
+		natsMsg *m;
+		b[len - 1] ^= (unsigned char)bad; /* the third frame's payload */
+		CHECK_EQ(natsMsg_Create(&m, "logs.x.0", NULL, (const char *)b,
+		                        (int)len), NATS_OK);
+		natsMsgHeader_Set(m, "Nats-Msg-Id", bad ? "x/0/1-bad" : "x/0/1");
+		natsMsgHeader_Set(m, "Le-Format", "1");
+		natsMsgHeader_Set(m, "Le-Host", "x");
+		natsMsgHeader_Set(m, "Le-Shard", "0");
+		natsMsgHeader_Set(m, "Le-Seq", "1-3");
+		natsMsgHeader_Set(m, "Le-Fields", "31");
+		CHECK_EQ(js_PublishMsg(NULL, js, m, NULL, NULL), NATS_OK);
+		natsMsg_Destroy(m);
+		b[len - 1] ^= (unsigned char)bad;
+	}
+	js_close(nc, js);
+	collect_once(n.url, path("dst"));
+	char *err = slurp(path("col.err"));
+	CHECK(strstr(err, "message 1 rejected"));
+	CHECK(strstr(err, "host x shard 0 records 1-3"));
+	CHECK(strstr(err, "checksum mismatch"));
+	le_record r;
+	le_reader *x = reader(path("dst"), -1);
+	for (int i = 0; i < 3; i++) {
+		CHECK_EQ(le_reader_next(x, &r), 1);
+		CHECK_EQ(r.origin_seq, (uint64_t)i + 1);
+		snprintf(pl, sizeof pl, "rec %d", i);
+		CHECK(r.len == strlen(pl) && !memcmp(r.payload, pl, r.len));
+	}
+	CHECK_EQ(le_reader_next(x, &r), 0);
+	le_reader_close(x);
+	t_nats_stop(&n);
+	t_rmrf(base);
+}
+
+/* ---- publishers the collector cannot trust ---- */
 
 /* A publisher allowed on the stream republishes a real host's stored
  * message 300 times, each with another Le-Host: each copy is refused,
@@ -1291,18 +1296,12 @@ TEST(message_ids_published_by_another_host_do_not_suppress_its_messages)
 	struct wopts w = {.shards = 1};
 	natsConnection *nc;
 	jsCtx *js;
-	jsStreamConfig sc;
-	const char *subj[] = {"logs.>"};
 
 	setup();
 	server(&n, NULL);
 	write_log(path("src"), 3000, &w);
 	js_open(&n, &nc, &js);
-	jsStreamConfig_Init(&sc);
-	sc.Name = "LOGS";
-	sc.Subjects = subj;
-	sc.SubjectsLen = 1;
-	CHECK_EQ(js_AddStream(NULL, js, &sc, NULL, NULL), NATS_OK);
+	add_stream(js, "LOGS", "logs.>");
 	for (int k = 1; k <= 3000; k++) {
 		char id[64];
 		snprintf(id, sizeof id, "real/0/%d", k);
