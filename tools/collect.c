@@ -124,6 +124,9 @@ struct held {
 struct col {
 	struct ship_conn conn;
 	const char *dir, *subject, *durable;
+	int subject_tokens;      /* of a message's subject: --subject's
+	                            tokens before its '>', then HOSTTOKEN
+	                            and SHARD */
 	const char *dead;        /* --dead-letter: subject prefix */
 	const char *dead_stream; /* --dead-letter-stream */
 	char dead_stream_buf[128];
@@ -506,6 +509,15 @@ static int hole(struct col *c, le__cstore_origin *o, natsMsg *m,
 	                      first_ts(m, h), "missing from the stream");
 }
 
+static int tokens(const char *subject)
+{
+	int n = 1;
+
+	for (const char *p = subject; *p; p++)
+		n += *p == '.';
+	return n;
+}
+
 /* Does the origin the headers name agree with the subject's?  The
  * subject is what the server's permissions bound to a publisher's
  * credentials (docs/logengine.1, "Shipping across hosts"); the headers
@@ -515,10 +527,13 @@ static int check_origin(struct col *c, natsMsg *m, const struct hdrs *h)
 	char host[LE_HOST_MAX + 1], why[LE_HOST_MAX + 160];
 	uint32_t shard;
 
-	if (le__subject_origin(natsMsg_GetSubject(m), host, &shard) < 0)
-		return reject(c, m, h, R_FORGED, "the subject does not end in "
-		              "HOST.SHARD (a forwarder publishes on "
-		              "PREFIX.HOSTTOKEN.SHARD)", UINT64_MAX);
+	const char *subj = natsMsg_GetSubject(m);
+
+	if (tokens(subj) != c->subject_tokens ||
+	    le__subject_origin(subj, host, &shard) < 0)
+		return reject(c, m, h, R_FORGED, "the subject is not "
+		              "PREFIX.HOSTTOKEN.SHARD (a forwarder's, PREFIX "
+		              "what --subject takes)", UINT64_MAX);
 	if (strcmp(host, h->host) == 0 && shard == h->shard)
 		return 0;
 	snprintf(why, sizeof why, "the headers claim another origin than "
@@ -1092,6 +1107,20 @@ static int parse(struct col *c, int argc, char **argv)
 		return ship_usage(CMD, "%s", "missing DIR");
 	if (dead_names(c) < 0)
 		return -1;
+	/* A subject the filter takes names its origin in the two tokens
+	 * after the filter's fixed ones: with logs.>, logs.A.0 is host A's
+	 * shard 0, and logs.A.B.0 (which a permission on logs.A.> lets A
+	 * publish) is refused rather than read as host B's. */
+	size_t fl = strlen(c->subject);
+	if (!strcmp(c->subject, ">"))
+		c->subject_tokens = 2;
+	else if (fl > 2 && !strcmp(c->subject + fl - 2, ".>"))
+		c->subject_tokens = tokens(c->subject) + 1;
+	else
+		c->subject_tokens = tokens(c->subject);
+	if (c->subject_tokens < 2)
+		return ship_usage(CMD, "--subject '%s': a forwarder's subjects "
+		                  "end in HOSTTOKEN.SHARD (logs.>)", c->subject);
 	if (c->segment_bytes < 4096 || c->ack_wait_ms < 100 ||
 	    c->gap_wait_ms < 2 * c->ack_wait_ms)
 		return ship_usage(CMD, "%s", "--segment-bytes is at least 4K, "
