@@ -36,6 +36,7 @@
 #include "os.h"
 #include "reader.h"
 #include "seg_zst.h"
+#include "ship.h"
 
 /* ---- problems ---- */
 
@@ -140,14 +141,31 @@ static int header_damage(le_reader *r, struct cursor *c, const char *why,
 	return 0;
 }
 
+/* Does the open segment of a collector's store begin with the marker
+ * the collector wrote for the records expect .. base (it takes base, the
+ * last of them, and says how many)?  Then the hole before it is recorded,
+ * not lost. */
+static int gap_marked(struct cursor *c, uint64_t base)
+{
+	le__frame f;
+	const char *why;
+
+	return c->host && base > c->expect &&
+	       le__scan_peek(&c->scan, &f, &why) == LE_FRAME_OK &&
+	       (f.flags & LE_REC_MARKER) && f.seq == base &&
+	       le__gap_marker_count(f.payload, f.len) == base - c->expect + 1;
+}
+
 /* A segment just opened: does it continue the one before?  A hole where
  * deleted segments were (retention and vacuum take the oldest, so the
- * segments between are older than any left) is not damage. */
+ * segments between are older than any left) is not damage, nor one a
+ * collector's marker stands for, nor any in a collector's late records
+ * (runs in no chain). */
 static int check_chain(le_reader *r, struct cursor *c)
 {
 	uint64_t base = c->scan.hdr.base_seq, idx = c->segs[c->iseg];
 
-	if (!c->chain || base == c->expect)
+	if (!c->chain || base == c->expect || c->late || gap_marked(c, base))
 		return 0;
 	if (base > c->expect &&
 	    (c->deleted || (idx > c->prev_index + 1 && idx <= c->oldest))) {
