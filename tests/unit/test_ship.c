@@ -506,8 +506,9 @@ static long read_probs(const char *dir, int mode, struct seen *sn,
 	return rc < 0 ? rc : n;
 }
 
-/* Records 1..2, a claim "7 records lost" for 3..9, records 10..11. */
-static le__cstore *claimed_store(char *dir, le__cstore_origin **o)
+/* Records 1..2, a claim "7 records <why>" for 3..9, records 10..11. */
+static le__cstore *claimed_store(char *dir, le__cstore_origin **o,
+                                 const char *why)
 {
 	unsigned char b[4096];
 	le__cstore *s = store_open(t_tmpdir(dir), 1 << 20);
@@ -515,8 +516,7 @@ static le__cstore *claimed_store(char *dir, le__cstore_origin **o)
 
 	*o = origin(s, "h", 2);
 	CHECK_RC(le__cstore_append(s, *o, LE_FIELD_ALL, b, len, 2, NULL));
-	CHECK_RC(le__cstore_gap(s, *o, LE_FIELD_ALL, 3, 9, TS0 + 2,
-	                        LE_GAP_LOST));
+	CHECK_RC(le__cstore_gap(s, *o, LE_FIELD_ALL, 3, 9, TS0 + 2, why));
 	len = body(b, LE_FIELD_ALL, 10, 2);
 	CHECK_RC(le__cstore_append(s, *o, LE_FIELD_ALL, b + 0, len, 2, NULL));
 	return s;
@@ -529,7 +529,7 @@ TEST(records_inside_a_gap_claim_are_stored_when_they_come_and_only_once)
 	struct seen sn = {0};
 	struct probs pr = {0};
 	le__cstore_origin *o;
-	le__cstore *s = claimed_store(dir, &o);
+	le__cstore *s = claimed_store(dir, &o, LE_GAP_LOST);
 
 	/* 4..6 come first, then the whole message 1..11 again: 3 and 7..9
 	 * are what is left of the claim; 1, 2, 10, 11 are in the chain. */
@@ -565,12 +565,12 @@ TEST(records_inside_a_gap_claim_are_stored_when_they_come_and_only_once)
 	t_rmrf(dir);
 }
 
-TEST(records_after_a_reopen_inside_a_claim_are_still_stored)
+TEST(records_missing_from_the_stream_that_come_after_a_reopen_are_stored)
 {
 	char dir[256], err[256];
 	le__late out;
 	le__cstore_origin *o;
-	le__cstore *s = claimed_store(dir, &o);
+	le__cstore *s = claimed_store(dir, &o, LE_GAP_MISSING);
 
 	le__cstore_close(s);
 	s = store_open(dir, 1 << 20);
@@ -661,7 +661,7 @@ TEST(cat_reads_across_a_gap_marker_and_shows_it)
 	struct probs pr = {0};
 	le__cstore_origin *o;
 
-	le__cstore_close(claimed_store(dir, &o));
+	le__cstore_close(claimed_store(dir, &o, LE_GAP_LOST));
 	CHECK_EQ(cat(dir, out, err), 0);
 	char *o_txt = t_slurp_text(out), *e_txt = t_slurp_text(err);
 	CHECK_EQ(lines(o_txt), 5);
@@ -1062,7 +1062,7 @@ int main(int argc, char **argv)
 	RUN(segment_a_killed_collector_created_but_never_wrote_is_removed_at_open);
 	RUN(gap_marker_says_how_many_and_the_chain_goes_on);
 	RUN(records_inside_a_gap_claim_are_stored_when_they_come_and_only_once);
-	RUN(records_after_a_reopen_inside_a_claim_are_still_stored);
+	RUN(records_missing_from_the_stream_that_come_after_a_reopen_are_stored);
 	RUN(marker_text_in_an_origins_own_record_claims_nothing);
 	RUN(claims_past_the_bound_forget_the_lowest);
 	RUN(cat_reads_across_a_gap_marker_and_shows_it);
