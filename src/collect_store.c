@@ -19,6 +19,16 @@
  *        ^                        |  ^          gap, damage at open)
  *        |                        v  |
  *      open(): next_seq from the last segment's valid end
+ *
+ * Gap claims.  A marker (le__cstore_gap) claims records first..last will
+ * not come; it never makes the store drop those that do.  Each origin
+ * (its chain) keeps the claimed records that have not come as a set of
+ * ranges, and a second shard directory, its late directory (ORIGIN kind
+ * LE_ORIGIN_LATE), takes those that come: one run per segment, runs in
+ * no order.  Both are read back at open (the markers at the start of the
+ * chain's segments, the late directory's runs), so after a crash a
+ * redelivered message finds its late records stored and stores nothing
+ * twice.  Late records are synced and acknowledged like the others.
  */
 #define _GNU_SOURCE
 #include "ship.h"
@@ -546,7 +556,7 @@ static int seg_look(const struct org *o, uint64_t index, uint64_t *base,
  */
 static int claims_of_chain(struct org *o, const uint64_t *segs, size_t n)
 {
-	uint64_t prev_end = 1, base, mark, pbase, pmark;
+	uint64_t prev_end = 1, base, mark, pbase, pmark, floor = 1;
 
 	for (size_t i = 0; i < n; i++) {
 		int rc = seg_look(o, segs[i], &base, &mark, NULL);
@@ -560,12 +570,17 @@ static int claims_of_chain(struct org *o, const uint64_t *segs, size_t n)
 				return rc;
 			prev_end = 1; /* damaged: the marker's count says */
 		}
+		/* Claims never overlap: each starts past the one before. */
 		uint64_t first = base - mark + 1;
 		if (prev_end > first)
 			first = prev_end;
-		if (first <= base &&
-		    (rc = rset_add(&o->open, first, base, &o->pub.forgotten)) < 0)
+		if (floor > first)
+			first = floor;
+		if (first > base)
+			continue;
+		if ((rc = rset_add(&o->open, first, base, &o->pub.forgotten)) < 0)
 			return rc;
+		floor = base + 1;
 	}
 	return 0;
 }
