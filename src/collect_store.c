@@ -213,6 +213,9 @@ size_t le__ship_body_skip(const unsigned char *body, size_t len,
 
 struct rng {
 	uint64_t lo, hi; /* inclusive */
+	uint64_t before; /* a claim read back at open: the index of the chain
+	                    segment before its marker, whose end is still to
+	                    be checked against lo (0: checked) */
 };
 
 struct rset {
@@ -246,9 +249,10 @@ static long rset_open(struct rset *rs, size_t i, uint64_t *forgotten)
 	return (long)i;
 }
 
-/* Add lo..hi, which meets no range of the set.  @return 0, LE_ENOMEM. */
+/* Add lo..hi (before: as struct rng says), which meets no range of the
+ * set.  @return 0, LE_ENOMEM. */
 static int rset_add(struct rset *rs, uint64_t lo, uint64_t hi,
-                    uint64_t *forgotten)
+                    uint64_t before, uint64_t *forgotten)
 {
 	size_t i = rs->n;
 
@@ -260,7 +264,7 @@ static int rset_add(struct rset *rs, uint64_t lo, uint64_t hi,
 	if (at == -2)
 		*forgotten += hi - lo + 1;
 	else
-		rs->r[at] = (struct rng){lo, hi};
+		rs->r[at] = (struct rng){lo, hi, before};
 	return 0;
 }
 
@@ -279,7 +283,7 @@ static int rset_cut(struct rset *rs, uint64_t lo, uint64_t hi,
 				g->lo = hi + 1;
 				return 0;
 			}
-			struct rng right = {hi + 1, g->hi};
+			struct rng right = {hi + 1, g->hi, g->before};
 			g->hi = lo - 1;
 			/* A full set forgets r[0], not g (i > 0); a
 			 * failed allocation leaves g where it was. */
@@ -303,10 +307,10 @@ static int rset_cut(struct rset *rs, uint64_t lo, uint64_t hi,
 	return 0;
 }
 
-/* The lowest part of the set inside lo..hi, as *a..*b.  @return 1, or 0
- * when none is. */
-static int rset_first(const struct rset *rs, uint64_t lo, uint64_t hi,
-                      uint64_t *a, uint64_t *b)
+/* The lowest part of the set inside lo..hi, as *a..*b.  @return the
+ * index of its range, or -1 when none is. */
+static long rset_first(const struct rset *rs, uint64_t lo, uint64_t hi,
+                       uint64_t *a, uint64_t *b)
 {
 	for (size_t i = 0; i < rs->n; i++) {
 		const struct rng *g = &rs->r[i];
@@ -314,9 +318,9 @@ static int rset_first(const struct rset *rs, uint64_t lo, uint64_t hi,
 			continue;
 		*a = g->lo > lo ? g->lo : lo;
 		*b = g->hi < hi ? g->hi : hi;
-		return 1;
+		return (long)i;
 	}
-	return 0;
+	return -1;
 }
 
 /* ---- the store ---- */
@@ -549,14 +553,14 @@ static int seg_look(const struct org *o, uint64_t index, uint64_t *base,
 /*
  * o's gap claims, from its chain: each segment that starts with a
  * collector's marker (sequence = its base, text "N records ...") claims
- * base - N + 1 .. base, where the segment before ends (or the origin
- * begins, at 1).  A marker whose count reaches into records the segment
- * before holds claims only what follows them: the chain's records are
- * stored, whatever a frame says.
+ * base - N + 1 .. base, and never what a claim before it did.  Where the
+ * segment before it ends is checked when a record of the claim comes
+ * (claim_check): it costs reading that segment, which most claims never
+ * need.
  */
 static int claims_of_chain(struct org *o, const uint64_t *segs, size_t n)
 {
-	uint64_t prev_end = 1, base, mark, pbase, pmark, floor = 1;
+	uint64_t base, mark, floor = 1;
 
 	for (size_t i = 0; i < n; i++) {
 		int rc = seg_look(o, segs[i], &base, &mark, NULL);
@@ -564,25 +568,43 @@ static int claims_of_chain(struct org *o, const uint64_t *segs, size_t n)
 			return rc;
 		if (rc == 1 || !mark || mark > base)
 			continue;
-		if (i > 0 && (rc = seg_look(o, segs[i - 1], &pbase, &pmark,
-		                            &prev_end)) != 0) {
-			if (rc < 0)
-				return rc;
-			prev_end = 1; /* damaged: the marker's count says */
-		}
-		/* Claims never overlap: each starts past the one before. */
 		uint64_t first = base - mark + 1;
-		if (prev_end > first)
-			first = prev_end;
 		if (floor > first)
 			first = floor;
 		if (first > base)
 			continue;
-		if ((rc = rset_add(&o->open, first, base, &o->pub.forgotten)) < 0)
+		/* The first segment has none before: the origin begins. */
+		rc = rset_add(&o->open, first, base, i ? segs[i - 1] : 0,
+		              &o->pub.forgotten);
+		if (rc < 0)
 			return rc;
 		floor = base + 1;
 	}
 	return 0;
+}
+
+/* Claim r[i] was read back at open: cut from it what the chain segment
+ * before its marker holds.  A marker's count that reaches into stored
+ * records (a record of the origin's own that reads like a marker) claims
+ * none of them: the chain's records are stored, whatever a frame says. */
+static int claim_check(struct org *o, size_t i)
+{
+	uint64_t base, mark, end, lo = o->open.r[i].lo;
+	uint64_t before = o->open.r[i].before;
+
+	/* The parts of the claim (split by late runs) are checked at once,
+	 * from the lowest. */
+	for (size_t k = 0; k < o->open.n; k++) {
+		struct rng *g = &o->open.r[k];
+		if (g->before != before)
+			continue;
+		lo = g->lo < lo ? g->lo : lo;
+		g->before = 0;
+	}
+	int rc = seg_look(o, before, &base, &mark, &end);
+	if (rc != 0 || end <= lo)
+		return rc < 0 ? rc : 0; /* 1: damaged, the count stands */
+	return rset_cut(&o->open, lo, end - 1, &o->pub.forgotten);
 }
 
 /* What of o's claims its late directory l holds already: each segment
@@ -987,7 +1009,7 @@ int le__cstore_gap(le__cstore *s, le__cstore_origin *po, uint32_t fields,
 	o->seg_len += flen;
 	o->seg_frames++;
 	o->pub.next_seq = last + 1;
-	return rset_add(&o->open, first, last, &o->pub.forgotten);
+	return rset_add(&o->open, first, last, 0, &o->pub.forgotten);
 }
 
 /* Records a .. b of the frames (len bytes of records first ..) to o's
@@ -1022,10 +1044,18 @@ int le__cstore_late(le__cstore *s, le__cstore_origin *po, uint64_t first,
 {
 	struct org *o = (struct org *)po;
 	uint64_t a, b, lo = first, hi = first + count - 1;
+	long i;
+	int rc;
 
 	memset(out, 0, sizeof *out);
-	while (count && lo <= hi && rset_first(&o->open, lo, hi, &a, &b)) {
-		int rc = late_put(s, o, a, b, first, frames, len, from, out);
+	while (count && lo <= hi &&
+	       (i = rset_first(&o->open, lo, hi, &a, &b)) >= 0) {
+		if (o->open.r[i].before) {
+			if ((rc = claim_check(o, (size_t)i)) < 0)
+				return rc;
+			continue; /* what is left of it, looked at again */
+		}
+		rc = late_put(s, o, a, b, first, frames, len, from, out);
 		if (rc < 0)
 			return rc;
 		if (!out->n)
