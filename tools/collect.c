@@ -11,8 +11,13 @@
  * What a message's range [first, last] is against the origin's next
  * expected sequence E (from the store itself, so a restart knows it):
  *
- *   last < E            already stored (a redelivery, a resend): ack
- *   first <= E <= last  store E..last: ack
+ *   last < E            already stored (a redelivery, a resend): ack;
+ *                       but records a marker claimed were lost (a gap
+ *                       claim) and that come now are stored, in the
+ *                       origin's late directory ("gap claim
+ *                       contradicted"): a marker never erases a record
+ *   first <= E <= last  store E..last (and, as above, what of first..E-1
+ *                       a claim holds): ack
  *   first > E           a hole: another message is still to come (the
  *                       forwarder resends what failed, and a killed
  *                       collector's unacknowledged messages come back
