@@ -224,16 +224,17 @@ struct rset {
 };
 
 /* Room for one more range at index i (ranges from i on move up).  At
- * LE_CLAIM_RANGES the lowest range is forgotten first (*forgotten counts
- * its records).  @return the index the new range goes to (i, or i - 1
- * when the lowest went), or -1 out of memory. */
+ * LE_CLAIM_RANGES the lowest range is forgotten (*forgotten counts its
+ * records): the one at r[0], or the new one when it would be r[0].
+ * @return the index the new range goes to (i, or i - 1 when r[0] went),
+ * -2 when the new one is to be forgotten, -1 out of memory. */
 static long rset_open(struct rset *rs, size_t i, uint64_t *forgotten)
 {
 	if (rs->n == LE_CLAIM_RANGES) {
+		if (i == 0)
+			return -2;
 		*forgotten += rs->r[0].hi - rs->r[0].lo + 1;
 		memmove(rs->r, rs->r + 1, --rs->n * sizeof rs->r[0]);
-		if (i == 0) /* the new one is the lowest: it goes itself */
-			return -2;
 		i--;
 	}
 	if (rs->n == rs->cap) {
