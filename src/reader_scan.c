@@ -144,15 +144,20 @@ static int header_damage(le_reader *r, struct cursor *c, const char *why,
 /* Does the open segment of a collector's store begin with the marker
  * the collector wrote for the records expect .. base (it takes base, the
  * last of them, and says how many)?  Then the hole before it is recorded,
- * not lost. */
-static int gap_marked(struct cursor *c, uint64_t base)
+ * not lost.  @return 1 yes, 0 no, 2 not known yet: followed, the segment
+ * is the newest and its first frame not (all) written. */
+static int gap_marked(le_reader *r, struct cursor *c, uint64_t base)
 {
 	le__frame f;
 	const char *why;
 
-	return c->host && base > c->expect &&
-	       le__scan_peek(&c->scan, &f, &why) == LE_FRAME_OK &&
-	       (f.flags & LE_REC_MARKER) && f.seq == base &&
+	if (!c->host || base <= c->expect)
+		return 0;
+	int rc = le__scan_peek(&c->scan, &f, &why);
+	if (rc != LE_FRAME_OK)
+		return r->follow && is_last_seg(c) &&
+		       (rc == LE_FRAME_END || rc == LE_FRAME_SHORT) ? 2 : 0;
+	return (f.flags & LE_REC_MARKER) && f.seq == base &&
 	       le__gap_marker_count(f.payload, f.len) == base - c->expect + 1;
 }
 
@@ -165,7 +170,14 @@ static int check_chain(le_reader *r, struct cursor *c)
 {
 	uint64_t base = c->scan.hdr.base_seq, idx = c->segs[c->iseg];
 
-	if (!c->chain || base == c->expect || c->late || gap_marked(c, base))
+	if (!c->chain || base == c->expect || c->late)
+		return 0;
+	int marked = gap_marked(r, c, base);
+	if (marked == 2) { /* opened again when more is written */
+		le__rd_seg_close(c);
+		c->idle = 1;
+	}
+	if (marked)
 		return 0;
 	if (base > c->expect &&
 	    (c->deleted || (idx > c->prev_index + 1 && idx <= c->oldest))) {
@@ -234,7 +246,8 @@ int le__rd_seg_open(le_reader *r, struct cursor *c)
 		                           "match the file name", 0, 0);
 	}
 	rc = check_chain(r, c);
-	c->deleted = 0;
+	if (c->open) /* else it is opened again, and checked again, later */
+		c->deleted = 0;
 	return rc;
 }
 

@@ -717,6 +717,58 @@ TEST(chain_gap_without_a_marker_is_still_reported)
 	}
 }
 
+TEST(follower_waits_for_a_marker_being_written_rather_than_report_a_gap)
+{
+	char dir[256], path[400];
+	unsigned char b[4096], h[LE_SEG_HDR];
+	const char *txt = "7 records " LE_GAP_LOST;
+	struct probs pr = {0};
+	le__seg_hdr hdr = {.version = LE_SEG_VERSION, .fields = LE_FIELD_ALL,
+	                   .shard = 2, .index = 2, .base_seq = 9,
+	                   .created_ns = TS0};
+	le_reader_opts o;
+	le_reader *r;
+	le_record rec;
+	le__cstore *s = store_open(t_tmpdir(dir), 1 << 20);
+	size_t len = body(b, LE_FIELD_ALL, 1, 2);
+
+	CHECK_RC(le__cstore_append(s, origin(s, "h", 2), LE_FIELD_ALL, b, len,
+	                           2, NULL));
+	le__cstore_close(s);
+	/* What a follower may meet while the collector writes a marker:
+	 * the segment's header, not yet its first frame. */
+	snprintf(path, sizeof path, "%s/shard-000/%016x.seg", dir, 2);
+	le__seg_hdr_encode(h, &hdr);
+	int fd = open(path, O_WRONLY | O_CREAT | O_EXCL, 0644);
+	CHECK(fd >= 0);
+	CHECK_EQ(pwrite(fd, h, sizeof h, 0), (ssize_t)sizeof h);
+	le_reader_opts_init(&o);
+	o.on_problem = on_prob;
+	o.arg = &pr;
+	CHECK_RC(le_reader_open(&r, dir, &o));
+	CHECK_RC(le_reader_follow(r, 0));
+	CHECK_EQ(le_reader_next(r, &rec), 1);
+	CHECK_EQ(le_reader_next(r, &rec), 1);
+	CHECK_EQ(le_reader_next(r, &rec), 0);
+	CHECK_EQ(pr.n, 0);
+	len = le__frame_encode(b, LE_FIELD_ALL, LE_REC_MARKER, LE_WARN, 2, 9,
+	                       TS0 + 5, txt, (uint32_t)strlen(txt));
+	CHECK_EQ(pwrite(fd, b, len, LE_SEG_HDR), (ssize_t)len);
+	close(fd);
+	int rc = 0;
+	for (int i = 0; i < 100 && rc == 0; i++) { /* up to 5 s */
+		rc = le_reader_next(r, &rec);
+		if (rc == 0)
+			CHECK(le_reader_wait(r, 50) >= 0);
+	}
+	CHECK_EQ(rc, 1);
+	CHECK(rec.flags & LE_REC_MARKER);
+	CHECK_EQ(rec.origin_seq, 9);
+	CHECK_EQ(pr.n, 0);
+	le_reader_close(r);
+	t_rmrf(dir);
+}
+
 TEST(store_rotates_at_segment_bytes_between_frames)
 {
 	char dir[256], sdir[300];
@@ -1067,6 +1119,7 @@ int main(int argc, char **argv)
 	RUN(claims_past_the_bound_forget_the_lowest);
 	RUN(cat_reads_across_a_gap_marker_and_shows_it);
 	RUN(chain_gap_without_a_marker_is_still_reported);
+	RUN(follower_waits_for_a_marker_being_written_rather_than_report_a_gap);
 	RUN(store_rotates_at_segment_bytes_between_frames);
 	RUN(collector_relinks_deferred_frames_to_its_own_segments);
 	RUN(collector_memory_stays_flat_over_origins_with_many_descriptors);
