@@ -11,7 +11,7 @@
  *   torn tail (*)    shard ends       LE_ECORRUPT  shard ends      shard ends
  *   other damage     LE_ECORRUPT      LE_ECORRUPT  shard ends      resync
  *   zero-filled tail segment ends     LE_ECORRUPT  segment ends    segment ends
- *   sequence gap     go on            LE_ECORRUPT  shard ends      go on
+ *   sequence gap(***) go on           LE_ECORRUPT  shard ends      go on
  *   bad seg header   LE_ECORRUPT      LE_ECORRUPT  shard ends      skip file
  *   deleted (**)     go on            go on        go on           go on
  *
@@ -20,6 +20,8 @@
  *   (**) segments retention or vacuum deleted before the reader got to
  *       them: the oldest ones, so a jump in segment indexes up to the
  *       oldest segment left, or a file gone between listing and opening.
+ *   (***) not one where a collector's marker says how many records are
+ *       missing and why, nor between a collector's late runs (ship.h).
  *
  * An error returned by le_reader_next is sticky: every later call returns
  * it again, since the cursor that failed has no defined position.
