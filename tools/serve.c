@@ -520,10 +520,12 @@ static void on_connection(void *cls, struct MHD_Connection *mc, void **ctx,
                           enum MHD_ConnectionNotificationCode code)
 {
 	(void)cls;
-	if (code == MHD_CONNECTION_NOTIFY_STARTED)
+	if (code == MHD_CONNECTION_NOTIFY_STARTED) {
 		opened(mc, ctx);
-	else
+	} else {
 		closed(*ctx);
+		*ctx = NULL;
+	}
 }
 
 static struct conn *conn_of(struct MHD_Connection *mc)
