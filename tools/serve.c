@@ -55,6 +55,7 @@
 #include <netinet/in.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -1464,6 +1465,34 @@ static int load_secrets(const struct opts *o, char **cert, char **key)
 	return o->users ? load_users(o->users) : 0;
 }
 
+/* libmicrohttpd's messages, at most one a second with a count of those
+ * left out: a client makes one per connection it drops, and an attack
+ * thousands. */
+static void mhd_log(void *cls, const char *fmt, va_list ap)
+{
+	static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+	static uint64_t last_ns, quiet;
+	(void)cls;
+	uint64_t now = live_mono_ns();
+	pthread_mutex_lock(&mu);
+	if (last_ns && now - last_ns < 1000000000u) {
+		quiet++;
+		pthread_mutex_unlock(&mu);
+		return;
+	}
+	last_ns = now;
+	char msg[512];
+	vsnprintf(msg, sizeof msg, fmt, ap);
+	msg[strcspn(msg, "\n")] = '\0';
+	if (quiet)
+		fprintf(stderr, "logengine serve: %s (%" PRIu64 " messages "
+		        "since the one before left out)\n", msg, quiet);
+	else
+		fprintf(stderr, "logengine serve: %s\n", msg);
+	quiet = 0;
+	pthread_mutex_unlock(&mu);
+}
+
 /* libmicrohttpd on one epoll thread, with our connection notices and
  * timeouts.  @return the daemon or NULL. */
 static struct MHD_Daemon *start_daemon(const struct opts *o, char *cert,
@@ -1479,6 +1508,7 @@ static struct MHD_Daemon *start_daemon(const struct opts *o, char *cert,
 			MHD_USE_ERROR_LOG | (o->l.v6 ? MHD_USE_IPv6 : 0) |
 			(cert ? MHD_USE_TLS : 0),
 		0, NULL, NULL, handle, NULL,
+		MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL, /* first: for all */
 		MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&o->l.ss,
 		MHD_OPTION_CONNECTION_LIMIT,
 		(unsigned)(o->max_conns + CONN_SLACK),
