@@ -916,6 +916,7 @@ struct user {
 
 static struct auth {
 	struct user *u;           /* [const] */
+	char *text;               /* [const] the file, which u points into */
 	int n;                    /* [const] 0: no auth */
 	pthread_mutex_t mu;
 } auth;
@@ -1027,42 +1028,61 @@ static int parse_user(char *line, struct user *u)
 	return ok ? 0 : -1;
 }
 
+/* Forget the users read so far (a bad file). */
+static void drop_users(void)
+{
+	free(auth.u);
+	free(auth.text);
+	auth.u = NULL;
+	auth.text = NULL;
+	auth.n = 0;
+}
+
+/* One line of --basic-auth-file into the next user.  @return 0, or -1
+ * when it is not "USER:HASH" or memory ran out. */
+static int add_user(char *l)
+{
+	struct user *u = realloc(auth.u, (size_t)(auth.n + 1) * sizeof *u);
+	if (!u)
+		return -1;
+	auth.u = u;
+	memset(&u[auth.n], 0, sizeof *u);
+	if (parse_user(l, &u[auth.n]) < 0)
+		return -1;
+	auth.n++;
+	return 0;
+}
+
 /* --basic-auth-file: USER:HASH lines; blank lines and '#' comments.
  * @return 0, or 2 (the exit status) after saying why. */
 static int load_users(const char *path)
 {
-	char *text = read_file(path), *save = NULL;
-	if (!text) {
+	char *save = NULL;
+	if (!(auth.text = read_file(path))) {
 		fprintf(stderr, "logengine serve: --basic-auth-file %s: %s\n",
 		        path, strerror(errno));
 		return 2;
 	}
 	int lineno = 0;
-	for (char *l = strtok_r(text, "\n", &save); l;
+	for (char *l = strtok_r(auth.text, "\n", &save); l;
 	     l = strtok_r(NULL, "\n", &save)) {
 		lineno++;
 		l[strcspn(l, "\r")] = '\0';
-		if (!*l || *l == '#')
+		if (!*l || *l == '#' || add_user(l) == 0)
 			continue;
-		struct user *u = realloc(auth.u, (size_t)(auth.n + 1) * sizeof *u);
-		if (!u)
-			return 2;
-		auth.u = u;
-		memset(&u[auth.n], 0, sizeof *u);
-		if (parse_user(l, &u[auth.n]) < 0) {
-			fprintf(stderr, "logengine serve: --basic-auth-file %s:%d: "
-			        "want USER:HASH, HASH from crypt(3) (htpasswd -nB "
-			        "USER, or mkpasswd -m bcrypt)\n", path, lineno);
-			return 2;
-		}
-		auth.n++;
+		fprintf(stderr, "logengine serve: --basic-auth-file %s:%d: want "
+		        "USER:HASH, HASH from crypt(3) (htpasswd -nB USER, or "
+		        "mkpasswd -m bcrypt)\n", path, lineno);
+		drop_users();
+		return 2;
 	}
 	if (!auth.n) {
 		fprintf(stderr, "logengine serve: --basic-auth-file %s: no "
 		        "user\n", path);
+		drop_users();
 		return 2;
 	}
-	return 0; /* text stays: the users point into it */
+	return 0;
 }
 
 /* ---- requests ---- */
@@ -1553,7 +1573,7 @@ int cmd_serve(int argc, char **argv)
 	                 .max_clients = DEFAULT_CLIENTS,
 	                 .max_conns = DEFAULT_CONNS,
 	                 .request_s = DEFAULT_REQUEST_S};
-	char *cert = NULL, *key = NULL;
+	static char *cert, *key; /* static: whatever path returns, reachable */
 
 	int rc = serve_args(argc, argv, &o, dirs);
 	if (rc)
@@ -1605,8 +1625,6 @@ int cmd_serve(int argc, char **argv)
 	int sig;
 	sigwait(&stop, &sig);
 	shutdown_all(d, b, r);
-	free(cert);
-	free(key);
 	printf("logengine serve: stopped (%s)\n", strsignal(sig));
 	fflush(stdout);
 	return 0;
