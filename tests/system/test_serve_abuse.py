@@ -129,10 +129,11 @@ class Attack:
         self.ep.close()
 
 
-def scrape(port, timeout=5):
+def scrape(port, timeout=5, source="127.0.0.1"):
     """One /metrics on a new connection.  @return (seconds, samples)."""
     t0 = time.monotonic()
-    c = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
+    c = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout,
+                                   source_address=(source, 0))
     try:
         c.request("GET", "/metrics")
         r = c.getresponse()
@@ -241,10 +242,9 @@ def a_new_connection_past_max_connections_cuts_the_oldest_waiting_one():
     d = tmpdir()
     serve = Serve([d], "--max-connections", "32", "--max-clients", "4",
                   "--request-timeout", "60")
-    held = []
-    for _ in range(40):
-        held.append(socket.create_connection(("127.0.0.1", serve.port)))
-        time.sleep(0.01)  # distinct arrival order, not synchronisation
+    # the kernel's accept queue keeps the order of connect: no wait needed
+    held = [socket.create_connection(("127.0.0.1", serve.port))
+            for _ in range(40)]
     # the 8 oldest make room for the 8 newest; then the scrape's own
     # connection cuts one more, the 9th oldest
     scrape(serve.port)
@@ -262,17 +262,22 @@ def a_new_connection_past_max_connections_cuts_the_oldest_waiting_one():
 def max_per_ip_cuts_that_address_oldest_waiting_connection_not_the_new_one():
     d = tmpdir()
     serve = Serve([d], "--max-per-ip", "8", "--request-timeout", "60")
-    held = []
-    for _ in range(10):
-        held.append(socket.create_connection(("127.0.0.1", serve.port)))
-        time.sleep(0.01)
-    secs, s = scrape(serve.port)  # the 11th from 127.0.0.1: served
+    # the kernel's accept queue keeps the order of connect: no wait needed
+    other = [socket.create_connection(("127.0.0.1", serve.port))
+             for _ in range(4)]
+    held = [socket.create_connection(("127.0.0.1", serve.port),
+                                     source_address=("127.0.0.2", 0))
+            for _ in range(10)]
+    # the 11th from 127.0.0.2 is served, and cuts that address's 3rd
+    secs, s = scrape(serve.port, source="127.0.0.2")
     gone = wait_until("3 connections cut", lambda: (
         lambda g: g if len(g) >= 3 else None)(cut_ones(held)))
     assert gone == [0, 1, 2], gone
+    assert cut_ones(other) == [], "127.0.0.1 paid for 127.0.0.2"
+    s = parse_metrics(serve.metrics())
     assert s[("logengine_serve_connections_cut_total",
-              (("reason", "per_ip"),))] >= 3
-    for c in held:
+              (("reason", "per_ip"),))] == 3
+    for c in held + other:
         c.close()
 
 
