@@ -161,7 +161,7 @@ static struct server {
 	struct frames frames;   /* guarded by build_mu */
 	pthread_mutex_t build_mu;
 	pthread_mutex_t mu;     /* guards latest, refs, clients, stopping */
-	pthread_cond_t cv;      /* a new frame, or stopping */
+	pthread_cond_t cv;      /* stopping: the builder's sleep ends */
 	struct frame *latest;
 	struct sse *waiting;    /* suspended /events clients, under mu */
 	int stopping;
