@@ -136,7 +136,7 @@ MHD_HAVE = pkg-config --exists libmicrohttpd 2>/dev/null
 TOOL_CFLAGS = $$($(NATS_HAVE) || echo -DLE_NO_NATS) \
               $$($(MHD_HAVE) && echo -DLE_HAVE_MHD $$(pkg-config --cflags libmicrohttpd))
 TOOL_LIBS = $$($(NATS_HAVE) && echo -lnats) \
-            $$($(MHD_HAVE) && pkg-config --libs libmicrohttpd)
+            $$($(MHD_HAVE) && pkg-config --libs libmicrohttpd && echo -lcrypt)
 
 $(BUILD)/obj/tools/%.o: tools/%.c $(FEATURES) $(wildcard tools/*.h) include/logengine.h $(wildcard src/*.h)
 	@mkdir -p $(dir $@)
