@@ -371,13 +371,16 @@ static long compare_origin(const char *dst, int h, int s, int d)
 		n++;
 	}
 	if (ra == 0)
-		rb = y ? le_reader_next(y, &b) : -1;
-	if (ra != 0 || rb != 0) {
+		rb = le_reader_next(y, &b);
+	if (d < 0) {
+		fprintf(stderr, "many-hosts: %s/%d: not in the store\n", name, s);
+		n = -1;
+	} else if (ra != 0 || rb != 0) {
 		fprintf(stderr, "many-hosts: %s/%d: after %ld records equal, "
 		        "source %s, store %s\n", name, s, n,
-		        ra == 1 ? "has more or differs" : "unreadable",
-		        d < 0 ? "has no such origin" : rb == 1 ? "has more"
-		        : rb == 0 ? "ended" : "unreadable");
+		        ra == 1 ? "has more or differs" : ra ? "unreadable"
+		        : "ended", rb == 1 ? "has more or differs" : rb
+		        ? "unreadable" : "ended");
 		n = -1;
 	}
 	le_reader_close(x);
