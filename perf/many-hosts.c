@@ -98,14 +98,49 @@ static void cluster_stop(void)
 	nsrv = 0;
 }
 
-/* A fresh cluster and its stream LOGS.  @return 0, -1. */
+/* 1 when the stream has a leader and both other replicas are current. */
+static int stream_whole(jsCtx *js)
+{
+	jsStreamInfo *si = NULL;
+	int ok = 0;
+
+	if (js_GetStreamInfo(&si, js, STREAM, NULL, NULL) == NATS_OK &&
+	    si->Cluster && si->Cluster->Leader && *si->Cluster->Leader &&
+	    si->Cluster->ReplicasLen == 2)
+		ok = si->Cluster->Replicas[0]->Current &&
+		     si->Cluster->Replicas[1]->Current;
+	jsStreamInfo_Destroy(si);
+	return ok;
+}
+
+/* Wait (up to 30 s) until the new stream is whole: a consumer made on a
+ * stream whose group is still forming can be refused, and what is timed
+ * here is shipping, not the cluster's start.  @return 0, -1. */
+static int stream_ready(const char *urls)
+{
+	natsConnection *nc = NULL;
+	jsCtx *js = NULL;
+	double end = t_now() + 30;
+	int ok = 0;
+
+	if (natsConnection_ConnectTo(&nc, urls) == NATS_OK &&
+	    natsConnection_JetStream(&js, nc, NULL) == NATS_OK)
+		while (!(ok = stream_whole(js)) && t_now() < end)
+			t_sleep_ms(50);
+	jsCtx_Destroy(js);
+	natsConnection_Destroy(nc);
+	return ok ? 0 : -1;
+}
+
+/* A fresh cluster and its stream LOGS, whole.  @return 0, -1. */
 static int cluster_start(char *urls)
 {
 	const char *subj[1] = {"logs.>"};
 
 	nsrv = 3;
 	if (t_nats_cluster(three, base) < 0 ||
-	    sb_make_stream(t_nats_urls(three, urls), STREAM, subj, 1, 3) < 0) {
+	    sb_make_stream(t_nats_urls(three, urls), STREAM, subj, 1, 3) < 0 ||
+	    stream_ready(urls) < 0) {
 		fprintf(stderr, "many-hosts: the cluster did not start (%s, %s, "
 		        "%s)\n", three[0].dir, three[1].dir, three[2].dir);
 		cluster_stop();
@@ -724,7 +759,7 @@ static int usage(void)
 {
 	fprintf(stderr, "usage: many-hosts [--hosts N] [--records N] "
 	        "[--runs N] [--live]\n  --hosts 1..%d (64), --records per host, "
-	        "at least %d (20000), --runs 1..%d (3)\n", MAXHOSTS, SHARDS,
+	        "at least %d (50000), --runs 1..%d (3)\n", MAXHOSTS, SHARDS,
 	        MAXROUNDS);
 	return 2;
 }
@@ -732,7 +767,7 @@ static int usage(void)
 static int parse(struct setup *s, int argc, char **argv)
 {
 	s->hosts = 64;
-	s->per_host = 20000;
+	s->per_host = 50000;
 	s->rounds = 3;
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--live"))
