@@ -98,11 +98,13 @@ static inline struct m3 m3_of(const double *v, int n)
 /* " MED (LO-HI) |", each printed with fmt. */
 static inline void md_m3(FILE *md, struct m3 m, const char *fmt)
 {
-	char a[32], b[32], c[32];
-	snprintf(a, sizeof a, fmt, m.med);
-	snprintf(b, sizeof b, fmt, m.lo);
-	snprintf(c, sizeof c, fmt, m.hi);
-	fprintf(md, " %s (%s-%s) |", a, b, c);
+	fputc(' ', md);
+	fprintf(md, fmt, m.med);
+	fputs(" (", md);
+	fprintf(md, fmt, m.lo);
+	fputc('-', md);
+	fprintf(md, fmt, m.hi);
+	fputs(") |", md);
 }
 
 /* "KEY":{"median":..,"min":..,"max":..}, after a comma when asked. */
