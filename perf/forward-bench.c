@@ -578,7 +578,7 @@ static int round_single(struct run *r, int i, const char *src)
 	srv_pid[0] = one.pid;
 	nsrv = 1;
 	snprintf(host, sizeof host, "bench%d", i);
-	snprintf(subj, sizeof subj, "logs.%s", host);
+	snprintf(subj, sizeof subj, "logs.%s.>", host);
 	for (int j = 0; j < 2; j++) {
 		if ((i + j) % 2 == 0)
 			child(&r[R_PLAIN], "plain", one.url, src, "plain.h");
