@@ -151,11 +151,13 @@ static int cluster_start(char *urls)
 
 /* ---- the source logs ---- */
 
+/* Host h's name, "host-NN" (also its subject token: no dot). */
 static void host_name(char *buf, size_t cap, int h)
 {
 	snprintf(buf, cap, "host-%02d", h);
 }
 
+/* Host h's log directory, BASE/src/host-NN. */
 static void src_dir(char *buf, size_t cap, int h)
 {
 	char name[32];
@@ -202,8 +204,8 @@ static void spawn(struct proc *p, const char *name, const char **args)
 	int n = 0;
 
 	argv[n++] = tool;
-	while (n < 31 && args[n - 1])
-		argv[n] = args[n - 1], n++;
+	for (; n < 31 && args[n - 1]; n++)
+		argv[n] = args[n - 1];
 	argv[n] = NULL;
 	snprintf(err, sizeof err, "%s/log/%s.err", base, name);
 	memset(p, 0, sizeof *p);
@@ -474,6 +476,8 @@ static void ship(struct round *x, struct proc *fwd, int hosts, int rno,
 	}
 }
 
+/* Start the collector into dst: `--once` after shipping, or following
+ * the stream (live) until stopped. */
 static void collect_start(struct round *x, const char *urls,
                           const char *dst, int rno, int live)
 {
