@@ -18,10 +18,11 @@
  *            --hosts origins) into a fresh store, once shipping is over,
  *            so that its rate is its own
  *   --live   instead: the collector (without --once) runs from before
- *            the first forwarder starts; the clock stops when its
- *            consumer has nothing pending or awaiting its ack, then it
- *            is stopped with SIGTERM: the end-to-end rate, while the
- *            forwarders and the collector share the CPUs
+ *            the first forwarder starts (once its durable exists); the
+ *            clock stops when its consumer has nothing pending or
+ *            awaiting its ack, then it is stopped with SIGTERM: the
+ *            end-to-end rate, while the forwarders and the collector
+ *            share the CPUs
  *   verify   each origin (host, shard) of the store against its source,
  *            record for record: sequence 1..N, each once, timestamp,
  *            level, flags and bytes equal, and no origin but these
@@ -288,7 +289,7 @@ static double reap(struct proc *p, int n, struct proc *other, int no,
 	return last;
 }
 
-/* ---- live: when the collector has caught up ---- */
+/* ---- live: when the collector is ready, and has caught up ---- */
 
 /* 1 when the durable has every message of the stream delivered and
  * acknowledged (the collector acknowledges a message once its records
@@ -309,10 +310,31 @@ static int caught_up(jsCtx *js)
 	return ok;
 }
 
-/* Wait (polling every 20 ms, up to timeout_s) until the collector has
- * caught up or exited.  @return t_now() then, or -1 at the deadline. */
-static double wait_caught_up(const char *urls, const struct proc *col,
-                             int timeout_s)
+/* 1 when the collector's durable exists: it is ready to fetch. */
+static int consumer_made(jsCtx *js)
+{
+	jsConsumerInfo *ci = NULL;
+	int ok = js_GetConsumerInfo(&ci, js, STREAM, DURABLE, NULL, NULL) ==
+	         NATS_OK;
+	jsConsumerInfo_Destroy(ci);
+	return ok;
+}
+
+/* 1 while p runs (an ended child is left unreaped, for reap's wait4). */
+static int alive(const struct proc *p)
+{
+	siginfo_t si;
+
+	memset(&si, 0, sizeof si);
+	return p->pid > 0 &&
+	       waitid(P_PID, (id_t)p->pid, &si, WEXITED | WNOHANG | WNOWAIT)
+	               == 0 && si.si_pid == 0;
+}
+
+/* Wait (polling every 20 ms, up to timeout_s) until done(js) or the
+ * collector has ended.  @return t_now() when done, or -1. */
+static double wait_for(const char *urls, const struct proc *col,
+                       int timeout_s, int (*done)(jsCtx *))
 {
 	natsConnection *nc = NULL;
 	jsCtx *js = NULL;
@@ -320,8 +342,8 @@ static double wait_caught_up(const char *urls, const struct proc *col,
 
 	if (natsConnection_ConnectTo(&nc, urls) == NATS_OK &&
 	    natsConnection_JetStream(&js, nc, NULL) == NATS_OK)
-		while (t_now() < end && col->pid > 0) {
-			if (caught_up(js)) {
+		while (t_now() < end && alive(col)) {
+			if (done(js)) {
 				at = t_now();
 				break;
 			}
@@ -504,12 +526,16 @@ static int round_run(struct round *x, struct proc *fwd, int hosts,
 	snprintf(dst, sizeof dst, "%s/dst", base);
 	sb_sh("rm -rf '%s' '%s'/src/host-*/shard-*/FORWARD", dst, base);
 	double s0 = srv_cpu();
-	if (live)
+	if (live) {
+		/* The clock starts once the collector can fetch: its own
+		 * start is not shipping. */
 		collect_start(x, urls, dst, rno, 1);
+		wait_for(urls, &x->col, 60, consumer_made);
+	}
 	double t0 = t_now();
 	ship(x, fwd, hosts, rno, urls);
 	if (live) {
-		double at = wait_caught_up(urls, &x->col, PROC_TIMEOUT_S);
+		double at = wait_for(urls, &x->col, PROC_TIMEOUT_S, caught_up);
 		x->col_secs = at > 0 ? at - t0 : -1;
 		if (x->col.pid > 0)
 			kill(x->col.pid, SIGTERM);
