@@ -4,19 +4,20 @@
  * docs/BENCHMARKS.md, "Many hosts").
  *
  * Before any clock starts, --hosts log directories (host-00, host-01,
- * ...; 2 shards each, --records records of 128 bytes each, record i on
- * route key i) are written with the engine.  Then, in each of --runs
- * rounds, on a fresh 3-node cluster on 127.0.0.1 (ports picked free,
- * JetStream with file storage) and its stream LOGS (subjects logs.>, 3
- * replicas, made here so that no forwarders race to make it):
+ * ...; --shards shards each, 2 by default; --records records of 128
+ * bytes each, record i on route key i) are written with the engine.
+ * Then, in each of --runs rounds, on a fresh 3-node cluster on
+ * 127.0.0.1 (ports picked free, JetStream with file storage) and its
+ * stream LOGS (subjects logs.>, 3 replicas, made here so that no
+ * forwarders race to make it):
  *
  *   ship     every `logengine forward --once --host host-NN DIR` started
  *            at once (each publishing on logs.host-NN.SHARD); the clock
  *            stops when the last one exits: the aggregate rate is all
  *            records over that time
- *   collect  `logengine collect --once DST` of the whole stream (2 x
- *            --hosts origins) into a fresh store, once shipping is over,
- *            so that its rate is its own
+ *   collect  `logengine collect --once DST` of the whole stream
+ *            (--hosts x --shards origins) into a fresh store, once
+ *            shipping is over, so that its rate is its own
  *   --live   instead: the collector (without --once) runs from before
  *            the first forwarder starts (once its durable exists); the
  *            clock stops when its consumer has nothing pending or
@@ -34,7 +35,12 @@
  * over every forwarder of every round; a line "exactly once: PASS" or
  * "FAIL" (exit 1 on FAIL, 2 when the run could not be made).
  *
- *   build/many-hosts [--hosts N] [--records N] [--runs N] [--live]
+ *   build/many-hosts [--hosts N] [--shards N] [--records N] [--runs N]
+ *                    [--live]
+ *
+ * Each forwarder takes an inotify instance: more of them at once than
+ * fs.inotify.max_user_instances (often 128) fail with "Too many open
+ * files" (said before the start).
  */
 #define _GNU_SOURCE
 #include <dirent.h>
@@ -46,12 +52,14 @@
 #include "ship_bench.h"
 
 #define PAYLOAD 128
-#define SHARDS 2
 #define MAXHOSTS 1000
 #define MAXROUNDS 15
 #define STREAM "LOGS"
 #define DURABLE "logengine-collect" /* collect's default */
 #define PROC_TIMEOUT_S 1200
+
+/* Shards of each host's log (--shards). */
+static int nshards = 2;
 
 static char base[256];
 static const char *tool = "build/logengine";
@@ -179,7 +187,7 @@ static int write_host(int h, long n)
 	le_config_init(&c);
 	c.dir = dir;
 	c.create_dir = 1;
-	c.shards = SHARDS;
+	c.shards = nshards;
 	c.overflow = LE_OVERFLOW_BLOCK;
 	c.queue_capacity_bytes = 8u << 20;
 	c.durability = LE_SYNC_NONE;
@@ -369,7 +377,7 @@ static le_reader *reader(const char *dir, int shard)
 	return r;
 }
 
-/* Which store shard directory holds each origin: dirs[h * SHARDS + s]
+/* Which store shard directory holds each origin: dirs[h * nshards + s]
  * (-1: none), found from the first record of each (through the public
  * reader: what it reports is what a user would read).  @return 0, or -1
  * when a directory holds an origin that is not ours, one already seen,
@@ -380,7 +388,7 @@ static int map_origins(const char *dst, int hosts, int *dirs)
 	struct dirent *de;
 	int rc = 0;
 
-	for (int i = 0; i < hosts * SHARDS; i++)
+	for (int i = 0; i < hosts * nshards; i++)
 		dirs[i] = -1;
 	while (d && (de = readdir(d)) != NULL) {
 		int n, h;
@@ -391,14 +399,14 @@ static int map_origins(const char *dst, int hosts, int *dirs)
 		le_reader *r = reader(dst, n);
 		if (!r || le_reader_next(r, &rec) != 1 || !rec.host ||
 		    sscanf(rec.host, "host-%d%c", &h, &tail) != 1 || h < 0 ||
-		    h >= hosts || rec.origin_shard >= SHARDS ||
-		    dirs[h * SHARDS + rec.origin_shard] >= 0) {
+		    h >= hosts || rec.origin_shard >= (uint32_t)nshards ||
+		    dirs[h * nshards + rec.origin_shard] >= 0) {
 			fprintf(stderr, "many-hosts: %s/%s: no record, a foreign "
 			        "origin, or one already met (%s)\n", dst,
 			        de->d_name, r ? "read" : le_errmsg());
 			rc = -1;
 		} else {
-			dirs[h * SHARDS + rec.origin_shard] = n;
+			dirs[h * nshards + rec.origin_shard] = n;
 		}
 		le_reader_close(r);
 	}
@@ -451,12 +459,12 @@ static long compare_origin(const char *dst, int h, int s, int d)
  * the records found, or -1 on any mismatch. */
 static long verify(const char *dst, int hosts, long want)
 {
-	int *dirs = malloc((size_t)hosts * SHARDS * sizeof *dirs);
+	int *dirs = malloc((size_t)hosts * nshards * sizeof *dirs);
 	long total = 0;
 	int bad = !dirs || map_origins(dst, hosts, dirs) < 0;
 
-	for (int i = 0; dirs && i < hosts * SHARDS; i++) {
-		long n = compare_origin(dst, i / SHARDS, i % SHARDS, dirs[i]);
+	for (int i = 0; dirs && i < hosts * nshards; i++) {
+		long n = compare_origin(dst, i / nshards, i % nshards, dirs[i]);
 		bad |= n < 0;
 		total += n > 0 ? n : 0;
 	}
@@ -686,7 +694,7 @@ static void write_md(FILE *md, const struct round *r, const struct proc *f,
 	        "before, %.2f at the end; median (min-max) of %d rounds.\n\n"
 	        "| phase | records/s | wall s | CPU s per M records | "
 	        "servers' CPU s per M | peak RSS MiB |\n"
-	        "|---|---:|---:|---:|---:|---:|\n", s->hosts, SHARDS,
+	        "|---|---:|---:|---:|---:|---:|\n", s->hosts, nshards,
 	        s->per_host, PAYLOAD, s->want,
 	        s->live ? " running throughout (--live)" : " after them",
 	        u.release, sysconf(_SC_NPROCESSORS_ONLN), s->load0, load1,
@@ -708,9 +716,9 @@ static void write_md(FILE *md, const struct round *r, const struct proc *f,
 	md_m3(md, over_fwd(f, nf, 3, s->per_host), "%.1f");
 	fprintf(md, "\n| all %d forwarders' peak RSS added, MiB |", s->hosts);
 	md_m3(md, rss_sum(f, s), "%.0f");
-	fprintf(md, "\n\nexactly once: %s (%d origins, each record 1..%ld of "
-	        "each once, bytes equal to the source, in %s)\n",
-	        ok ? "PASS" : "FAIL", s->hosts * SHARDS, s->per_host / SHARDS,
+	fprintf(md, "\n\nexactly once: %s (%d origins, each record of each "
+	        "once, from sequence 1, bytes equal to the source, in %s)\n",
+	        ok ? "PASS" : "FAIL", s->hosts * nshards,
 	        s->rounds > 1 ? "every round" : "the round");
 }
 
@@ -745,7 +753,7 @@ static void write_json(FILE *js, const struct round *r, const struct proc *f,
 	        "\"records_per_host\":%ld,\"payload\":%d,\"rounds\":%d,"
 	        "\"live\":%d,\"exactly_once\":%s", u.nodename, u.release,
 	        sysconf(_SC_NPROCESSORS_ONLN), s->load0, load1, s->hosts,
-	        SHARDS, s->per_host, PAYLOAD, s->rounds, s->live,
+	        nshards, s->per_host, PAYLOAD, s->rounds, s->live,
 	        ok ? "true" : "false");
 	js_phase(js, "ship", r, s, 0);
 	js_phase(js, "collect", r, s, 1);
@@ -787,10 +795,10 @@ static int report(const struct round *r, const struct proc *f,
 
 static int usage(void)
 {
-	fprintf(stderr, "usage: many-hosts [--hosts N] [--records N] "
-	        "[--runs N] [--live]\n  --hosts 1..%d (64), --records per host, "
-	        "at least %d (50000), --runs 1..%d (3)\n", MAXHOSTS, SHARDS,
-	        MAXROUNDS);
+	fprintf(stderr, "usage: many-hosts [--hosts N] [--shards N] "
+	        "[--records N] [--runs N] [--live]\n  --hosts 1..%d (64), "
+	        "--shards 1..64 (2), --records per host, at least --shards "
+	        "(50000), --runs 1..%d (3)\n", MAXHOSTS, MAXROUNDS);
 	return 2;
 }
 
@@ -804,6 +812,8 @@ static int parse(struct setup *s, int argc, char **argv)
 			s->live = 1;
 		else if (!strcmp(argv[i], "--hosts") && i + 1 < argc)
 			s->hosts = atoi(argv[++i]);
+		else if (!strcmp(argv[i], "--shards") && i + 1 < argc)
+			nshards = atoi(argv[++i]);
 		else if (!strcmp(argv[i], "--records") && i + 1 < argc)
 			s->per_host = atol(argv[++i]);
 		else if (!strcmp(argv[i], "--runs") && i + 1 < argc)
@@ -813,7 +823,24 @@ static int parse(struct setup *s, int argc, char **argv)
 	}
 	s->want = s->per_host * s->hosts;
 	return s->hosts < 1 || s->hosts > MAXHOSTS || s->rounds < 1 ||
-	       s->rounds > MAXROUNDS || s->per_host < SHARDS ? -1 : 0;
+	       s->rounds > MAXROUNDS || nshards < 1 || nshards > 64 ||
+	       s->per_host < nshards ? -1 : 0;
+}
+
+/* Say when the forwarders would need more inotify instances than a
+ * user may have (each forwarder takes one, also with --once). */
+static void inotify_check(int hosts)
+{
+	FILE *f = fopen("/proc/sys/fs/inotify/max_user_instances", "r");
+	int max = 0;
+
+	if (f && fscanf(f, "%d", &max) == 1 && hosts >= max)
+		fprintf(stderr, "many-hosts: %d forwarders need as many inotify "
+		        "instances, and fs.inotify.max_user_instances is %d: "
+		        "some will fail with \"Too many open files\"\n", hosts,
+		        max);
+	if (f)
+		fclose(f);
 }
 
 /* BASE, BASE/log and the source logs.  @return 0, -1. */
@@ -855,6 +882,7 @@ int main(int argc, char **argv)
 		return usage();
 	if (getenv("LE_CLI"))
 		tool = getenv("LE_CLI");
+	inotify_check(s.hosts);
 	getloadavg(load, 3);
 	s.load0 = load[0];
 	struct proc *fwd = calloc((size_t)s.hosts * (size_t)s.rounds,
