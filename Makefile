@@ -379,8 +379,8 @@ bench-forward: deps-nats
 
 # Many forwarders into one cluster and one collector, every record checked
 # (perf/many-hosts.c; docs/BENCHMARKS.md, "Many hosts").  HOSTS_FLAGS=
-# "--hosts 8 --records 2000 --runs 1" for a short run, --live for the
-# collector running alongside the forwarders.
+# "--hosts 8 --records 2000 --runs 1" for a short run, --shards N, --live
+# for the collector running alongside the forwarders.
 HOSTS_FLAGS ?=
 $(BUILD)/many-hosts: perf/many-hosts.c perf/ship_bench.h tests/system/natsrv.h $(LIB_INT)
 	$(CC) $(BASEFLAGS) $(CFLAGS) -Itests/system -o $@ $< $(LIB_INT) -lnats $(LDLIBS)
