@@ -43,7 +43,7 @@ group() {
 	fuzz) echo clang libclang-rt-14-dev ;;
 	profile) echo linux-perf valgrind ;;
 	pipeline) echo libmicrohttpd-dev wrk ;;
-	nats) echo nats-server libnats-dev openssl ;;
+	nats) echo nats-server libnats-dev openssl strace ;;
 	syslog) echo rsyslog logrotate ;;
 	observe) echo prometheus chromium chromium-driver python3-selenium \
 		libmicrohttpd-dev ;;

@@ -130,6 +130,7 @@ struct fwd {
 	int wake[2];         /* self-pipe: acks and signals */
 	int ino;             /* inotify */
 	int dir_wd;
+	uint64_t scan_ms;    /* the last look for new shards (no inotify) */
 	struct fshard *sh;
 	size_t nsh;
 	unsigned char *batch;
@@ -963,8 +964,10 @@ static int shard_add(struct fwd *f, uint32_t id)
 	if (rc < 0)
 		return rc;
 	set_target(s);
-	s->wd = inotify_add_watch(f->ino, s->dir, IN_MODIFY | IN_CREATE |
-	                          IN_MOVED_TO | IN_DELETE);
+	s->wd = f->ino < 0 ? -1
+	                   : inotify_add_watch(f->ino, s->dir, IN_MODIFY |
+	                                       IN_CREATE | IN_MOVED_TO |
+	                                       IN_DELETE);
 	f->nsh++;
 	return 0;
 }
@@ -1072,7 +1075,15 @@ static void wait_event(struct fwd *f, int ms)
 	struct pollfd p[2] = {{f->wake[0], POLLIN, 0}, {f->ino, POLLIN, 0}};
 	char buf[256];
 
-	if (poll(p, 2, ms) <= 0)
+	int n = poll(p, 2, ms); /* a negative fd (no inotify) is skipped */
+
+	/* New shard directories, without inotify: a look a period. */
+	if (f->ino < 0 && !f->once && f->nsh < LE_MAX_SHARDS &&
+	    ship_mono_ms() - f->scan_ms >= IDLE_MS) {
+		f->scan_ms = ship_mono_ms();
+		shards_scan(f);
+	}
+	if (n <= 0)
 		return;
 	if (p[0].revents)
 		while (read(f->wake[0], buf, sizeof buf) > 0)
@@ -1371,15 +1382,22 @@ int cmd_forward(int argc, char **argv)
 		return SHIP_EXIT_USAGE;
 	}
 	if (pipe2(f.wake, O_NONBLOCK | O_CLOEXEC) < 0 ||
-	    (f.ino = inotify_init1(IN_NONBLOCK | IN_CLOEXEC)) < 0 ||
 	    !(f.sh = calloc(LE_MAX_SHARDS, sizeof *f.sh))) {
 		fprintf(stderr, "logengine %s: %s\n", CMD, strerror(errno));
 		cleanup(&f);
 		return SHIP_EXIT_FAIL;
 	}
+	/* inotify only wakes the follower sooner: --once needs none, and
+	 * a user out of instances (fs.inotify.max_user_instances, 128 by
+	 * default) follows by looking every IDLE_MS instead. */
+	if (!f.once && (f.ino = inotify_init1(IN_NONBLOCK | IN_CLOEXEC)) < 0)
+		fprintf(stderr, "logengine %s: no inotify instance (%s): "
+		        "looking for new records every %d ms instead\n", CMD,
+		        strerror(errno), IDLE_MS);
 	ship_malloc_tune();
 	ship_signals(f.wake[1]);
-	f.dir_wd = inotify_add_watch(f.ino, f.dir, IN_CREATE | IN_MOVED_TO);
+	f.dir_wd = f.ino < 0 ? -1 : inotify_add_watch(f.ino, f.dir,
+	                                              IN_CREATE | IN_MOVED_TO);
 	status = shards_scan(&f) < 0 ? SHIP_EXIT_FAIL : 0;
 	if (status == 0)
 		status = start(&f);

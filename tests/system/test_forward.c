@@ -505,6 +505,24 @@ TEST(retention_past_the_margin_ships_a_gap_marker_with_the_count)
 
 /* ---- following ---- */
 
+/* Collect from url into dst until it holds n records (20 s at most).
+ * @return how many it holds. */
+static long collect_until(const char *url, const char *dst, long n)
+{
+	long got = 0;
+
+	for (double end = t_now() + 20; t_now() < end; t_sleep_ms(200)) {
+		char cmd[800];
+		snprintf(cmd, sizeof cmd, "'%s' collect --nats %s --once "
+		         "--ack-wait-ms 2000 --gap-wait-ms 10000 '%s' "
+		         "2>/dev/null", cli(), url, dst);
+		CHECK_EQ(system(cmd), 0);
+		if ((got = count_records(dst)) >= n)
+			break;
+	}
+	return got;
+}
+
 TEST(follow_ships_records_written_later_across_rotation_until_sigterm)
 {
 	t_nats n;
@@ -516,25 +534,53 @@ TEST(follow_ships_records_written_later_across_rotation_until_sigterm)
 	server(&n, NULL);
 	pid_t f = start_tool(path("fwd.err"), "forward", "--nats", n.url,
 	                     "--host", "h", path("src"), (const char *)NULL);
-	t_sleep_ms(300);
+	/* Following: the first records are in the stream before more come. */
+	CHECK_EQ(collect_until(n.url, path("dst"), 1000), 1000);
 	write_log(path("src"), 20000, &w); /* ~2.5 MiB: many rotations */
 	/* Bounded latency: everything is in the stream soon after. */
-	double end = t_now() + 20;
-	long msgs = 0;
-	while (t_now() < end) {
-		char cmd[800];
-		snprintf(cmd, sizeof cmd, "'%s' collect --nats %s --once "
-		         "--ack-wait-ms 2000 --gap-wait-ms 10000 '%s' "
-		         "2>/dev/null", cli(), n.url, path("dst"));
-		CHECK_EQ(system(cmd), 0);
-		if (count_records(path("dst")) == 21000)
-			break;
-		t_sleep_ms(200);
-		msgs++;
-	}
+	CHECK_EQ(collect_until(n.url, path("dst"), 21000), 21000);
 	kill(f, SIGTERM);
 	CHECK_EQ(t_wait(f, 30, NULL), 0);
 	CHECK_EQ(compare(path("src"), path("dst"), "h", 2), 21000);
+	t_nats_stop(&n);
+	t_rmrf(base);
+}
+
+/* A user out of inotify instances (fs.inotify.max_user_instances is 128
+ * by default: 128 forwarders of one user, or an editor and a few
+ * watchers) still follows: records written later, and a shard
+ * directory made later, are shipped by looking every second. */
+TEST(follower_without_an_inotify_instance_still_ships_new_records_and_shards)
+{
+	t_nats n;
+	struct wopts one = {.shards = 1}, two = {.shards = 2};
+
+	setup();
+	write_log(path("src"), 500, &one);
+	server(&n, NULL);
+	char *const argv[] = {
+		"/usr/bin/strace", "-f", "-qq", "-o", "/dev/null", "-e",
+		"trace=inotify_init1", "-e", "inject=inotify_init1:error=EMFILE",
+		(char *)cli(), "forward", "--nats", n.url, "--host", "h",
+		(char *)path("src"), NULL};
+	pid_t f = t_spawn(path("fwd.err"), argv);
+	CHECK_EQ(collect_until(n.url, path("dst"), 500), 500);
+	write_log(path("src"), 1000, &two); /* shard-001 appears */
+	CHECK_EQ(collect_until(n.url, path("dst"), 1500), 1500);
+	/* The forwarder is strace's child; strace exits with its status. */
+	char kids[64];
+	snprintf(kids, sizeof kids, "/proc/%d/task/%d/children", (int)f,
+	         (int)f);
+	FILE *kf = fopen(kids, "r");
+	int fwd = 0;
+	CHECK(kf && fscanf(kf, "%d", &fwd) == 1 && fwd > 0);
+	fclose(kf);
+	kill((pid_t)fwd, SIGTERM);
+	CHECK_EQ(t_wait(f, 30, NULL), 0);
+	CHECK(strstr(slurp(path("fwd.err")), "no inotify instance (Too many "
+	                                     "open files): looking for new "
+	                                     "records every 1000 ms"));
+	CHECK_EQ(compare(path("src"), path("dst"), "h", 2), 1500);
 	t_nats_stop(&n);
 	t_rmrf(base);
 }
@@ -1814,6 +1860,7 @@ int main(int argc, char **argv)
 	RUN(stored_record_too_large_for_a_message_is_reported_and_the_rest_moves);
 	RUN(retention_past_the_margin_ships_a_gap_marker_with_the_count);
 	RUN(follow_ships_records_written_later_across_rotation_until_sigterm);
+	RUN(follower_without_an_inotify_instance_still_ships_new_records_and_shards);
 	RUN(server_down_at_start_waits_quietly_then_ships);
 	RUN(server_restarted_mid_stream_loses_nothing);
 	RUN(server_killed_after_the_log_was_read_loses_nothing);
