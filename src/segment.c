@@ -121,17 +121,22 @@ int le__seg_list(const char *shard_dir, uint64_t **out, size_t *n)
 	return list_dir(shard_dir, LE_IN_DIR, parse_seg_name, out, n);
 }
 
+/* "shard-" and the number le__shard_dir writes: three digits below 1000
+ * (shard-007), no leading zero above (shard-1000), below
+ * LE_SHARD_DIRS_MAX; so each number has one name. */
 static int parse_shard_name(const char *name, uint64_t *shard)
 {
 	uint64_t v = 0;
-	if (strncmp(name, "shard-", 6) != 0 || strlen(name) != 9)
+	size_t len = strlen(name);
+
+	if (strncmp(name, "shard-", 6) != 0 || len < 9 || len > 11)
 		return 0;
-	for (int i = 6; i < 9; i++) {
+	for (size_t i = 6; i < len; i++) {
 		if (name[i] < '0' || name[i] > '9')
 			return 0;
 		v = v * 10 + (uint64_t)(name[i] - '0');
 	}
-	if (v >= LE_MAX_SHARDS)
+	if (v >= LE_SHARD_DIRS_MAX || (len > 9 && name[6] == '0'))
 		return 0;
 	*shard = v;
 	return 1;

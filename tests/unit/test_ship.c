@@ -245,8 +245,8 @@ static le__cstore_origin *origin(le__cstore *s, const char *host,
                                  uint32_t shard)
 {
 	char err[256];
-	le__cstore_origin *o = le__cstore_origin_get(s, host, shard, 1, err,
-	                                             sizeof err);
+	le__cstore_origin *o;
+	CHECK_RC(le__cstore_origin_get(s, host, shard, 1, &o, err, sizeof err));
 	CHECK(o);
 	if (o->next_seq == 0)
 		o->next_seq = 1;
@@ -306,11 +306,13 @@ TEST(reopened_store_expects_the_next_sequence)
 	le__cstore_close(s);
 	s = store_open(dir, 1 << 20);
 	char err[128];
-	le__cstore_origin *o = le__cstore_origin_get(s, "a", 2, 0, err,
-	                                             sizeof err);
+	le__cstore_origin *o;
+	CHECK_RC(le__cstore_origin_get(s, "a", 2, 0, &o, err, sizeof err));
 	CHECK(o);
 	CHECK_EQ(o->next_seq, 4);
-	CHECK(!le__cstore_origin_get(s, "b", 0, 0, err, sizeof err));
+	CHECK_EQ(le__cstore_origin_get(s, "b", 0, 0, &o, err, sizeof err),
+	         -ENOENT);
+	CHECK(!o);
 	le__cstore_close(s);
 	t_rmrf(dir);
 }
@@ -569,9 +571,9 @@ TEST(collector_memory_stays_flat_over_origins_with_many_descriptors)
 	for (int org = 0; org < ORIGINS; org++) {
 		size_t len = 0, at[SITES];
 		snprintf(host, sizeof host, "h%d", org);
-		le__cstore_origin *o = le__cstore_origin_get(s, host, 2, 1, err,
-		                                             sizeof err);
-		CHECK(o != NULL);
+		le__cstore_origin *o;
+		CHECK_RC(le__cstore_origin_get(s, host, 2, 1, &o, err,
+		                               sizeof err));
 		o->next_seq = 1;
 		for (int q = 0; q < 2 * SITES; q++) {
 			unsigned char p[1100];
