@@ -124,8 +124,8 @@ static int check_opts(const le_reader_opts *o)
 		           o->mode);
 		return LE_EINVAL;
 	}
-	if (o->shard < -1 || o->shard >= LE_MAX_SHARDS) {
-		le__seterr("shard: must be -1 or 0..%d", LE_MAX_SHARDS - 1);
+	if (o->shard < -1 || o->shard >= LE_SHARD_DIRS_MAX) {
+		le__seterr("shard: must be -1 or 0..%d", LE_SHARD_DIRS_MAX - 1);
 		return LE_EINVAL;
 	}
 	return 0;
