@@ -209,6 +209,7 @@ int le__rd_seg_open(le_reader *r, struct cursor *c)
 	if (rc < 0)
 		return rc;
 	c->open = 1;
+	c->scan.win_max = le__rd_window_max(r);
 	c->next_index = c->segs[c->iseg];
 	if (c->scan.hdr.index != c->segs[c->iseg]) {
 		le__rd_seg_close(c);
