@@ -225,6 +225,7 @@ void le_reader_close(le_reader *r)
 	if (r->ifd >= 0)
 		close(r->ifd);
 	free(r->cur);
+	free(r->heap);
 	free(r->dir);
 	free(r);
 }
