@@ -196,13 +196,14 @@ struct org {
  * The origin table: n origins in `org` (cap slots, grown by doubling),
  * found by (host, shard) through `idx`, an open-addressed hash table of
  * idx_cap (a power of two, at least twice n) slots holding an origin's
- * place in `org` plus one (0: empty).  Nothing is ever removed, so a probe
- * ends at the first empty slot.  `taken` is a bitmap of the shard-NNN
+ * place in `org` plus one (0: empty); a probe ends at the first empty
+ * slot.  Origins are never removed, but for the one org_drop_last takes
+ * back as soon as it was added (the run of slots after its slot is put in
+ * again, so no probe stops short).  `taken` is a bitmap of the shard-NNN
  * numbers in use (taken_bits of them): a new origin gets the lowest free
- * one, which is at most n and so below max_origins.  Origins are never
- * removed but the one org_drop_last takes back as soon as it was added.
- * Two directories naming the same origin (copied by hand): the first
- * listed is the one written to, as the reader merges both.  An origin costs
+ * one, which is at most n and so below max_origins.  Two directories
+ * naming the same origin (copied by hand): the first listed is the one
+ * written to, as the reader merges both.  An origin costs
  * sizeof(struct org) plus its directory name plus three table slots:
  * docs/INTERFACES.md gives the measured figure.
  */
@@ -413,7 +414,7 @@ static int table_room(le__cstore *s, uint32_t d)
 	return 0;
 }
 
-static int taken(const le__cstore *s, uint32_t d)
+static int dir_taken(const le__cstore *s, uint32_t d)
 {
 	return d < s->taken_bits && (s->taken[d / 8] >> (d % 8)) & 1;
 }
@@ -605,7 +606,7 @@ int le__cstore_origin_get(le__cstore *s, const char *host, uint32_t shard,
 		    shard, s->opts.max_origins);
 		return LE_EFULL;
 	}
-	while (taken(s, d))
+	while (dir_taken(s, d))
 		d++;
 	snprintf(or.host, sizeof or.host, "%s", host);
 	or.shard = shard;
