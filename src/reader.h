@@ -126,10 +126,6 @@ void le__rd_seg_close(struct cursor *c);
 
 /* reader_open.c */
 
-/* The largest window a cursor's scanner grows to: 1 MiB, less when many
- * shards share READ_WINDOWS_BYTES (256 MiB), 16 KiB at least. */
-size_t le__rd_window_max(const le_reader *r);
-
 /* c for shard of dir, its segments listed.  @return 0 or an error (c then
  * holds what le__rd_cursor_free releases). */
 int le__rd_cursor_init(struct cursor *c, const char *dir, uint32_t shard);

@@ -131,21 +131,6 @@ static int check_opts(const le_reader_opts *o)
 	return 0;
 }
 
-/* What every shard's scanner may hold at once: up to 256 shards each get
- * the scanner's 1 MiB; more share it (a store of 16,384 origins reads with
- * 16 KiB windows), so the reader's memory stays bounded however many shard
- * directories it reads. */
-#define READ_WINDOWS_BYTES (256u << 20)
-#define WINDOW_FLOOR (16u << 10)
-
-size_t le__rd_window_max(const le_reader *r)
-{
-	size_t w = r->ncur ? READ_WINDOWS_BYTES / r->ncur : READ_WINDOWS_BYTES;
-	if (w > (1u << 20))
-		w = 1u << 20;
-	return w < WINDOW_FLOOR ? WINDOW_FLOOR : w;
-}
-
 /* Room for n cursors. */
 int le__rd_cursors_reserve(le_reader *r, size_t n)
 {
