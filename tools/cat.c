@@ -329,8 +329,8 @@ static int one_opt(struct jopts *j, int c, char *arg, int argc, char **argv)
 	case 'q': j->quiet = 1; return 0;
 	case O_SHARD: {
 		long v = strtol(arg, &end, 10);
-		if (!*arg || *end || v < 0 || v >= MAX_SHARDS)
-			return bad_value("--shard", arg, "expected 0..255");
+		if (!*arg || *end || v < 0 || v >= MAX_SHARD_DIRS)
+			return bad_value("--shard", arg, "expected 0..99999");
 		j->shard = (int)v;
 		return 0;
 	}
