@@ -828,7 +828,8 @@ typedef struct le_reader_opts {
 	int mode;               /* enum le_recovery */
 	le_problem_fn on_problem; /* may be NULL */
 	void *arg;              /* passed to on_problem */
-	int shard;              /* -1: all shards (default), else only this */
+	int shard;              /* -1: all shards (default), else only this
+	                           shard directory (0 .. 99999) */
 } le_reader_opts;
 
 typedef struct le_reader le_reader;
@@ -918,8 +919,20 @@ LE_API int le_reader_seek_time(le_reader *r, uint64_t ts_ns);
  */
 LE_API int le_reader_seek_tail(le_reader *r, uint64_t n);
 
-/* Room for any cursor string (LE_MAX_SHARDS shards), NUL included. */
+/* Room for any cursor string of a reader of at most 256 shard directories
+ * (every log an engine writes: it has 256 shards at most), NUL included.
+ * A collector's store has a shard directory per origin, up to 100,000:
+ * size the buffer with le_reader_cursor_cap. */
 #define LE_CURSOR_MAX 8192
+
+/**
+ * Room for any cursor string of r as it stands, NUL included:
+ * LE_CURSOR_MAX, or more when r reads more than 256 shard directories
+ * (27 bytes each, plus 128).  A following reader takes in shard
+ * directories as they appear: ask again after le_reader_next.
+ * @return the room; LE_CURSOR_MAX when r is NULL.
+ */
+LE_API size_t le_reader_cursor_cap(const le_reader *r);
 
 /**
  * The cursor of the record le_reader_next returned last: a string that
@@ -929,7 +942,7 @@ LE_API int le_reader_seek_tail(le_reader *r, uint64_t n);
  * that record's after le_reader_next has returned 0 (the end, or nothing
  * new yet): the cursor to save when stopping.
  * @return its length; LE_EINVAL (no record returned yet, or since a
- * seek); -ENOSPC (cap too small: LE_CURSOR_MAX always suffices).
+ * seek); -ENOSPC (cap too small: le_reader_cursor_cap(r) suffices).
  */
 LE_API int le_reader_cursor(const le_reader *r, char *buf, size_t cap);
 

@@ -370,8 +370,9 @@ static long rset_first(const struct rset *rs, uint64_t lo, uint64_t hi,
 
 struct org {
 	le__cstore_origin pub;  /* first: handed out as le__cstore_origin */
-	char dir[LE_PATH_MAX];  /* DIR/shard-NNN */
+	char *dir;              /* DIR/shard-NNN, owned */
 	int fd;                 /* active segment, -1: none open */
+	int ref;                /* appended to since the clock hand passed */
 	uint64_t seg_index;     /* the last segment's index (0: none) */
 	uint64_t seg_len;       /* bytes in it */
 	uint64_t seg_frames;    /* frames in it */
@@ -385,29 +386,60 @@ struct org {
 	struct org *late;
 };
 
+/*
+ * The origin table: n origins in `org` (cap slots, grown by doubling),
+ * found by (host, shard) through `idx`, an open-addressed hash table of
+ * idx_cap (a power of two, at least twice n) slots holding an origin's
+ * place in `org` plus one (0: empty); a probe ends at the first empty
+ * slot.  Origins are never removed, but for the one org_drop_last takes
+ * back as soon as it was added (the run of slots after its slot is put in
+ * again, so no probe stops short).  `taken` is a bitmap of the shard-NNN
+ * numbers in use (taken_bits of them): a new origin gets the lowest free
+ * one, which is at most n and so below max_origins.  Two directories
+ * naming the same origin (copied by hand): the first listed is the one
+ * written to, as the reader merges both.  An origin costs
+ * sizeof(struct org) plus its directory name plus three table slots:
+ * docs/INTERFACES.md gives the measured figure.
+ */
 struct le__cstore {
 	char dir[LE_PATH_MAX];
 	le__cstore_opts opts;
 	int lock_fd;
-	struct org *org[LE_MAX_SHARDS]; /* in the order of their dirs */
-	size_t n;
-	unsigned char taken[LE_MAX_SHARDS]; /* shard-NNN in use */
+	struct org **org;       /* n of cap, in the order they were taken in */
+	size_t n, cap;
+	size_t nchain;          /* of them, chains (what max_origins counts) */
+	uint32_t *idx;          /* idx_cap slots: org index + 1, 0 empty */
+	size_t idx_cap;
+	unsigned char *taken;   /* bit d: shard directory d is in use */
+	size_t taken_bits;
+	size_t nfd;             /* segment files open (at most OPEN_SEGS) */
+	size_t hand;            /* the clock hand over org: the next one
+	                           looked at when a file must be closed */
+	int sync_err;           /* a sync of a closed segment failed: every
+	                           later le__cstore_sync fails with it */
 	unsigned char *stage;   /* relinked frames on their way to a file */
 	size_t stage_cap;
 	/* Descriptors of the message being stored, in the segment it goes
 	 * to.  One table for the store, begun again for each message: a
 	 * forwarder's message carries each call site's descriptor itself,
 	 * so a table kept per origin from message to message would save no
-	 * byte stored and hold up to LE_RELINK_BYTES for each of 256
-	 * origins. */
+	 * byte stored and hold up to LE_RELINK_BYTES for each origin. */
 	le__relink rl;
 };
 
+/* Segment files a store keeps open at once.  An origin written to keeps
+ * its segment open for the next message; past this many, the one the
+ * clock hand finds idle is closed (synced first when the store syncs, so
+ * nothing acknowledged depends on it) and opened again when its origin
+ * next writes.  It keeps a collector of thousands of origins far below the
+ * usual 1024-descriptor limit, with room for its connections. */
+#define OPEN_SEGS 256
+
 #define ERR(...) snprintf(errbuf, cap, __VA_ARGS__)
 
-static struct org *origin_get(le__cstore *s, const char *host,
-                              uint32_t shard, uint32_t kind, int create,
-                              char *errbuf, size_t cap);
+static int origin_get(le__cstore *s, const char *host, uint32_t shard,
+                      uint32_t kind, int create, struct org **out,
+                      char *errbuf, size_t cap);
 
 static int lock_dir(le__cstore *s, char *errbuf, size_t cap)
 {
@@ -516,21 +548,132 @@ static int org_recover(struct org *o, char *errbuf, size_t cap)
 	return rc < 0 ? rc : 0;
 }
 
+/* FNV-1a over host, the shard's four bytes and the kind's. */
+static size_t org_hash(const char *host, uint32_t shard, uint32_t kind)
+{
+	uint64_t h = 14695981039346656037u;
+
+	for (const char *p = host; *p; p++)
+		h = (h ^ (unsigned char)*p) * 1099511628211u;
+	for (int i = 0; i < 4; i++)
+		h = (h ^ ((shard >> (8 * i)) & 0xff)) * 1099511628211u;
+	for (int i = 0; i < 4; i++)
+		h = (h ^ ((kind >> (8 * i)) & 0xff)) * 1099511628211u;
+	return (size_t)h;
+}
+
+/* The slot of idx where origin o (host, shard, kind) is, or the empty one
+ * where it would go. */
+static size_t idx_slot(const le__cstore *s, const le__origin *or)
+{
+	size_t mask = s->idx_cap - 1;
+	size_t i = org_hash(or->host, or->shard, or->kind) & mask;
+
+	while (s->idx[i]) {
+		const struct org *o = s->org[s->idx[i] - 1];
+		if (o->pub.o.shard == or->shard && o->pub.o.kind == or->kind &&
+		    strcmp(o->pub.o.host, or->host) == 0)
+			break;
+		i = (i + 1) & mask;
+	}
+	return i;
+}
+
+/* Room in org, idx and taken for one more origin in shard directory d.
+ * @return 0, LE_ENOMEM. */
+static int table_room(le__cstore *s, uint32_t d)
+{
+	if (s->n == s->cap) {
+		size_t nc = s->cap ? 2 * s->cap : 64;
+		struct org **no = realloc(s->org, nc * sizeof *no);
+		if (!no)
+			return LE_ENOMEM;
+		s->org = no;
+		s->cap = nc;
+	}
+	if (d >= s->taken_bits) {
+		size_t nb = ((size_t)d + 1 > 2 * s->taken_bits ?
+		             (size_t)d + 1 : 2 * s->taken_bits) + 63;
+		nb -= nb % 64;
+		unsigned char *nt = realloc(s->taken, nb / 8);
+		if (!nt)
+			return LE_ENOMEM;
+		memset(nt + s->taken_bits / 8, 0, (nb - s->taken_bits) / 8);
+		s->taken = nt;
+		s->taken_bits = nb;
+	}
+	if (2 * (s->n + 1) <= s->idx_cap)
+		return 0;
+	size_t nc = s->idx_cap ? 2 * s->idx_cap : 128;
+	uint32_t *ni = calloc(nc, sizeof *ni), *old = s->idx;
+	if (!ni)
+		return LE_ENOMEM;
+	s->idx = ni;
+	s->idx_cap = nc;
+	for (size_t i = 0; i < s->n; i++)
+		s->idx[idx_slot(s, &s->org[i]->pub.o)] = (uint32_t)i + 1;
+	free(old);
+	return 0;
+}
+
+static int dir_taken(const le__cstore *s, uint32_t d)
+{
+	return d < s->taken_bits && (s->taken[d / 8] >> (d % 8)) & 1;
+}
+
+/* Add origin `or` in shard directory dir_shard to the table (not yet to
+ * the disk).  @return 0, LE_ENOMEM. */
 static int org_add(le__cstore *s, uint32_t dir_shard, const le__origin *or,
                    struct org **out)
 {
-	struct org *o = calloc(1, sizeof *o);
+	char d[LE_PATH_MAX];
+	struct org *o;
+	int rc = le__shard_dir(d, sizeof d, s->dir, dir_shard);
 
-	if (!o)
+	if (rc < 0)
+		return rc;
+	if ((rc = table_room(s, dir_shard)) < 0)
+		return rc;
+	if (!(o = calloc(1, sizeof *o)) || !(o->dir = strdup(d))) {
+		free(o);
 		return LE_ENOMEM;
+	}
 	o->pub.o = *or;
 	o->pub.dir_shard = dir_shard;
 	o->fd = -1;
-	le__shard_dir(o->dir, sizeof o->dir, s->dir, dir_shard);
+	size_t i = idx_slot(s, or);
+	if (!s->idx[i])
+		s->idx[i] = (uint32_t)s->n + 1;
 	s->org[s->n++] = o;
-	s->taken[dir_shard] = 1;
+	s->nchain += or->kind == LE_ORIGIN_CHAIN;
+	s->taken[dir_shard / 8] |= (unsigned char)(1u << (dir_shard % 8));
 	*out = o;
 	return 0;
+}
+
+/* Undo the org_add of the last origin (its directory could not be
+ * made). */
+static void org_drop_last(le__cstore *s)
+{
+	struct org *o = s->org[--s->n];
+
+	s->nchain -= o->pub.o.kind == LE_ORIGIN_CHAIN;
+	uint32_t d = o->pub.dir_shard;
+	size_t mask = s->idx_cap - 1;
+
+	s->taken[d / 8] &= (unsigned char)~(1u << (d % 8));
+	/* Take its slot out of the probe sequence: the slots after it
+	 * (up to the next empty one) are put in again. */
+	size_t i = idx_slot(s, &o->pub.o);
+	s->idx[i] = 0;
+	for (i = (i + 1) & mask; s->idx[i]; i = (i + 1) & mask) {
+		uint32_t v = s->idx[i];
+		s->idx[i] = 0;
+		const struct org *m = s->org[v - 1];
+		s->idx[idx_slot(s, &m->pub.o)] = v;
+	}
+	free(o->dir);
+	free(o);
 }
 
 /* Take in shard directory `shard`: an origin, or an empty leftover of a
@@ -681,8 +824,9 @@ static int org_claims(le__cstore *s, struct org *o, char *errbuf, size_t cap)
 		rc = claims_of_chain(o, segs, n);
 		free(segs);
 	}
-	o->late = origin_get(s, o->pub.o.host, o->pub.o.shard, LE_ORIGIN_LATE,
-	                     0, errbuf, cap);
+	if (origin_get(s, o->pub.o.host, o->pub.o.shard, LE_ORIGIN_LATE, 0,
+	               &o->late, errbuf, cap) < 0)
+		o->late = NULL; /* none yet */
 	if (rc == 0 && o->late)
 		rc = claims_came(o, o->late);
 	if (rc < 0)
@@ -704,6 +848,14 @@ int le__cstore_open(le__cstore **out, const char *dir,
 		return rc;
 	s->lock_fd = -1;
 	s->opts = *opts;
+	if (!s->opts.max_origins)
+		s->opts.max_origins = LE_ORIGINS_DEFAULT;
+	if (s->opts.max_origins > LE_ORIGINS_MAX) {
+		ERR("max_origins: %" PRIu32 " is above %d", s->opts.max_origins,
+		    LE_ORIGINS_MAX);
+		rc = LE_EINVAL;
+		goto fail;
+	}
 	snprintf(s->dir, sizeof s->dir, "%s", dir);
 	rc = lock_dir(s, errbuf, cap);
 	if (rc < 0)
@@ -737,8 +889,12 @@ void le__cstore_close(le__cstore *s)
 		if (s->org[i]->fd >= 0)
 			le__close(s->org[i]->fd);
 		free(s->org[i]->open.r);
+		free(s->org[i]->dir);
 		free(s->org[i]);
 	}
+	free(s->org);
+	free(s->idx);
+	free(s->taken);
 	free(s->stage);
 	le__relink_free(&s->rl);
 	if (s->lock_fd >= 0)
@@ -746,68 +902,89 @@ void le__cstore_close(le__cstore *s)
 	free(s);
 }
 
-int le__cstore_full(const le__cstore *s)
+/* Make shard directory d for the origin o just added, its ORIGIN file
+ * written, both durable.  @return 0, < 0 (errbuf says). */
+static int org_create(le__cstore *s, struct org *o, char *errbuf, size_t cap)
 {
-	return s->n >= LE_MAX_SHARDS;
-}
-
-/* le__cstore_origin_get for a shard directory of kind `kind`. */
-static struct org *origin_get(le__cstore *s, const char *host,
-                              uint32_t shard, uint32_t kind, int create,
-                              char *errbuf, size_t cap)
-{
-	le__origin or;
-	struct org *o;
-	uint32_t d = 0;
-
-	for (size_t i = 0; i < s->n; i++)
-		if (s->org[i]->pub.o.shard == shard &&
-		    s->org[i]->pub.o.kind == kind &&
-		    strcmp(s->org[i]->pub.o.host, host) == 0)
-			return s->org[i];
-	if (!create)
-		return NULL;
-	while (d < LE_MAX_SHARDS && s->taken[d])
-		d++;
-	if (d == LE_MAX_SHARDS || strlen(host) > LE_HOST_MAX) {
-		ERR("%s: no room for origin %s/%" PRIu32 " (%d origins at most)",
-		    s->dir, host, shard, LE_MAX_SHARDS);
-		return NULL;
-	}
-	snprintf(or.host, sizeof or.host, "%s", host);
-	or.shard = shard;
-	or.kind = kind;
-	if (org_add(s, d, &or, &o) < 0) {
-		ERR("out of memory");
-		return NULL;
-	}
 	int rc = le__mkdir(o->dir, 0750);
+
 	if (rc == -EEXIST)
 		rc = 0;
 	if (rc == 0)
-		rc = origin_write(o->dir, &or);
+		rc = origin_write(o->dir, &o->pub.o);
 	if (rc == 0)
 		rc = le__fsync_path(s->dir);
-	if (rc < 0) {
+	if (rc < 0)
 		ERR("%s: %s", o->dir, rc == LE_EUNSAFE ? le_errmsg() :
 		    le_strerror(rc));
-		s->taken[d] = 0;
-		free(s->org[--s->n]);
-		return NULL;
-	}
-	return o;
+	return rc;
 }
 
-le__cstore_origin *le__cstore_origin_get(le__cstore *s, const char *host,
-                                         uint32_t shard, int create,
-                                         char *errbuf, size_t cap)
+/* le__cstore_origin_get for a shard directory of kind `kind`.  The limit
+ * counts chains only: an origin's late directory is made for records its
+ * chain already has a place for, and at most one per chain. */
+static int origin_get(le__cstore *s, const char *host, uint32_t shard,
+                      uint32_t kind, int create, struct org **out,
+                      char *errbuf, size_t cap)
 {
-	struct org *o = origin_get(s, host, shard, LE_ORIGIN_CHAIN, create,
-	                           errbuf, cap);
-	return o ? &o->pub : NULL;
+	le__origin or;
+	struct org *o;
+	uint32_t d = 0, i;
+	int rc;
+
+	*out = NULL;
+	errbuf[0] = '\0';
+	if (!le__host_valid(host, strlen(host))) {
+		ERR("origin host '%.64s': not 1 to %d of A-Z a-z 0-9 . _ -",
+		    host, LE_HOST_MAX);
+		return LE_EINVAL;
+	}
+	memset(&or, 0, sizeof or);
+	snprintf(or.host, sizeof or.host, "%s", host);
+	or.shard = shard;
+	or.kind = kind;
+	if (s->n && (i = s->idx[idx_slot(s, &or)]) != 0) {
+		*out = s->org[i - 1];
+		return 0;
+	}
+	if (!create)
+		return -ENOENT;
+	if (kind == LE_ORIGIN_CHAIN && s->nchain >= s->opts.max_origins) {
+		ERR("%s: no room for origin %s/%" PRIu32 ": origin limit "
+		    "reached (%" PRIu32 " origins; --max-origins)", s->dir, host,
+		    shard, s->opts.max_origins);
+		return LE_EFULL;
+	}
+	while (dir_taken(s, d))
+		d++;
+	if ((rc = org_add(s, d, &or, &o)) < 0) {
+		ERR("%s: %s", s->dir, le_strerror(rc));
+		return rc;
+	}
+	if ((rc = org_create(s, o, errbuf, cap)) < 0) {
+		org_drop_last(s);
+		return rc;
+	}
+	*out = o;
+	return 0;
 }
 
-/* Seal o's open segment: synced when the store syncs, then closed. */
+int le__cstore_origin_get(le__cstore *s, const char *host, uint32_t shard,
+                          int create, le__cstore_origin **out, char *errbuf,
+                          size_t cap)
+{
+	struct org *o;
+	int rc = origin_get(s, host, shard, LE_ORIGIN_CHAIN, create, &o,
+	                    errbuf, cap);
+
+	*out = rc == 0 ? &o->pub : NULL;
+	return rc;
+}
+
+/* Seal o's open segment: synced when the store syncs, then closed.  A
+ * failed sync stays the store's (le__cstore_sync returns it): o's records
+ * written since the last sync are not acknowledged on the word of a later
+ * sync that no longer sees them. */
 static int seg_close(le__cstore *s, struct org *o)
 {
 	int rc = 0;
@@ -816,10 +993,35 @@ static int seg_close(le__cstore *s, struct org *o)
 		return 0;
 	if (o->dirty && s->opts.sync)
 		rc = le__fdatasync(o->fd);
+	if (rc < 0 && !s->sync_err)
+		s->sync_err = rc;
 	o->dirty = 0;
 	le__close(o->fd);
 	o->fd = -1;
+	s->nfd--;
 	return rc;
+}
+
+/* Room to open one more segment file: at OPEN_SEGS, close the first open
+ * one the clock hand finds not written to since it last passed, never
+ * `keep` (about to write).  Ends: OPEN_SEGS open files are OPEN_SEGS
+ * origins, and a second pass finds every mark cleared.  @return 0, < 0. */
+static int fd_room(le__cstore *s, const struct org *keep)
+{
+	while (s->nfd >= OPEN_SEGS) {
+		struct org *o = s->org[s->hand];
+		s->hand = (s->hand + 1) % s->n;
+		if (o->fd < 0 || o == keep)
+			continue;
+		if (o->ref) {
+			o->ref = 0;
+			continue;
+		}
+		int rc = seg_close(s, o);
+		if (rc < 0)
+			return rc;
+	}
+	return 0;
 }
 
 /* Start segment seg_index + 1 of o with base sequence `base`. */
@@ -835,6 +1037,8 @@ static int seg_new(le__cstore *s, struct org *o, uint32_t fields,
 	};
 	int rc = seg_close(s, o);
 
+	if (rc == 0)
+		rc = fd_room(s, o);
 	if (rc < 0)
 		return rc;
 	le__seg_path(path, sizeof path, o->dir, hdr.index);
@@ -843,6 +1047,8 @@ static int seg_new(le__cstore *s, struct org *o, uint32_t fields,
 	                    0640);
 	if (o->fd < 0)
 		return o->fd;
+	s->nfd++;
+	o->ref = 1;
 	le__seg_hdr_encode(h, &hdr);
 	rc = le__pwrite_all(o->fd, h, sizeof h, 0);
 	o->seg_index = hdr.index;
@@ -855,14 +1061,21 @@ static int seg_new(le__cstore *s, struct org *o, uint32_t fields,
 	return rc;
 }
 
-/* Open o's last segment for appending (after le__cstore_open). */
-static int seg_reopen(struct org *o)
+/* Open o's last segment for appending (after le__cstore_open, or after
+ * fd_room closed it). */
+static int seg_reopen(le__cstore *s, struct org *o)
 {
 	char path[LE_PATH_MAX];
+	int rc = fd_room(s, o);
 
+	if (rc < 0)
+		return rc;
 	le__seg_path(path, sizeof path, o->dir, o->seg_index);
 	o->fd = le__open_in(path, LE_IN_SHARD, O_WRONLY, 0);
-	return o->fd < 0 ? o->fd : 0;
+	if (o->fd < 0)
+		return o->fd;
+	s->nfd++;
+	return 0;
 }
 
 /* Make o's active segment one that `bytes` more of field set `fields`,
@@ -874,7 +1087,8 @@ static int seg_ready(le__cstore *s, struct org *o, uint32_t fields,
 	           (o->seg_frames && o->seg_len + bytes > s->opts.segment_bytes);
 	if (need)
 		return seg_new(s, o, fields, o->pub.next_seq);
-	return o->fd < 0 ? seg_reopen(o) : 0;
+	o->ref = 1;
+	return o->fd < 0 ? seg_reopen(s, o) : 0;
 }
 
 /* Room left in o's active segment before segment_bytes. */
@@ -1067,12 +1281,13 @@ static int late_put(le__cstore *s, struct org *o, uint64_t a, uint64_t b,
                     uint64_t first, const unsigned char *frames, size_t len,
                     const le__ship_body *from, le__late *out)
 {
+	int rc = 0;
+
 	if (!o->late)
-		o->late = origin_get(s, o->pub.o.host, o->pub.o.shard,
-		                     LE_ORIGIN_LATE, 1, out->err,
-		                     sizeof out->err);
-	if (!o->late)
-		return LE_EIO;
+		rc = origin_get(s, o->pub.o.host, o->pub.o.shard, LE_ORIGIN_LATE,
+		                1, &o->late, out->err, sizeof out->err);
+	if (rc < 0)
+		return rc;
 	struct org *l = o->late;
 	size_t off = le__ship_body_skip(frames, len, a - first);
 	size_t end = le__ship_body_skip(frames, len, b + 1 - first);
@@ -1081,7 +1296,7 @@ static int late_put(le__cstore *s, struct org *o, uint64_t a, uint64_t b,
 	if (l->pub.next_seq != a)
 		l->fresh = 1;
 	l->pub.next_seq = a;
-	int rc = le__cstore_append(s, &l->pub, from->fields, frames + off,
+	rc = le__cstore_append(s, &l->pub, from->fields, frames + off,
 	                           end - off, b - a + 1, from);
 	return rc < 0 ? rc : rset_cut(&o->open, a, b, &o->pub.forgotten);
 }
@@ -1121,6 +1336,8 @@ int le__cstore_sync(le__cstore *s)
 
 	if (!s->opts.sync)
 		return 0;
+	if (s->sync_err)
+		return s->sync_err;
 	for (size_t i = 0; i < s->n; i++) {
 		struct org *o = s->org[i];
 		int r = 0;

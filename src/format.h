@@ -83,6 +83,10 @@
 #define LE_FRAME_FIXED_MAX 28           /* size+crc+flags+level+shard+seq+ts */
 #define LE_FRAME_MAX (LE_MAX_RECORD_LIMIT + LE_FRAME_FIXED_MAX)
 #define LE_MAX_SHARDS 256
+/* Shard directories a reader takes in one log directory: shard-000 ..
+ * shard-999, then shard-1000 .. shard-99999 (a collector's store has one
+ * per origin; an engine writes LE_MAX_SHARDS at most). */
+#define LE_SHARD_DIRS_MAX 100000
 
 #define LE_REC_KNOWN_FLAGS_V1 (LE_REC_TRUNCATED | LE_REC_MARKER)
 #define LE_REC_KNOWN_FLAGS                                                    \

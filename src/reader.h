@@ -94,6 +94,10 @@ struct le_reader {
 		uint32_t shard;
 		uint64_t seq, ts, seg, off;
 	} ret;
+	uint32_t *heap;      /* not following: the cursors with a head,
+	                        a binary heap by merge order (reader_next.c) */
+	size_t nheap;
+	int heap_ok;         /* 0: build heap again (after a seek) */
 	int err;             /* sticky error, 0 if none */
 	int kind;            /* enum le_problem_kind being reported */
 	uint64_t skip;       /* records le_reader_next drops first */

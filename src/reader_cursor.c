@@ -48,6 +48,24 @@ static int shard_next(const struct cursor *c, uint64_t *seq)
 	return 1;
 }
 
+/* Bytes of a cursor at most: the fixed fields ("v=1,s=" and five numbers
+ * of 20 characters at most, their keys and commas, ",n="), then for each
+ * other shard its number (5 digits below LE_SHARD_DIRS_MAX), ':', a
+ * sequence of 20 digits at most and '/', and the NUL.  256 shards take
+ * 7,149 bytes at most: LE_CURSOR_MAX holds them. */
+#define CURSOR_FIXED 128
+#define CURSOR_PER_SHARD 27
+_Static_assert(CURSOR_FIXED + CURSOR_PER_SHARD * LE_MAX_SHARDS <=
+                       LE_CURSOR_MAX,
+               "LE_CURSOR_MAX holds the cursor of every engine's log");
+_Static_assert(LE_SHARD_DIRS_MAX <= 100000, "shard numbers of 5 digits");
+
+size_t le_reader_cursor_cap(const le_reader *r)
+{
+	size_t n = r ? CURSOR_FIXED + CURSOR_PER_SHARD * r->ncur : 0;
+	return n > LE_CURSOR_MAX ? n : LE_CURSOR_MAX;
+}
+
 int le_reader_cursor(const le_reader *r, char *buf, size_t cap)
 {
 	if (!r || !buf || !r->ret.valid)
@@ -76,8 +94,12 @@ struct parsed {
 	uint32_t shard;
 	uint64_t seq, ts, seg, off;
 	int have_hint;
-	uint64_t next[LE_MAX_SHARDS];
-	unsigned char has_next[LE_MAX_SHARDS];
+	/* The "n" entries of the shards below nsh, the reader's highest
+	 * shard + 1 (those of shards it does not read are checked and
+	 * dropped). */
+	uint32_t nsh;
+	uint64_t *next;
+	unsigned char *has_next;
 };
 
 static int parse_u64(const char **p, int base, uint64_t *v)
@@ -109,10 +131,12 @@ static int parse_next(const char *s, const char **p, struct parsed *c)
 		if (parse_u64(p, 10, &sh) < 0 || **p != ':')
 			return cursor_bad(s, "n: expected SHARD:SEQ");
 		(*p)++;
-		if (parse_u64(p, 10, &seq) < 0 || sh >= LE_MAX_SHARDS)
+		if (parse_u64(p, 10, &seq) < 0 || sh >= LE_SHARD_DIRS_MAX)
 			return cursor_bad(s, "n: expected SHARD:SEQ");
-		c->next[sh] = seq;
-		c->has_next[sh] = 1;
+		if (sh < c->nsh) {
+			c->next[sh] = seq;
+			c->has_next[sh] = 1;
+		}
 		if (**p != '/')
 			return 0;
 		(*p)++;
@@ -124,7 +148,6 @@ static int parse_cursor(const char *s, struct parsed *c)
 	const char *p = s;
 	unsigned seen = 0;
 
-	memset(c, 0, sizeof *c);
 	while (*p) {
 		char key = p[0];
 		uint64_t v = 0;
@@ -150,7 +173,7 @@ static int parse_cursor(const char *s, struct parsed *c)
 			seen |= 1;
 			break;
 		case 's':
-			if (v >= LE_MAX_SHARDS)
+			if (v >= LE_SHARD_DIRS_MAX)
 				return cursor_bad(s, "shard out of range");
 			c->shard = (uint32_t)v;
 			seen |= 2;
@@ -202,10 +225,23 @@ static int keep_after(const struct cursor *c, const void *arg)
 	       (c->head.ts == p->ts && c->shard > p->shard);
 }
 
+/* p made ready to parse a cursor for r: room for the "n" entry of each of
+ * r's shards.  @return 0, LE_ENOMEM. */
+static int parsed_init(struct parsed *p, const le_reader *r)
+{
+	memset(p, 0, sizeof *p);
+	for (size_t i = 0; i < r->ncur; i++)
+		if (r->cur[i].shard >= p->nsh)
+			p->nsh = r->cur[i].shard + 1;
+	p->next = calloc(p->nsh ? p->nsh : 1, sizeof *p->next);
+	p->has_next = calloc(p->nsh ? p->nsh : 1, 1);
+	return p->next && p->has_next ? 0 : LE_ENOMEM;
+}
+
 int le_reader_seek_cursor(le_reader *r, const char *cursor,
                           uint64_t *skipped)
 {
-	struct parsed *p;
+	struct parsed pp, *p = &pp;
 	uint64_t total = 0, sk;
 	int rc = le__rd_seek_begin(r);
 
@@ -213,10 +249,12 @@ int le_reader_seek_cursor(le_reader *r, const char *cursor,
 		*skipped = 0;
 	if (rc < 0)
 		return rc;
-	if (!cursor || !(p = malloc(sizeof *p)))
-		return cursor ? LE_ENOMEM : LE_EINVAL;
+	if (!cursor)
+		return LE_EINVAL;
 	le__clearerr();
-	rc = parse_cursor(cursor, p);
+	rc = parsed_init(p, r);
+	if (rc == 0)
+		rc = parse_cursor(cursor, p);
 	for (size_t i = 0; rc == 0 && i < r->ncur; i++) {
 		struct cursor *c = &r->cur[i];
 		sk = 0;
@@ -232,7 +270,8 @@ int le_reader_seek_cursor(le_reader *r, const char *cursor,
 		}
 		total += sk;
 	}
-	free(p);
+	free(p->next);
+	free(p->has_next);
 	if (skipped)
 		*skipped = total;
 	return rc == LE_EINVAL ? rc : le__rd_seek_end(r, rc);

@@ -56,20 +56,27 @@ int le_reader_follow(le_reader *r, uint32_t reorder_ms)
 	return 0;
 }
 
-/* Shards whose directory appeared since the last look. */
+/* Shards whose directory appeared since the last look (a bitmap of those
+ * read already keeps this linear in the shard directories). */
 static int add_shards(le_reader *r)
 {
 	uint32_t *shards;
 	size_t n;
+	unsigned char *have;
 	int rc = le__shard_list(r->dir, &shards, &n);
 
 	if (rc < 0 || r->opts.shard >= 0)
 		return rc == -ENOENT ? 0 : rc;
+	if (!(have = calloc(LE_SHARD_DIRS_MAX / 8 + 1, 1))) {
+		free(shards);
+		return LE_ENOMEM;
+	}
+	for (size_t j = 0; j < r->ncur; j++) {
+		uint32_t sh = r->cur[j].shard;
+		have[sh / 8] |= (unsigned char)(1u << (sh % 8));
+	}
 	for (size_t i = 0; rc == 0 && i < n; i++) {
-		size_t j = 0;
-		while (j < r->ncur && r->cur[j].shard != shards[i])
-			j++;
-		if (j < r->ncur)
+		if (have[shards[i] / 8] >> (shards[i] % 8) & 1)
 			continue;
 		if ((rc = le__rd_cursors_reserve(r, r->ncur + 1)) < 0)
 			break;
@@ -82,6 +89,7 @@ static int add_shards(le_reader *r)
 		c->wd = watch(r, c->dir, 1);
 		r->ncur++;
 	}
+	free(have);
 	free(shards);
 	return rc;
 }

@@ -10,6 +10,7 @@
 #define _GNU_SOURCE
 #include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "abi.h"
@@ -147,10 +148,123 @@ static int settle(le_reader *r, struct cursor *c, uint64_t ts)
 	return 0;
 }
 
+/* Hand out best's head as rec; best stays where it is until the next
+ * call.  @return 1. */
+static int give(le_reader *r, struct cursor *best, le_record *rec)
+{
+	to_record(best, rec);
+	if (rec->flags & LE_REC_DEFERRED)
+		deferred_text(r, best, rec);
+	r->last = best - r->cur;
+	r->ret.valid = 1;
+	r->ret.shard = best->shard;
+	r->ret.seq = best->head.seq;
+	r->ret.ts = best->head.ts;
+	r->ret.seg = best->scan.hdr.index;
+	r->ret.off = best->head_off;
+	r->st.records++;
+	return 1;
+}
+
+/*
+ * Not following, a cursor's head changes only when it is consumed (the
+ * one returned last, or skipped): every other one has its head, or is
+ * done, or idle, until a seek.  So the cursors with a head wait in a
+ * binary heap ordered by before(), and a record costs one cursor's fill
+ * and O(log shards) comparisons, not a look at every shard directory (a
+ * collector's store has thousands).  A seek (le__rd_seek_begin) drops the
+ * heap; the next call builds it again from every cursor, in their order,
+ * as the merge below does.
+ */
+static void heap_swap(le_reader *r, size_t a, size_t b)
+{
+	uint32_t t = r->heap[a];
+	r->heap[a] = r->heap[b];
+	r->heap[b] = t;
+}
+
+static int heap_less(const le_reader *r, size_t a, size_t b)
+{
+	return before(&r->cur[r->heap[a]], &r->cur[r->heap[b]]);
+}
+
+static void heap_down(le_reader *r, size_t i)
+{
+	for (;;) {
+		size_t m = i, k = 2 * i + 1;
+		if (k < r->nheap && heap_less(r, k, m))
+			m = k;
+		if (k + 1 < r->nheap && heap_less(r, k + 1, m))
+			m = k + 1;
+		if (m == i)
+			return;
+		heap_swap(r, i, m);
+		i = m;
+	}
+}
+
+/* Fill cursor ci and, when it has a head, put it in the heap (which has
+ * room for every cursor).  @return 0 or a reader error. */
+static int heap_add(le_reader *r, size_t ci)
+{
+	int rc = le__rd_cursor_fill(r, &r->cur[ci]);
+	if (rc < 0 || !r->cur[ci].has)
+		return rc;
+	size_t i = r->nheap++;
+	r->heap[i] = (uint32_t)ci;
+	while (i > 0 && heap_less(r, i, (i - 1) / 2)) {
+		heap_swap(r, i, (i - 1) / 2);
+		i = (i - 1) / 2;
+	}
+	return 0;
+}
+
+static int heap_build(le_reader *r)
+{
+	uint32_t *h = realloc(r->heap, (r->ncur ? r->ncur : 1) * sizeof *h);
+	int rc = 0;
+
+	if (!h)
+		return LE_ENOMEM;
+	r->heap = h;
+	r->nheap = 0;
+	for (size_t i = 0; rc == 0 && i < r->ncur; i++)
+		rc = heap_add(r, i);
+	r->heap_ok = rc == 0;
+	return rc;
+}
+
+/* le__reader_next, not following; `consumed` is the cursor whose head the
+ * caller gave back (out of the heap), -1 none. */
+static int next_heap(le_reader *r, le_record *rec, long consumed)
+{
+	int rc = 0;
+
+	if (!r->heap_ok)
+		rc = heap_build(r);
+	else if (consumed >= 0)
+		rc = heap_add(r, (size_t)consumed);
+	while (rc == 0 && r->nheap) {
+		size_t ci = r->heap[0];
+		r->heap[0] = r->heap[--r->nheap];
+		heap_down(r, 0);
+		if (!r->skip)
+			return give(r, &r->cur[ci], rec);
+		r->skip--;
+		le__rd_consume(&r->cur[ci]);
+		rc = heap_add(r, ci);
+	}
+	if (rc < 0)
+		r->err = rc;
+	return rc;
+}
+
 /* le_reader_next_sized (abi.c) copies the record out at the caller's
  * size. */
 int le__reader_next(le_reader *r, le_record *rec)
 {
+	long consumed = r ? r->last : -1;
+
 	if (!r || !rec)
 		return LE_EINVAL;
 	if (r->err)
@@ -162,6 +276,8 @@ int le__reader_next(le_reader *r, le_record *rec)
 	}
 	r->positioned = 1;
 	r->hold_until = 0;
+	if (!r->follow)
+		return next_heap(r, rec, consumed);
 	for (;;) {
 		struct cursor *best = NULL;
 		int waiting = 0;
@@ -201,18 +317,7 @@ int le__reader_next(le_reader *r, le_record *rec)
 			le__rd_consume(best);
 			continue;
 		}
-		to_record(best, rec);
-		if (rec->flags & LE_REC_DEFERRED)
-			deferred_text(r, best, rec);
-		r->last = best - r->cur;
-		r->ret.valid = 1;
-		r->ret.shard = best->shard;
-		r->ret.seq = best->head.seq;
-		r->ret.ts = best->head.ts;
-		r->ret.seg = best->scan.hdr.index;
-		r->ret.off = best->head_off;
-		r->st.records++;
-		return 1;
+		return give(r, best, rec);
 	}
 }
 

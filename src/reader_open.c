@@ -125,8 +125,8 @@ static int check_opts(const le_reader_opts *o)
 		           o->mode);
 		return LE_EINVAL;
 	}
-	if (o->shard < -1 || o->shard >= LE_MAX_SHARDS) {
-		le__seterr("shard: must be -1 or 0..%d", LE_MAX_SHARDS - 1);
+	if (o->shard < -1 || o->shard >= LE_SHARD_DIRS_MAX) {
+		le__seterr("shard: must be -1 or 0..%d", LE_SHARD_DIRS_MAX - 1);
 		return LE_EINVAL;
 	}
 	return 0;
@@ -211,6 +211,7 @@ void le_reader_close(le_reader *r)
 	if (r->ifd >= 0)
 		close(r->ifd);
 	free(r->cur);
+	free(r->heap);
 	free(r->dir);
 	free(r);
 }

@@ -198,6 +198,22 @@ static int check_chain(le_reader *r, struct cursor *c)
 	return 0;
 }
 
+/* The largest window a cursor's scanner grows to.  What every shard's
+ * scanner may hold at once: up to 256 shards each get
+ * the scanner's 1 MiB; more share it (a store of 16,384 origins reads with
+ * 16 KiB windows), so the reader's memory stays bounded however many shard
+ * directories it reads. */
+#define READ_WINDOWS_BYTES (256u << 20)
+#define WINDOW_FLOOR (16u << 10)
+
+static size_t window_max(const le_reader *r)
+{
+	size_t w = r->ncur ? READ_WINDOWS_BYTES / r->ncur : READ_WINDOWS_BYTES;
+	if (w > (1u << 20))
+		w = 1u << 20;
+	return w < WINDOW_FLOOR ? WINDOW_FLOOR : w;
+}
+
 /* Open segs[iseg], or find the shard has no more. */
 int le__rd_seg_open(le_reader *r, struct cursor *c)
 {
@@ -241,6 +257,7 @@ int le__rd_seg_open(le_reader *r, struct cursor *c)
 	if (rc < 0)
 		return rc;
 	c->open = 1;
+	c->scan.win_max = window_max(r);
 	c->next_index = c->segs[c->iseg];
 	if (c->scan.hdr.index != c->segs[c->iseg]) {
 		le__rd_seg_close(c);

@@ -353,6 +353,7 @@ int le__rd_seek_begin(le_reader *r)
 		return r->err;
 	r->last = -1;
 	r->skip = 0;
+	r->heap_ok = 0;
 	r->positioned = 1;
 	r->ret.valid = 0;
 	return 0;

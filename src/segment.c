@@ -20,10 +20,11 @@
 #include "os.h"
 #include "seg_zst.h"
 
-/* The window starts small (a reader keeps one scanner per shard, and there
- * may be 256 shards) and doubles on each refill up to WINDOW_MAX, so a long
- * sequential scan still reads in large steps. */
-#define WINDOW_MIN (64u << 10)
+/* The window starts small (a reader keeps one scanner per shard, and a
+ * collector's store may have thousands) and doubles on each refill up to
+ * WINDOW_MAX, or the scanner's win_max, so a long sequential scan still
+ * reads in large steps. */
+#define WINDOW_MIN (16u << 10)
 #define WINDOW_MAX (1u << 20)
 
 int le__shard_dir(char *buf, size_t cap, const char *dir, uint32_t shard)
@@ -121,17 +122,22 @@ int le__seg_list(const char *shard_dir, uint64_t **out, size_t *n)
 	return list_dir(shard_dir, LE_IN_DIR, parse_seg_name, out, n);
 }
 
+/* "shard-" and the number le__shard_dir writes: three digits below 1000
+ * (shard-007), no leading zero above (shard-1000), below
+ * LE_SHARD_DIRS_MAX; so each number has one name. */
 static int parse_shard_name(const char *name, uint64_t *shard)
 {
 	uint64_t v = 0;
-	if (strncmp(name, "shard-", 6) != 0 || strlen(name) != 9)
+	size_t len = strlen(name);
+
+	if (strncmp(name, "shard-", 6) != 0 || len < 9 || len > 11)
 		return 0;
-	for (int i = 6; i < 9; i++) {
+	for (size_t i = 6; i < len; i++) {
 		if (name[i] < '0' || name[i] > '9')
 			return 0;
 		v = v * 10 + (uint64_t)(name[i] - '0');
 	}
-	if (v >= LE_MAX_SHARDS)
+	if (v >= LE_SHARD_DIRS_MAX || (len > 9 && name[6] == '0'))
 		return 0;
 	*shard = v;
 	return 1;
@@ -338,7 +344,8 @@ static int window(le__scan *s, uint64_t off, size_t need)
 {
 	if (off >= s->win_off && off + need <= s->win_off + s->win_len)
 		return 0;
-	size_t want_cap = s->cap < WINDOW_MAX && s->win_len ? s->cap * 2 : s->cap;
+	size_t max = s->win_max ? s->win_max : WINDOW_MAX;
+	size_t want_cap = s->cap < max && s->win_len ? s->cap * 2 : s->cap;
 	if (want_cap < need)
 		want_cap = need;
 	if (want_cap > s->cap) {
@@ -426,8 +433,8 @@ int64_t le__scan_many(le__scan *s, uint64_t max_bytes, uint64_t *bytes)
 	size_t used;
 
 	*bytes = 0;
-	if (want > WINDOW_MAX)
-		want = WINDOW_MAX;
+	if (want > (s->win_max ? s->win_max : WINDOW_MAX))
+		want = s->win_max ? s->win_max : WINDOW_MAX;
 	if (want < 4)
 		return 0;
 	int rc = window(s, s->off, (size_t)want);

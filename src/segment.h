@@ -37,6 +37,8 @@ typedef struct le__scan {
 	le__seg_hdr hdr;
 	unsigned char *buf;   /* window of the file */
 	size_t cap;           /* bytes allocated at buf */
+	size_t win_max;       /* the window grows no larger, but to hold one
+	                         frame (0: 1 MiB); set after open */
 	uint64_t win_off;     /* file offset of buf[0] */
 	size_t win_len;       /* valid bytes at buf */
 	uint64_t off;         /* offset of the next frame */

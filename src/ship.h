@@ -189,9 +189,17 @@ size_t le__ship_body_skip(const unsigned char *body, size_t len,
 
 typedef struct le__cstore le__cstore;
 
+/* Origins a store takes by default, and at most (each has a shard
+ * directory, shard-000 .. shard-99999: LE_SHARD_DIRS_MAX). */
+#define LE_ORIGINS_DEFAULT 16384
+#define LE_ORIGINS_MAX LE_SHARD_DIRS_MAX
+
 typedef struct le__cstore_opts {
 	uint64_t segment_bytes; /* rotate past this size */
 	int sync;               /* 1: le__cstore_sync makes writes durable */
+	uint32_t max_origins;   /* new origins are refused past this many
+	                           (0: LE_ORIGINS_DEFAULT; LE_ORIGINS_MAX at
+	                           most) */
 } le__cstore_opts;
 
 /* One origin's place in the store. */
@@ -208,19 +216,23 @@ typedef struct le__cstore_origin {
 } le__cstore_origin;
 
 /* Open (or create) a collector store: lock DIR, read every ORIGIN, find the
- * valid end of each origin's last segment and cut a torn tail there.
- * @return 0; LE_EBUSY (locked); LE_ECORRUPT / -errno (*errbuf says). */
+ * valid end of each origin's last segment and cut a torn tail there.  A
+ * store holding more origins than opts->max_origins opens (it refuses new
+ * ones).  @return 0; LE_EBUSY (locked); LE_EINVAL (max_origins above
+ * LE_ORIGINS_MAX); LE_ECORRUPT / -errno (*errbuf says). */
 int le__cstore_open(le__cstore **out, const char *dir,
                     const le__cstore_opts *opts, char *errbuf, size_t cap);
 void le__cstore_close(le__cstore *s);
-/* The origin (host, shard), created when new (create = 1).  @return it,
- * or NULL: unknown and create = 0, or the store is full (256) or failed
- * (errbuf says). */
-le__cstore_origin *le__cstore_origin_get(le__cstore *s, const char *host,
-                                         uint32_t shard, int create,
-                                         char *errbuf, size_t cap);
-/* 1 when no new origin can be added (the limit is reached). */
-int le__cstore_full(const le__cstore *s);
+/* The origin (host, shard) in *out, created when new (create = 1): its
+ * shard directory and ORIGIN file made durable.  Found in constant time.
+ * @return 0; -ENOENT (unknown and create = 0); LE_EFULL (new, and the
+ * store holds max_origins already: errbuf says "origin limit reached (N
+ * origins; --max-origins)"; the store is unchanged and takes its known
+ * origins as before); LE_EINVAL (host not valid); LE_ENOMEM, LE_EUNSAFE,
+ * -errno (errbuf says).  *out is NULL on error. */
+int le__cstore_origin_get(le__cstore *s, const char *host, uint32_t shard,
+                          int create, le__cstore_origin **out, char *errbuf,
+                          size_t cap);
 /* The message frames come from: its whole body, checked, and its Le-Pos
  * (UINT64_MAX when it has none: back-references are not followed). */
 typedef struct le__ship_body {

@@ -140,9 +140,10 @@ struct ctx {
 	le_reader *r;         /* the reader problems come from */
 	int status;           /* exit status so far */
 	uint64_t printed;
-	char cursor[LE_CURSOR_MAX]; /* of the last record printed */
+	char *cursor;         /* of the last record printed, owned; */
+	size_t cursor_cap;    /* its room (le_reader_cursor_cap) */
 	int have_cursor;
-	char file_cursor[LE_CURSOR_MAX]; /* from --cursor-file */
+	char *file_cursor;    /* from --cursor-file, owned; NULL: none */
 	int saved;            /* cursor file up to date */
 	int silent;           /* a pass that reads again what another reports */
 	int halt;             /* a sequence gap where the mode says stop */
@@ -328,8 +329,8 @@ static int one_opt(struct jopts *j, int c, char *arg, int argc, char **argv)
 	case 'q': j->quiet = 1; return 0;
 	case O_SHARD: {
 		long v = strtol(arg, &end, 10);
-		if (!*arg || *end || v < 0 || v >= MAX_SHARDS)
-			return bad_value("--shard", arg, "expected 0..255");
+		if (!*arg || *end || v < 0 || v >= MAX_SHARD_DIRS)
+			return bad_value("--shard", arg, "expected 0..99999");
 		j->shard = (int)v;
 		return 0;
 	}
@@ -460,11 +461,38 @@ static int read_cursor_file(struct ctx *cx)
 		        strerror(errno));
 		return -1;
 	}
-	size_t n = fread(cx->file_cursor, 1, sizeof cx->file_cursor - 1, f);
+	size_t cap = 0;
+	ssize_t n = getline(&cx->file_cursor, &cap, f);
+	int e = n < 0 && ferror(f) ? errno : 0;
 	fclose(f);
-	cx->file_cursor[n] = '\0';
+	if (e) {
+		fprintf(stderr, "%s: %s: %s\n", prog, cx->j->cursor_file,
+		        strerror(e));
+		return -1;
+	}
+	if (n <= 0 || !cx->file_cursor[strspn(cx->file_cursor, "\r\n")]) {
+		free(cx->file_cursor);
+		cx->file_cursor = NULL;
+		return 0;
+	}
 	cx->file_cursor[strcspn(cx->file_cursor, "\r\n")] = '\0';
-	return cx->file_cursor[0] != '\0';
+	return 1;
+}
+
+/* The cursor of the record r returned last in *buf (*cap bytes, grown to
+ * le_reader_cursor_cap(r): a collector's store may have more shard
+ * directories than LE_CURSOR_MAX holds).  @return le_reader_cursor's. */
+static int cursor_of(le_reader *r, char **buf, size_t *cap)
+{
+	size_t need = le_reader_cursor_cap(r);
+	if (need > *cap) {
+		char *nb = realloc(*buf, need);
+		if (!nb)
+			return LE_ENOMEM;
+		*buf = nb;
+		*cap = need;
+	}
+	return le_reader_cursor(r, *buf, *cap);
 }
 
 /* Write the cursor of the last record printed to --cursor-file, whole:
@@ -523,7 +551,7 @@ static le_reader *new_reader(struct ctx *cx, int follow)
 static int position(struct ctx *cx, le_reader *r, int say_skipped)
 {
 	struct jopts *j = cx->j;
-	const char *cur = cx->file_cursor[0] ? cx->file_cursor : j->after_cursor;
+	const char *cur = cx->file_cursor ? cx->file_cursor : j->after_cursor;
 	int rc = 0;
 
 	if (cur) {
@@ -531,8 +559,8 @@ static int position(struct ctx *cx, le_reader *r, int say_skipped)
 		rc = le_reader_seek_cursor(r, cur, &skipped);
 		if (rc == LE_EINVAL) {
 			fprintf(stderr, "%s: %s%s%s\n", prog,
-			        cx->file_cursor[0] ? j->cursor_file : "",
-			        cx->file_cursor[0] ? ": " : "", le_errmsg());
+			        cx->file_cursor ? j->cursor_file : "",
+			        cx->file_cursor ? ": " : "", le_errmsg());
 			return EXIT_USAGE;
 		}
 		if (rc == 0 && skipped && say_skipped)
@@ -563,8 +591,8 @@ static void emit(struct ctx *cx, const le_record *rec)
 {
 	const char *cur = NULL;
 	if (cx->j->show_cursor || cx->j->cursor_file) {
-		cx->have_cursor =
-			le_reader_cursor(cx->r, cx->cursor, sizeof cx->cursor) > 0;
+		cx->have_cursor = cursor_of(cx->r, &cx->cursor,
+		                            &cx->cursor_cap) > 0;
 		cx->saved = 0;
 		if (cx->j->show_cursor && cx->have_cursor &&
 		    (cx->o.fmt == OUT_JSON || cx->o.fmt == OUT_JSON_PRETTY))
@@ -610,7 +638,7 @@ static uint64_t mono_ms(void)
 static int run_forward(struct ctx *cx)
 {
 	struct jopts *j = cx->j;
-	int from_cursor = cx->file_cursor[0] || j->after_cursor;
+	int from_cursor = cx->file_cursor || j->after_cursor;
 	int last_n = j->has_n && !j->head && j->n != UINT64_MAX && !from_cursor;
 	int tail_fast = last_n && !has_filters(j);
 	uint64_t skip = 0, limit = j->has_n && j->head ? j->n : UINT64_MAX;
@@ -726,7 +754,8 @@ static int reverse_plan(struct ctx *cx, char ***bounds, uint64_t **counts,
 	struct jopts *j = cx->j;
 	le_record rec;
 	uint64_t in_chunk = 0, bytes = 0, cap = 0;
-	char cur[LE_CURSOR_MAX];
+	char *cur = NULL;
+	size_t cur_cap = 0;
 	int rc;
 	le_reader *r = new_reader(cx, 0);
 
@@ -751,8 +780,8 @@ static int reverse_plan(struct ctx *cx, char ***bounds, uint64_t **counts,
 			*bounds = realloc(*bounds, cap * sizeof **bounds);
 			*counts = realloc(*counts, cap * sizeof **counts);
 		}
-		le_reader_cursor(r, cur, sizeof cur);
-		(*bounds)[*nchunks] = strdup(cur);
+		(*bounds)[*nchunks] = cursor_of(r, &cur, &cur_cap) > 0 ?
+		                      strdup(cur) : NULL;
 		(*counts)[(*nchunks)++] = in_chunk;
 		in_chunk = bytes = 0;
 	}
@@ -766,6 +795,7 @@ static int reverse_plan(struct ctx *cx, char ***bounds, uint64_t **counts,
 		(*bounds)[*nchunks] = NULL;
 		(*counts)[(*nchunks)++] = in_chunk;
 	}
+	free(cur);
 	le_reader_close(r);
 	return st;
 }
@@ -879,6 +909,8 @@ static int journal(int argc, char **argv, int tail)
 		printf("-- cursor: %s\n", cx.cursor);
 	save_cursor(&cx);
 out:
+	free(cx.cursor);
+	free(cx.file_cursor);
 	out_free(&cx.o);
 	if (j.grep)
 		regfree(&j.re);

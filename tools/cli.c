@@ -293,6 +293,10 @@ int read_failed(const char *dir, int rc)
 	if (rc == LE_ECORRUPT)
 		fprintf(stderr, "%s: %s: reading stopped at the damage; "
 		        "'--mode skip' reads past it\n", prog, dir);
+	else if (rc == -EMFILE)
+		fprintf(stderr, "%s: %s: reading stopped: too many open files "
+		        "(a reader keeps one per shard directory: raise the "
+		        "hard limit, ulimit -Hn)\n", prog, dir);
 	else
 		fprintf(stderr, "%s: %s: reading stopped: %s\n", prog, dir,
 		        rc == LE_EUNSAFE && *le_errmsg() ? le_errmsg()

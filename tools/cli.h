@@ -21,6 +21,9 @@
 #define EXIT_USAGE 2 /* also: could not read the log at all */
 
 #define MAX_SHARDS 256 /* shard-000 .. shard-255 */
+/* Shard directories a reader takes: a collector's store has one per
+ * origin, shard-000 .. shard-99999 (docs/FORMAT.md). */
+#define MAX_SHARD_DIRS 100000
 
 extern const char *prog;
 

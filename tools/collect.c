@@ -138,6 +138,7 @@ struct col {
 	uint64_t dead_bytes;     /* --dead-letter-bytes: that stream's size */
 	int dead_said;           /* a failing dead-letter copy was reported */
 	uint64_t segment_bytes, fetch_bytes, ack_wait_ms, gap_wait_ms;
+	uint64_t max_origins; /* le__cstore_opts.max_origins */
 	int sync, once, verbose;
 	natsConnection *nc;
 	jsCtx *js;
@@ -624,13 +625,14 @@ static int place(struct col *c, natsMsg *m, const struct hdrs *h,
 	char err[256];
 	int rc;
 
-	le__cstore_origin *o = le__cstore_origin_get(c->st, h->host, h->shard,
-	                                             1, err, sizeof err);
-	if (!o && le__cstore_full(c->st))
+	le__cstore_origin *o;
+	rc = le__cstore_origin_get(c->st, h->host, h->shard, 1, &o, err,
+	                           sizeof err);
+	if (rc == LE_EFULL)
 		return reject(c, m, h, R_ORIGINS, err, UINT64_MAX);
-	if (!o) {
+	if (rc < 0) {
 		fprintf(stderr, "logengine %s: %s\n", CMD, err);
-		return LE_EIO;
+		return rc;
 	}
 	if (o->next_seq == 0)
 		o->next_seq = 1; /* a forwarder starts every origin at 1 */
@@ -1066,6 +1068,9 @@ static const char usage[] =
 	"  --creds FILE, --tls, --tls-ca FILE, --tls-cert FILE, --tls-key FILE\n"
 	"  --sync batch|none     fdatasync before acknowledging (batch)\n"
 	"  --segment-bytes N     rotate segments past N bytes (64M)\n"
+	"  --max-origins N       origins (host, shard) DIR takes, at most\n"
+	"                        (16384; 100000 at most); a message of a\n"
+	"                        new origin past it is refused\n"
 	"  --fetch-bytes N       bytes fetched at once, at most (16M)\n"
 	"  --ack-wait-ms N       the consumer's ack wait (10000)\n"
 	"  --gap-wait-ms N       how long records missing from the stream are\n"
@@ -1123,6 +1128,7 @@ static int parse(struct col *c, int argc, char **argv)
 		{"--ack-wait-ms", &c->ack_wait_ms},
 		{"--gap-wait-ms", &c->gap_wait_ms},
 		{"--dead-letter-bytes", &c->dead_bytes},
+		{"--max-origins", &c->max_origins},
 	};
 	const char *v;
 	int m;
@@ -1184,6 +1190,8 @@ static int parse(struct col *c, int argc, char **argv)
 	if (c->subject_tokens < 2)
 		return ship_usage(CMD, "--subject '%s': a forwarder's subjects "
 		                  "end in HOSTTOKEN.SHARD (logs.>)", c->subject);
+	if (c->max_origins < 1 || c->max_origins > LE_ORIGINS_MAX)
+		return ship_usage(CMD, "%s", "--max-origins: 1 to 100000");
 	if (c->segment_bytes < 4096 || c->ack_wait_ms < 100 ||
 	    c->gap_wait_ms < 2 * c->ack_wait_ms)
 		return ship_usage(CMD, "%s", "--segment-bytes is at least 4K, "
@@ -1195,7 +1203,8 @@ static int parse(struct col *c, int argc, char **argv)
 static int open_store(struct col *c)
 {
 	le__cstore_opts o = {.segment_bytes = c->segment_bytes,
-	                     .sync = c->sync};
+	                     .sync = c->sync,
+	                     .max_origins = (uint32_t)c->max_origins};
 	char err[512];
 
 	int rc = le__mkdir(c->dir, 0750);
@@ -1287,6 +1296,7 @@ int cmd_collect(int argc, char **argv)
 	c.segment_bytes = 64u << 20;
 	c.ack_wait_ms = DEFAULT_ACK_WAIT_MS;
 	c.gap_wait_ms = DEFAULT_GAP_WAIT_MS;
+	c.max_origins = LE_ORIGINS_DEFAULT;
 	c.sync = 1;
 	c.wake[0] = c.wake[1] = -1;
 	pthread_mutex_init(&c.ah.mu, NULL);

@@ -31,6 +31,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/resource.h>
 
 #include "cli.h"
 #include "observe.h"
@@ -107,10 +108,24 @@ static const struct command {
 	{"serve", cmd_serve},
 };
 
+/* A reader keeps one segment open per shard directory, and a collector's
+ * store has one per origin (thousands): the soft descriptor limit (often
+ * 1024) is raised to the hard one, which the administrator set. */
+static void raise_nofile(void)
+{
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &rl);
+	}
+}
+
 int main(int argc, char **argv)
 {
 	static char outbuf[OUTBUF_BYTES];
 
+	raise_nofile();
 	/* A closed pipe must be a write error (EPIPE), not a kill. */
 	signal(SIGPIPE, SIG_IGN);
 	setvbuf(stdout, outbuf, _IOFBF, sizeof outbuf);

@@ -27,6 +27,7 @@ int main(int argc, char **argv)
 #else
 #include <fcntl.h>
 #include <sys/inotify.h>
+#include <sys/resource.h>
 
 #include "logengine.h"
 #include "logtest.h"
@@ -99,14 +100,19 @@ static int origin_dir(const char *dst, const char *host, uint32_t shard)
 {
 	char sdir[600];
 	le__origin o;
+	uint32_t *dirs;
+	size_t n;
+	int found = -1;
 
-	for (int i = 0; i < LE_MAX_SHARDS; i++) {
-		snprintf(sdir, sizeof sdir, "%s/shard-%03d", dst, i);
+	CHECK_RC(le__shard_list(dst, &dirs, &n));
+	for (size_t i = 0; i < n && found < 0; i++) {
+		le__shard_dir(sdir, sizeof sdir, dst, dirs[i]);
 		if (le__origin_read(sdir, &o) == 0 && o.shard == shard &&
 		    o.kind == LE_ORIGIN_CHAIN && strcmp(o.host, host) == 0)
-			return i;
+			found = (int)dirs[i];
 	}
-	return -1;
+	free(dirs);
+	return found;
 }
 
 static le_reader *reader(const char *dir, int shard)
@@ -1594,6 +1600,103 @@ TEST(gap_claim_beyond_the_sequence_range_is_refused)
 	t_rmrf(base);
 }
 
+/* ---- many origins ---- */
+
+/* Publish on js the one-record message (host, shard 0, sequence 1) a
+ * forwarder would send. */
+static void publish_one(jsCtx *js, const char *host)
+{
+	unsigned char b[128];
+	char id[64], subj[64];
+	natsMsg *m;
+	uint32_t len = le__frame_encode(b, LE_FIELD_ALL, 0, LE_INFO, 0, 1,
+	                                1000, host, (uint32_t)strlen(host));
+
+	snprintf(id, sizeof id, "%s/0/1", host);
+	snprintf(subj, sizeof subj, "logs.%s.0", host);
+	CHECK_EQ(natsMsg_Create(&m, subj, NULL, (const char *)b, (int)len),
+	         NATS_OK);
+	natsMsgHeader_Set(m, "Nats-Msg-Id", id);
+	natsMsgHeader_Set(m, "Le-Format", "1");
+	natsMsgHeader_Set(m, "Le-Host", host);
+	natsMsgHeader_Set(m, "Le-Shard", "0");
+	natsMsgHeader_Set(m, "Le-Seq", "1-1");
+	natsMsgHeader_Set(m, "Le-Fields", "31");
+	CHECK_EQ(js_PublishMsg(NULL, js, m, NULL, NULL), NATS_OK);
+	natsMsg_Destroy(m);
+}
+
+/* The first line of what sh -c cmd prints (newline cut), malloc'ed. */
+static char *sh_line(const char *cmd)
+{
+	char *line = NULL;
+	size_t cap = 0;
+	FILE *p = popen(cmd, "r");
+
+	CHECK(p != NULL);
+	if (getline(&line, &cap, p) < 0) {
+		free(line);
+		line = strdup("");
+	}
+	pclose(p);
+	line[strcspn(line, "\n")] = '\0';
+	return line;
+}
+
+/* 300 messages claiming 300 new hosts, between two real hosts' records:
+ * each gets its origin (a table of 256 stopped the collector at the
+ * 256th, for good), the real hosts' records are all stored, and cat's
+ * cursor over the 302 shard directories resumes where it stood. */
+TEST(three_hundred_new_origins_are_stored_and_the_collector_goes_on)
+{
+	enum { FAKES = 300 };
+	t_nats n;
+	natsConnection *nc;
+	jsCtx *js;
+	struct wopts w = {.shards = 1};
+	char host[32], cmd[1200];
+
+	setup();
+	write_log(path("a"), 2000, &w);
+	write_log(path("b"), 1000, &w);
+	server(&n, NULL);
+	forward_once(&n, path("a"), "real-a");
+	js_open(&n, &nc, &js);
+	for (int i = 0; i < FAKES; i++) {
+		snprintf(host, sizeof host, "fake-%d", i);
+		publish_one(js, host);
+	}
+	js_close(nc, js);
+	forward_once(&n, path("b"), "real-b");
+	collect_once(n.url, path("dst"));
+	CHECK_EQ(compare(path("a"), path("dst"), "real-a", 1), 2000);
+	CHECK_EQ(compare(path("b"), path("dst"), "real-b", 1), 1000);
+	CHECK_EQ(origin_dir(path("dst"), "fake-299", 0), 300);
+	CHECK_EQ(count_records(path("dst")), 3000 + FAKES);
+	/* The cursor after the first 1000 records, then what follows it;
+	 * with a soft descriptor limit below the 302 shard directories (cat
+	 * raises it to the hard one). */
+	struct rlimit rl;
+	CHECK(getrlimit(RLIMIT_NOFILE, &rl) == 0);
+	snprintf(cmd, sizeof cmd, "%s %s cat --show-cursor -n +1000 %s | "
+	         "tail -1", rl.rlim_max >= 1024 ? "ulimit -S -n 128;" : "",
+	         cli(), path("dst"));
+	char *cur = sh_line(cmd);
+	CHECK(!strncmp(cur, "-- cursor: v=1,", 15));
+	CHECK(strstr(cur, "/301:"));
+	size_t cap = strlen(cur) + 1200;
+	char *after = malloc(cap);
+	snprintf(after, cap, "%s cat --after-cursor='%s' %s | wc -l", cli(),
+	         cur + 11, path("dst"));
+	char *left = sh_line(after);
+	CHECK_EQ(atol(left), 3000 + FAKES - 1000);
+	free(left);
+	free(after);
+	free(cur);
+	t_nats_stop(&n);
+	t_rmrf(base);
+}
+
 /* ---- clear errors, nothing lost ---- */
 
 /* DIR still holds its n records, and no cursor moved. */
@@ -1878,6 +1981,7 @@ int main(int argc, char **argv)
 	RUN(message_ids_published_by_another_host_do_not_suppress_its_messages);
 	RUN(forged_gap_inside_a_real_range_erases_no_record);
 	RUN(gap_claim_beyond_the_sequence_range_is_refused);
+	RUN(three_hundred_new_origins_are_stored_and_the_collector_goes_on);
 	RUN(wrong_url_is_a_clear_error);
 	RUN(bad_credentials_are_a_clear_error);
 	RUN(stream_with_conflicting_settings_is_a_clear_error);

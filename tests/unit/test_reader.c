@@ -1216,7 +1216,7 @@ TEST(bad_options_are_einval)
 	CHECK_EQ(le_reader_open(&r, "/tmp", &o), LE_EINVAL);
 	CHECK(strstr(le_errmsg(), "mode"));
 	le_reader_opts_init(&o);
-	o.shard = 256;
+	o.shard = 100000; /* shard-000 .. shard-99999 */
 	CHECK_EQ(le_reader_open(&r, "/tmp", &o), LE_EINVAL);
 	CHECK_EQ(le_reader_open(&r, NULL, NULL), LE_EINVAL);
 	CHECK_EQ(le_reader_open(NULL, "/tmp", NULL), LE_EINVAL);

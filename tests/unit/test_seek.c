@@ -349,7 +349,7 @@ TEST(malformed_cursor_is_einval_and_leaves_the_reader_usable)
 {
 	char dir[256];
 	static const char *const bad[] = {
-		"", "x", "v=2,s=0,q=1,t=1", "v=1,s=0,q=1", "v=1,s=999,q=1,t=1",
+		"", "x", "v=2,s=0,q=1,t=1", "v=1,s=0,q=1", "v=1,s=100000,q=1,t=1",
 		"v=1,s=0,q=-1,t=1", "v=1;s=0;q=1;t=1", "v=1,s=0,q=1,t=1,n=1",
 	};
 	recs all;

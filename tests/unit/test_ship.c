@@ -266,8 +266,8 @@ static le__cstore_origin *origin(le__cstore *s, const char *host,
                                  uint32_t shard)
 {
 	char err[256];
-	le__cstore_origin *o = le__cstore_origin_get(s, host, shard, 1, err,
-	                                             sizeof err);
+	le__cstore_origin *o;
+	CHECK_RC(le__cstore_origin_get(s, host, shard, 1, &o, err, sizeof err));
 	CHECK(o);
 	if (o->next_seq == 0)
 		o->next_seq = 1;
@@ -327,11 +327,13 @@ TEST(reopened_store_expects_the_next_sequence)
 	le__cstore_close(s);
 	s = store_open(dir, 1 << 20);
 	char err[128];
-	le__cstore_origin *o = le__cstore_origin_get(s, "a", 2, 0, err,
-	                                             sizeof err);
+	le__cstore_origin *o;
+	CHECK_RC(le__cstore_origin_get(s, "a", 2, 0, &o, err, sizeof err));
 	CHECK(o);
 	CHECK_EQ(o->next_seq, 4);
-	CHECK(!le__cstore_origin_get(s, "b", 0, 0, err, sizeof err));
+	CHECK_EQ(le__cstore_origin_get(s, "b", 0, 0, &o, err, sizeof err),
+	         -ENOENT);
+	CHECK(!o);
 	le__cstore_close(s);
 	t_rmrf(dir);
 }
@@ -544,8 +546,7 @@ TEST(records_inside_a_gap_claim_are_stored_when_they_come_and_only_once)
 	le__cstore_close(s);
 	/* What is stored and what is claimed come back from the store. */
 	s = store_open(dir, 1 << 20);
-	o = le__cstore_origin_get(s, "h", 2, 0, err, sizeof err);
-	CHECK(o);
+	CHECK_RC(le__cstore_origin_get(s, "h", 2, 0, &o, err, sizeof err));
 	CHECK_EQ(redeliver(s, o, 1, 11, &out), 0);
 	le__cstore_close(s);
 	/* Every record once, the marker too, merged by time, and no
@@ -574,8 +575,7 @@ TEST(records_missing_from_the_stream_that_come_after_a_reopen_are_stored)
 
 	le__cstore_close(s);
 	s = store_open(dir, 1 << 20);
-	o = le__cstore_origin_get(s, "h", 2, 0, err, sizeof err);
-	CHECK(o);
+	CHECK_RC(le__cstore_origin_get(s, "h", 2, 0, &o, err, sizeof err));
 	CHECK_EQ(redeliver(s, o, 1, 11, &out), 7);
 	le__cstore_close(s);
 	CHECK_EQ(count_records(dir), 11);
@@ -600,8 +600,7 @@ TEST(marker_text_in_an_origins_own_record_claims_nothing)
 	CHECK_RC(le__cstore_append(s, o, LE_FIELD_ALL, b, len, 1, NULL));
 	le__cstore_close(s);
 	s = store_open(dir, 1 << 20);
-	o = le__cstore_origin_get(s, "h", 2, 0, err, sizeof err);
-	CHECK(o);
+	CHECK_RC(le__cstore_origin_get(s, "h", 2, 0, &o, err, sizeof err));
 	/* 3 and 4 are in the chain: only 5, which the frame took, is left
 	 * of the "claim", and it is stored already by its own frame. */
 	CHECK_EQ(redeliver(s, o, 1, 4, &out), 0);
@@ -908,9 +907,9 @@ TEST(collector_memory_stays_flat_over_origins_with_many_descriptors)
 	for (int org = 0; org < ORIGINS; org++) {
 		size_t len = 0, at[SITES];
 		snprintf(host, sizeof host, "h%d", org);
-		le__cstore_origin *o = le__cstore_origin_get(s, host, 2, 1, err,
-		                                             sizeof err);
-		CHECK(o != NULL);
+		le__cstore_origin *o;
+		CHECK_RC(le__cstore_origin_get(s, host, 2, 1, &o, err,
+		                               sizeof err));
 		o->next_seq = 1;
 		for (int q = 0; q < 2 * SITES; q++) {
 			unsigned char p[1100];
@@ -973,6 +972,173 @@ TEST(origins_get_a_shard_directory_each_and_merge_by_time)
 	CHECK_STR_EQ(sn.host[1], "b");
 	CHECK_STR_EQ(sn.host[2], "a");
 	CHECK_STR_EQ(sn.host[3], "b");
+	t_rmrf(dir);
+}
+
+/* ---- many origins ---- */
+
+static int open_fds(void)
+{
+	DIR *d = opendir("/proc/self/fd");
+	int n = 0;
+
+	CHECK(d != NULL);
+	while (readdir(d))
+		n++;
+	closedir(d);
+	return n;
+}
+
+/* Store one record (sequence 1, time TS0 + n - i, text "h<i>") of each of
+ * origins h<from> .. h<to - 1>, shard 2, in store s. */
+static void one_each(le__cstore *s, int from, int to, int n)
+{
+	unsigned char f[128];
+	char host[16], err[256];
+
+	for (int i = from; i < to; i++) {
+		le__cstore_origin *o;
+		int hl = snprintf(host, sizeof host, "h%d", i);
+		CHECK_RC(le__cstore_origin_get(s, host, 2, 1, &o, err,
+		                               sizeof err));
+		o->next_seq = 1;
+		uint32_t fl = le__frame_encode(f, LE_FIELD_ALL, 0, LE_INFO, 2, 1,
+		                               TS0 + (uint64_t)(n - i), host,
+		                               (uint32_t)hl);
+		CHECK_RC(le__cstore_append(s, o, LE_FIELD_ALL, f, fl, 1, NULL));
+	}
+}
+
+struct merged {
+	long n, bad;
+	uint64_t last_ts;
+	int want; /* the host number the next record must have */
+};
+
+/* Records come newest origin first (h<n-1> has the oldest time), each
+ * from the host its text names. */
+static void see_merged(const le_record *r, void *arg)
+{
+	struct merged *m = arg;
+	char want[16];
+	int wl = snprintf(want, sizeof want, "h%d", m->want--);
+
+	if (r->ts_ns < m->last_ts || !r->host || strcmp(r->host, want) ||
+	    r->len != (size_t)wl || memcmp(r->payload, want, (size_t)wl))
+		m->bad++;
+	m->last_ts = r->ts_ns;
+	m->n++;
+}
+
+/* More origins than the 256 shard directories an engine has: each gets
+ * one (shard-1000 and up past a thousand), a reopened store finds every
+ * one, and a reader merges them all by time. */
+TEST(store_takes_a_thousand_origins_and_reads_them_back_merged)
+{
+	enum { N = 1100 };
+	char dir[256], err[256], path[512];
+	struct merged m = {.want = N};
+	le__cstore_origin *o;
+	le__cstore *s = store_open(t_tmpdir(dir), 1 << 20);
+	int fds = open_fds();
+	long before = rss_kib();
+
+	one_each(s, 0, N, N);
+	/* Memory (docs/INTERFACES.md: about 450 bytes an origin) and
+	 * descriptors (256 segment files open at most) stay bounded. */
+	long grew = rss_kib() - before;
+	fprintf(stderr, "  %d origins: %ld KiB more resident, %d more "
+	        "descriptors\n", N, grew, open_fds() - fds);
+	CHECK(grew < N); /* under 1 KiB an origin */
+	CHECK(open_fds() - fds <= 256);
+	CHECK_RC(le__cstore_sync(s));
+	le__cstore_close(s);
+	snprintf(path, sizeof path, "%s/shard-1099/ORIGIN", dir);
+	CHECK(access(path, F_OK) == 0);
+	s = store_open(dir, 1 << 20);
+	CHECK_RC(le__cstore_origin_get(s, "h1099", 2, 0, &o, err, sizeof err));
+	CHECK_EQ(o->dir_shard, 1099);
+	CHECK_EQ(o->next_seq, 2);
+	one_each(s, N, N + 1, N); /* a new one after a reopen, oldest */
+	CHECK_EQ(o->next_seq, 2);
+	le__cstore_close(s);
+	CHECK_EQ(read_all(dir, LE_RECOVER_ABSOLUTE, see_merged, &m), N + 1);
+	CHECK_EQ(m.bad, 0);
+	t_rmrf(dir);
+}
+
+/* At max_origins a new origin is refused with LE_EFULL and says so; the
+ * store is unchanged: known origins still take records, a reopen finds
+ * them, and a reopen with a higher limit takes the refused one. */
+TEST(origin_limit_refuses_one_message_and_keeps_the_store_usable)
+{
+	char dir[256], err[256];
+	le__cstore *s;
+	le__cstore_origin *o;
+	le__cstore_opts opts = {.segment_bytes = 1 << 20, .sync = 1,
+	                        .max_origins = 300};
+
+	CHECK_RC(le__cstore_open(&s, t_tmpdir(dir), &opts, err, sizeof err));
+	one_each(s, 0, 300, 300);
+	CHECK_EQ(le__cstore_origin_get(s, "fake-300", 2, 1, &o, err,
+	                               sizeof err), LE_EFULL);
+	CHECK(!o);
+	CHECK(strstr(err, "origin limit reached (300 origins; --max-origins)"));
+	CHECK_EQ(le__cstore_origin_get(s, "fake-301", 2, 1, &o, err,
+	                               sizeof err), LE_EFULL);
+	/* A known origin takes its next record. */
+	CHECK_RC(le__cstore_origin_get(s, "h7", 2, 1, &o, err, sizeof err));
+	unsigned char b[4096];
+	size_t len = body(b, LE_FIELD_ALL, 2, 1);
+	CHECK_RC(le__cstore_append(s, o, LE_FIELD_ALL, b, len, 1, NULL));
+	CHECK_RC(le__cstore_sync(s));
+	le__cstore_close(s);
+	CHECK_EQ(read_all(dir, LE_RECOVER_ABSOLUTE, NULL, NULL), 301);
+	opts.max_origins = 301;
+	CHECK_RC(le__cstore_open(&s, dir, &opts, err, sizeof err));
+	CHECK_RC(le__cstore_origin_get(s, "h7", 2, 0, &o, err, sizeof err));
+	CHECK_EQ(o->next_seq, 3);
+	CHECK_RC(le__cstore_origin_get(s, "fake-300", 2, 1, &o, err,
+	                               sizeof err));
+	CHECK_EQ(o->dir_shard, 300);
+	le__cstore_close(s);
+	t_rmrf(dir);
+}
+
+/* A cursor of a store of 1,500 origins names every shard directory: longer
+ * than LE_CURSOR_MAX, it fits le_reader_cursor_cap, and a reader seeking
+ * it returns exactly the records after it. */
+TEST(cursor_of_a_store_of_more_than_256_origins_resumes_after_its_record)
+{
+	enum { N = 1500, FIRST = 700 };
+	char dir[256], small[LE_CURSOR_MAX];
+	struct merged m = {.want = N - 1};
+	le_record rec;
+	le_reader *r;
+	le__cstore *s = store_open(t_tmpdir(dir), 1 << 20);
+
+	one_each(s, 0, N, N);
+	le__cstore_close(s);
+	CHECK_RC(le_reader_open(&r, dir, NULL));
+	for (int i = 0; i < FIRST; i++) {
+		CHECK_EQ(le_reader_next(r, &rec), 1);
+		see_merged(&rec, &m);
+	}
+	size_t cap = le_reader_cursor_cap(r);
+	char *cur = malloc(cap);
+	CHECK(cap > LE_CURSOR_MAX);
+	CHECK_EQ(le_reader_cursor(r, small, sizeof small), -ENOSPC);
+	CHECK(le_reader_cursor(r, cur, cap) > LE_CURSOR_MAX);
+	CHECK(strstr(cur, ",s=800,") && strstr(cur, "/1499:2"));
+	le_reader_close(r);
+	CHECK_RC(le_reader_open(&r, dir, NULL));
+	CHECK_RC(le_reader_seek_cursor(r, cur, NULL));
+	while (le_reader_next(r, &rec) == 1)
+		see_merged(&rec, &m);
+	CHECK_EQ(m.n, N);
+	CHECK_EQ(m.bad, 0);
+	le_reader_close(r);
+	free(cur);
 	t_rmrf(dir);
 }
 
@@ -1124,6 +1290,9 @@ int main(int argc, char **argv)
 	RUN(collector_relinks_deferred_frames_to_its_own_segments);
 	RUN(collector_memory_stays_flat_over_origins_with_many_descriptors);
 	RUN(origins_get_a_shard_directory_each_and_merge_by_time);
+	RUN(store_takes_a_thousand_origins_and_reads_them_back_merged);
+	RUN(origin_limit_refuses_one_message_and_keeps_the_store_usable);
+	RUN(cursor_of_a_store_of_more_than_256_origins_resumes_after_its_record);
 	RUN(second_collector_on_a_store_is_refused);
 	RUN(retention_keeps_unshipped_segments_up_to_the_margin);
 	RUN(retention_past_the_margin_deletes_and_counts_the_unshipped);
