@@ -1280,51 +1280,188 @@ TEST(stream_with_conflicting_settings_is_a_clear_error)
 	t_rmrf(base);
 }
 
-/* A CA and a certificate for 127.0.0.1 signed by it, in base. */
+/* In base: a CA (ca.pem) and, signed by it, a server certificate for
+ * 127.0.0.1 and localhost (srv.pem, srv.key) and a client certificate
+ * (cli.pem, cli.key); another CA (ca2.pem) and a client certificate it
+ * signed (cli2.pem, cli2.key). */
 static void make_certs(void)
 {
-	char cmd[2400];
+	char cmd[3000];
 	snprintf(cmd, sizeof cmd,
 	         "(cd '%s' && "
-	         "openssl req -x509 -newkey rsa:2048 -nodes -keyout ca.key "
-	         "-out ca.pem -days 2 -subj /CN=le-test-ca && "
-	         "openssl req -newkey rsa:2048 -nodes -keyout srv.key "
-	         "-out srv.csr -subj /CN=127.0.0.1 && "
-	         "printf 'subjectAltName=IP:127.0.0.1\\n' > ext && "
-	         "openssl x509 -req -in srv.csr -CA ca.pem -CAkey ca.key "
-	         "-CAcreateserial -out srv.pem -days 2 -extfile ext) "
-	         ">/dev/null 2>&1", base);
+	         "for ca in ca ca2; do openssl req -x509 -newkey ec -pkeyopt "
+	         "ec_paramgen_curve:prime256v1 -nodes -keyout $ca.key -out "
+	         "$ca.pem -days 2 -subj /CN=le-$ca "
+	         "|| exit 1; done && "
+	         "printf 'subjectAltName=IP:127.0.0.1,DNS:localhost\\n' > srv.ext "
+	         "&& printf 'extendedKeyUsage=clientAuth\\n' > cli.ext && "
+	         "for c in srv:ca cli:ca cli2:ca2; do n=${c%%:*} ca=${c#*:} && "
+	         "openssl req -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 "
+	         "-nodes -keyout $n.key -out $n.csr "
+	         "-subj /CN=le-$n && openssl x509 -req -in $n.csr -CA $ca.pem "
+	         "-CAkey $ca.key -CAcreateserial -out $n.pem -days 2 -extfile "
+	         "${n%%2}.ext || exit 1; done) >/dev/null 2>&1", base);
 	CHECK_EQ(system(cmd), 0);
 }
+
+/* A TLS server with srv.pem; verify: clients must show a certificate
+ * that ca.pem signed. */
+static void tls_server(t_nats *n, int verify)
+{
+	char conf[1600];
+
+	snprintf(conf, sizeof conf, "tls { cert_file: \"%s\", key_file: "
+	         "\"%s\", ca_file: \"%s\", verify: %s, timeout: 2 }\n",
+	         path("srv.pem"), path("srv.key"), path("ca.pem"),
+	         verify ? "true" : "false");
+	t_nats_init(n, base);
+	CHECK_EQ(t_nats_conf(n, conf), 0);
+	CHECK_EQ(t_nats_run(n), 0);
+}
+
+/* Run the tool (NULL-terminated arguments), which must exit with
+ * status `want` within 10 s, the TLS handshake's failure named on
+ * stderr by `says`. */
+#define TLS_REFUSED(want, says, ...)                                          \
+	do {                                                                  \
+		double t0_ = t_now();                                         \
+		int rc_ = TOOL(30, path("err"), __VA_ARGS__);                 \
+		char *e_ = slurp(path("err"));                                \
+		if (rc_ != (want) || !strstr(e_, says))                       \
+			fprintf(stderr, "  exit %d after %.1f s: %s", rc_,    \
+			        t_now() - t0_, e_);                           \
+		CHECK_EQ(rc_, want);                                          \
+		CHECK(strstr(e_, says));                                      \
+		CHECK(t_now() - t0_ < 10);                                    \
+		free(e_);                                                     \
+	} while (0)
 
 TEST(tls_with_the_servers_ca_ships_and_without_it_is_a_clear_error)
 {
 	t_nats n;
 	struct wopts w = {.shards = 1};
-	char conf[1200], url[64];
+	char url[64];
 
 	setup();
 	write_log(path("src"), 3000, &w);
 	make_certs();
-	snprintf(conf, sizeof conf, "tls { cert_file: \"%s\", key_file: "
-	         "\"%s\" }\n", path("srv.pem"), path("srv.key"));
-	t_nats_init(&n, base);
-	CHECK_EQ(t_nats_conf(&n, conf), 0);
-	CHECK_EQ(t_nats_run(&n), 0);
+	tls_server(&n, 0);
 	snprintf(url, sizeof url, "tls://127.0.0.1:%d", n.port);
-	CHECK_EQ(TOOL(30, path("err"), "forward", "--nats", url, "--host", "h",
-	              "--once", path("src")), 1);
-	char *err = slurp(path("err"));
-	if (!strstr(err, url))
-		fprintf(stderr, "  %s", err);
-	CHECK(strstr(err, url) && strstr(err, "SSL"));
+	/* No CA: the system's do not know ours; a CA that did not sign the
+	 * server's certificate: the same, for both tools, at once. */
+	TLS_REFUSED(1, "SSL handshake error", "forward", "--nats", url,
+	            "--host", "h", "--once", path("src"));
+	TLS_REFUSED(1, "--tls-ca", "forward", "--nats", url, "--host", "h",
+	            "--tls-ca", path("ca2.pem"), "--once", path("src"));
+	TLS_REFUSED(1, "SSL handshake error", "collect", "--nats", url,
+	            "--tls-ca", path("ca2.pem"), "--once", path("dst"));
 	untouched(path("src"), 3000);
+	CHECK(strstr(slurp(path("err")), url));
 	CHECK_EQ(TOOL(60, path("err"), "forward", "--nats", url, "--host", "h",
 	              "--tls-ca", path("ca.pem"), "--once", path("src")), 0);
 	CHECK_EQ(TOOL(60, path("err"), "collect", "--nats", url, "--tls-ca",
 	              path("ca.pem"), "--once", "--ack-wait-ms", "2000",
 	              "--gap-wait-ms", "10000", path("dst")), 0);
 	CHECK_EQ(compare(path("src"), path("dst"), "h", 1), 3000);
+	t_nats_stop(&n);
+	t_rmrf(base);
+}
+
+TEST(mutual_tls_without_the_client_certificate_is_a_clear_error_not_a_hang)
+{
+	t_nats n;
+	struct wopts w = {.shards = 1};
+	char url[64], local[64];
+
+	setup();
+	write_log(path("src"), 2000, &w);
+	make_certs();
+	tls_server(&n, 1);
+	snprintf(url, sizeof url, "tls://127.0.0.1:%d", n.port);
+	snprintf(local, sizeof local, "nats://localhost:%d", n.port);
+	/* With TLS 1.3 the server refuses the client after the client's
+	 * handshake is done: without a certificate, or with one another CA
+	 * signed, both tools must say so, not retry a protocol error. */
+	TLS_REFUSED(1, "requires a client certificate", "forward", "--nats",
+	            url, "--host", "h", "--tls-ca", path("ca.pem"), "--once",
+	            path("src"));
+	TLS_REFUSED(1, "requires a client certificate", "collect", "--nats",
+	            url, "--tls-ca", path("ca.pem"), "--once", path("dst"));
+	TLS_REFUSED(1, "TLS: the server refused", "forward", "--nats", url,
+	            "--host", "h", "--tls-ca", path("ca.pem"), "--tls-cert",
+	            path("cli2.pem"), "--tls-key", path("cli2.key"), "--once",
+	            path("src"));
+	TLS_REFUSED(2, "--tls-cert and --tls-key go together", "collect",
+	            "--nats", url, "--tls-ca", path("ca.pem"), "--tls-cert",
+	            path("cli.pem"), "--once", path("dst"));
+	untouched(path("src"), 2000);
+	/* The certificate: ships; --tls-ca makes a nats:// URL a TLS one, and
+	 * the server's certificate holds the name localhost. */
+	CHECK_EQ(TOOL(60, path("err"), "forward", "--nats", url, "--host", "h",
+	              "--tls-ca", path("ca.pem"), "--tls-cert", path("cli.pem"),
+	              "--tls-key", path("cli.key"), "--once", path("src")), 0);
+	CHECK_EQ(TOOL(60, path("err"), "collect", "--nats", local, "--tls-ca",
+	              path("ca.pem"), "--tls-cert", path("cli.pem"), "--tls-key",
+	              path("cli.key"), "--once", "--ack-wait-ms", "2000",
+	              "--gap-wait-ms", "10000", path("dst")), 0);
+	CHECK_EQ(compare(path("src"), path("dst"), "h", 1), 2000);
+	t_nats_stop(&n);
+	t_rmrf(base);
+}
+
+/* Poll errf until it holds `text` or ms pass.  @return whether it does. */
+static int err_says(const char *errf, const char *text, int ms)
+{
+	for (double end = t_now() + ms / 1000.0;; t_sleep_ms(20)) {
+		char *e = slurp(errf);
+		int yes = strstr(e, text) != NULL;
+		free(e);
+		if (yes || t_now() > end)
+			return yes;
+	}
+}
+
+/* Start forward towards url (extra options a, b), wait for its first
+ * connection attempt to be reported, stop it.  @return whether it warned
+ * about clear text. */
+static int warns_clear(const char *url, const char *a, const char *b)
+{
+	unlink(path("err")); /* not the last run's lines */
+	pid_t f = start_tool(path("err"), "forward", "--nats", url, "--host",
+	                     "h", a ? a : "--once", b ? b : "--once",
+	                     path("src"), (const char *)NULL);
+	CHECK(err_says(path("err"), "retrying", 10000));
+	kill(f, SIGTERM);
+	CHECK_EQ(t_wait(f, 10, NULL), 0);
+	return err_says(path("err"), "without TLS", 0);
+}
+
+TEST(url_off_this_machine_without_tls_warns_at_start)
+{
+	t_nats n;
+	struct wopts w = {.shards = 1};
+	char url[64];
+
+	setup();
+	write_log(path("src"), 100, &w);
+	/* 192.0.2.1 (TEST-NET-1) is never this machine, and never answers. */
+	CHECK(warns_clear("nats://u:secret@192.0.2.1:4222", NULL, NULL));
+	char *e = slurp(path("err"));
+	CHECK(!strstr(e, "secret")); /* the password is not shown */
+	CHECK(!strstr(strstr(e, "without TLS") + 1, "without TLS")); /* once */
+	free(e);
+	CHECK(!warns_clear("tls://192.0.2.1:4222", NULL, NULL));
+	CHECK(!warns_clear("nats://192.0.2.1:4222", "--tls", NULL));
+	/* Loopback, by address or by name: no warning. */
+	server(&n, NULL);
+	snprintf(url, sizeof url, "nats://localhost:%d", n.port);
+	CHECK_EQ(TOOL(60, path("err"), "forward", "--nats", url, "--host", "h",
+	              "--once", path("src")), 0);
+	CHECK(!err_says(path("err"), "warning", 0));
+	CHECK_EQ(TOOL(60, path("err"), "collect", "--nats", n.url, "--once",
+	              path("dst")), 0);
+	CHECK(!err_says(path("err"), "warning", 0));
+	CHECK_EQ(compare(path("src"), path("dst"), "h", 1), 100);
 	t_nats_stop(&n);
 	t_rmrf(base);
 }
@@ -1459,6 +1596,8 @@ int main(int argc, char **argv)
 	RUN(bad_credentials_are_a_clear_error);
 	RUN(stream_with_conflicting_settings_is_a_clear_error);
 	RUN(tls_with_the_servers_ca_ships_and_without_it_is_a_clear_error);
+	RUN(mutual_tls_without_the_client_certificate_is_a_clear_error_not_a_hang);
+	RUN(url_off_this_machine_without_tls_warns_at_start);
 	RUN(memory_is_the_same_for_a_20mb_and_a_100mb_backlog);
 	if (getenv("LE_LONG")) { /* make check-long */
 		RUN(memory_is_the_same_for_a_100mb_and_a_1gb_backlog);
