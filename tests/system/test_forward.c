@@ -1231,10 +1231,27 @@ TEST(bad_credentials_are_a_clear_error)
 	if (!strstr(err, "uthorization"))
 		fprintf(stderr, "  %s", err);
 	CHECK(strstr(err, "uthorization"));
+	CHECK(!strstr(err, "wrong")); /* a password is never shown */
 	untouched(path("src"), 100);
 	CHECK_EQ(TOOL(30, path("err"), "collect", "--nats", url, "--once",
 	              path("dst")), 1);
 	CHECK(strstr(slurp(path("err")), "uthorization"));
+	/* The password from a file (not in argv): wrong, missing, or
+	 * without a user. */
+	FILE *pw = fopen(path("pw"), "w");
+	CHECK(pw && fputs("wrong\n", pw) >= 0 && fclose(pw) == 0);
+	CHECK_EQ(TOOL(30, path("err"), "forward", "--nats", n.url, "--user",
+	              "shipper", "--password-file", path("pw"), "--once",
+	              path("src")), 1);
+	CHECK(strstr(slurp(path("err")), "uthorization"));
+	CHECK_EQ(TOOL(30, path("err"), "collect", "--nats", n.url, "--user",
+	              "shipper", "--password-file", path("none"), "--once",
+	              path("dst")), 2);
+	CHECK(strstr(slurp(path("err")), "No such file"));
+	CHECK_EQ(TOOL(30, path("err"), "collect", "--nats", n.url,
+	              "--password-file", path("pw"), "--once", path("dst")), 2);
+	CHECK(strstr(slurp(path("err")), "--password-file needs --user"));
+	untouched(path("src"), 100);
 	t_nats_stop(&n);
 	t_rmrf(base);
 }
@@ -1466,6 +1483,101 @@ TEST(url_off_this_machine_without_tls_warns_at_start)
 	t_rmrf(base);
 }
 
+/* ---- per-host credentials ---- */
+
+/* The permissions of docs/logengine.1, "Shipping across hosts": host h
+ * may publish its own subjects and read the stream's settings and its
+ * messages; the collector may create the stream and consume it with
+ * its durable.  Each replies on an inbox. */
+static const char host_perms[] =
+	"{ user: %s, password: pw-%s, permissions: { publish: [ \"logs.%s\", "
+	"\"logs.%s.>\", \"$JS.API.STREAM.INFO.LOGS\", "
+	"\"$JS.API.STREAM.MSG.GET.LOGS\" ], subscribe: \"_INBOX.>\" } }\n";
+static const char collector_perms[] =
+	"{ user: collector, password: pw-collector, permissions: { publish: [ "
+	"\"$JS.API.STREAM.INFO.LOGS\", \"$JS.API.STREAM.CREATE.LOGS\", "
+	"\"$JS.API.CONSUMER.INFO.LOGS.logengine-collect\", "
+	"\"$JS.API.CONSUMER.DURABLE.CREATE.LOGS.logengine-collect\", "
+	"\"$JS.API.CONSUMER.MSG.NEXT.LOGS.logengine-collect\", "
+	"\"$JS.ACK.LOGS.logengine-collect.>\" ], subscribe: \"_INBOX.>\" } }\n";
+
+/* A server whose users are the collector and hosts a and b; user u's
+ * password in base/u.pw. */
+static void auth_server(t_nats *n)
+{
+	static const char *users[] = {"a", "b", "collector"};
+	char conf[4096], f[64];
+	int len = snprintf(conf, sizeof conf, "authorization { users = [\n");
+
+	for (int i = 0; i < 2; i++)
+		len += snprintf(conf + len, sizeof conf - (size_t)len, host_perms,
+		                users[i], users[i], users[i], users[i]);
+	len += snprintf(conf + len, sizeof conf - (size_t)len, "%s] }\n",
+	                collector_perms);
+	CHECK(len < (int)sizeof conf);
+	for (int i = 0; i < 3; i++) {
+		snprintf(f, sizeof f, "%s.pw", users[i]);
+		FILE *pw = fopen(path(f), "w");
+		CHECK(pw && fprintf(pw, "pw-%s\n", users[i]) > 0 &&
+		      fclose(pw) == 0);
+	}
+	t_nats_init(n, base); /* no JetStream probe: it has no password */
+	CHECK_EQ(t_nats_conf(n, conf), 0);
+	CHECK_EQ(t_nats_run(n), 0);
+}
+
+/* collect --once into dst as the collector. */
+static void collect_as_collector(const t_nats *n, const char *dst)
+{
+	int rc = TOOL(60, path("col.err"), "collect", "--nats", n->url,
+	              "--user", "collector", "--password-file",
+	              path("collector.pw"), "--once", "--ack-wait-ms", "2000",
+	              "--gap-wait-ms", "10000", dst);
+	if (rc)
+		say_file("collect", path("col.err"));
+	CHECK_EQ(rc, 0);
+}
+
+TEST(a_hosts_credentials_cannot_ship_as_another_host)
+{
+	t_nats n;
+	struct wopts w1 = {.shards = 1}, w2 = {.shards = 2};
+
+	setup();
+	write_log(path("src-a"), 1000, &w1);
+	write_log(path("src-b"), 500, &w2);
+	auth_server(&n);
+	collect_as_collector(&n, path("dst")); /* creates the stream */
+	/* a's credentials, b's name: the server refuses the publish; the
+	 * forwarder says so and exits (a retry would meet the same
+	 * refusal), its cursors where they were. */
+	double t0 = t_now();
+	CHECK_EQ(TOOL(30, path("err"), "forward", "--nats", n.url, "--host",
+	              "b", "--user", "a", "--password-file", path("a.pw"),
+	              "--ack-wait-ms", "2000", "--once", path("src-b")), 1);
+	char *e = slurp(path("err"));
+	if (!strstr(e, "Permissions Violation for Publish to \"logs.b"))
+		fprintf(stderr, "  %s", e);
+	CHECK(strstr(e, "Permissions Violation for Publish to \"logs.b"));
+	CHECK(t_now() - t0 < 10);
+	untouched(path("src-b"), 500);
+	collect_as_collector(&n, path("dst"));
+	CHECK_EQ(origin_dir(path("dst"), "b", 0), -1); /* nothing under b */
+	CHECK_EQ(origin_dir(path("dst"), "b", 1), -1);
+	/* Each host with its own credentials: stored untouched. */
+	CHECK_EQ(TOOL(60, path("err"), "forward", "--nats", n.url, "--host",
+	              "b", "--user", "b", "--password-file", path("b.pw"),
+	              "--once", path("src-b")), 0);
+	CHECK_EQ(TOOL(60, path("err"), "forward", "--nats", n.url, "--host",
+	              "a", "--user", "a", "--password-file", path("a.pw"),
+	              "--once", path("src-a")), 0);
+	collect_as_collector(&n, path("dst"));
+	CHECK_EQ(compare(path("src-b"), path("dst"), "b", 2), 500);
+	CHECK_EQ(compare(path("src-a"), path("dst"), "a", 1), 1000);
+	t_nats_stop(&n);
+	t_rmrf(base);
+}
+
 /* ---- memory ---- */
 
 /* Peak RSS (KiB) of forward --once over a backlog of `mb` MB, with a
@@ -1598,6 +1710,7 @@ int main(int argc, char **argv)
 	RUN(tls_with_the_servers_ca_ships_and_without_it_is_a_clear_error);
 	RUN(mutual_tls_without_the_client_certificate_is_a_clear_error_not_a_hang);
 	RUN(url_off_this_machine_without_tls_warns_at_start);
+	RUN(a_hosts_credentials_cannot_ship_as_another_host);
 	RUN(memory_is_the_same_for_a_20mb_and_a_100mb_backlog);
 	if (getenv("LE_LONG")) { /* make check-long */
 		RUN(memory_is_the_same_for_a_100mb_and_a_1gb_backlog);
