@@ -32,6 +32,11 @@
 #define LE_FWD_SLOT1_OFF 512
 #define LE_FWD_FILE_BYTES (LE_FWD_SLOT1_OFF + LE_FWD_SLOT)
 #define LE_FWD_NAME "FORWARD"
+/* The shard's message-id key: magic, 8 random bytes, masked CRC32C of
+ * the 16 before, between the two slots (written once). */
+#define LE_FWD_KEY_MAGIC "LOGENGFK"
+#define LE_FWD_KEY_OFF 256
+#define LE_FWD_KEY_BYTES 20
 
 #define LE_ORIGIN_MAGIC "LOGENGOR"
 #define LE_ORIGIN_VERSION 1
@@ -47,6 +52,9 @@
 _Static_assert(sizeof(LE_FWD_MAGIC) - 1 == 8, "cursor magic is 8 bytes");
 _Static_assert(sizeof(LE_ORIGIN_MAGIC) - 1 == 8, "origin magic is 8 bytes");
 _Static_assert(LE_FWD_SLOT <= LE_FWD_SLOT1_OFF, "slots do not overlap");
+_Static_assert(LE_FWD_SLOT <= LE_FWD_KEY_OFF &&
+               LE_FWD_KEY_OFF + LE_FWD_KEY_BYTES <= LE_FWD_SLOT1_OFF,
+               "the key lies between the slots");
 
 /* ---- the forward cursor (ship_cursor.c) ---- */
 
@@ -66,6 +74,16 @@ int le__fwd_decode(const unsigned char in[LE_FWD_SLOT], le__fwd_cursor *c);
 /* The newest valid slot of a file image (len bytes; missing bytes read as
  * zeros).  @return 0, or LE_ECORRUPT when neither slot is valid. */
 int le__fwd_pick(const unsigned char *file, uint64_t len, le__fwd_cursor *c);
+/*
+ * The shard's message-id key, in its FORWARD file (fd, open for reading
+ * and writing): read when valid, else drawn at random and written there
+ * (synced) for every later run.  Part of each Nats-Msg-Id, it keeps ids
+ * the same across restarts (the server drops what a restart sends again)
+ * and out of reach of a publisher who cannot read this host's files or
+ * the stream (it cannot have one of ours dropped as its duplicate).
+ * @return 0 and *key, or -errno.
+ */
+int le__fwd_key(int fd, uint64_t *key);
 /* Read shard_dir/FORWARD.  @return 0; -ENOENT (no forwarder); LE_ECORRUPT
  * (no valid slot: the first write was torn); -errno. */
 int le__fwd_read(const char *shard_dir, le__fwd_cursor *c);
@@ -101,6 +119,19 @@ typedef struct le__origin {
 
 /* 1 when host is 1..LE_HOST_MAX bytes of A-Z a-z 0-9 . _ - */
 int le__host_valid(const char *host, size_t len);
+/*
+ * A host's token in a NATS subject: the name with each '.' (the token
+ * separator) written as '~', which no host name holds, so that a token
+ * names exactly one host and a permission on `logs.TOKEN.>` exactly one
+ * origin.  @return its length, or 0 when out (cap bytes) is too small.
+ */
+size_t le__host_token(char *out, size_t cap, const char *host);
+/*
+ * The origin a forwarder's subject names: its last two tokens,
+ * `...HOSTTOKEN.SHARD` (SHARD decimal 0..65535, no sign or leading zero).
+ * @return 0 with host (room for LE_HOST_MAX + 1) and *shard set, or -1.
+ */
+int le__subject_origin(const char *subject, char *host, uint32_t *shard);
 /* @return bytes written to out (room for LE_ORIGIN_MAX_BYTES). */
 size_t le__origin_encode(unsigned char *out, const le__origin *o);
 /* 0 or LE_ECORRUPT. */
@@ -153,6 +184,8 @@ void le__cstore_close(le__cstore *s);
 le__cstore_origin *le__cstore_origin_get(le__cstore *s, const char *host,
                                          uint32_t shard, int create,
                                          char *errbuf, size_t cap);
+/* 1 when no new origin can be added (the limit is reached). */
+int le__cstore_full(const le__cstore *s);
 /* The message frames come from: its whole body, checked, and its Le-Pos
  * (UINT64_MAX when it has none: back-references are not followed). */
 typedef struct le__ship_body {

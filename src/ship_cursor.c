@@ -15,6 +15,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
+#include <string.h>
+#include <sys/random.h>
 
 #include "crc32c.h"
 #include "os.h"
@@ -101,6 +103,28 @@ int le__fwd_write(int fd, const le__fwd_cursor *c)
 	le__fwd_encode(slot, c);
 	int rc = le__pwrite_all(fd, slot, sizeof slot,
 	                        (c->gen % 2) ? LE_FWD_SLOT1_OFF : 0);
+	return rc < 0 ? rc : le__fdatasync(fd);
+}
+
+int le__fwd_key(int fd, uint64_t *key)
+{
+	unsigned char b[LE_FWD_KEY_BYTES];
+	ssize_t got = le__pread_full(fd, b, sizeof b, LE_FWD_KEY_OFF);
+
+	if (got == (ssize_t)sizeof b && memcmp(b, LE_FWD_KEY_MAGIC, 8) == 0 &&
+	    le__get32(b + 16) == le__crc_mask(le__crc32c_extend(0, b, 16))) {
+		*key = le__get64(b + 8);
+		return 0;
+	}
+	/* None yet, an older forwarder's file, or a torn first write: a
+	 * new key costs only the server's dropping of this restart's
+	 * resends, which the collector's fence drops instead. */
+	if (getrandom(key, sizeof *key, 0) != (ssize_t)sizeof *key)
+		return -errno;
+	memcpy(b, LE_FWD_KEY_MAGIC, 8);
+	le__put64(b + 8, *key);
+	le__put32(b + 16, le__crc_mask(le__crc32c_extend(0, b, 16)));
+	int rc = le__pwrite_all(fd, b, sizeof b, LE_FWD_KEY_OFF);
 	return rc < 0 ? rc : le__fdatasync(fd);
 }
 

@@ -69,6 +69,24 @@
 
 enum { ACT_ACK, ACT_TERM, ACT_NAK, ACT_HOLD, ACT_KEPT };
 
+/* Why a message was refused: each counted, and the token of the
+ * dead-letter subject its copy goes to (DEAD.TOKEN). */
+enum reason {
+	R_HEADERS,  /* headers missing or malformed */
+	R_BODY,     /* the body does not match its headers, a bad frame */
+	R_FORGED,   /* the headers name another origin than the subject */
+	R_ORIGINS,  /* a new origin past --max-origins */
+	R_GAP,      /* a gap claim out of bounds */
+	R_COUNT
+};
+static const char *const reason_token[R_COUNT] = {
+	"malformed", "damaged", "forged", "origin-limit", "gap-claim",
+};
+
+#define DEFAULT_DEAD "logs-dead"
+#define DEAD_HDR_MAX 512 /* bytes of a header value copied, at most */
+#define DEAD_ROOM 8192   /* headers of a dead-letter copy, at most */
+
 /* The headers of a message (docs/INTERFACES.md, "Message"). */
 struct hdrs {
 	const char *host;
@@ -106,6 +124,11 @@ struct held {
 struct col {
 	struct ship_conn conn;
 	const char *dir, *subject, *durable;
+	const char *dead;        /* --dead-letter: subject prefix */
+	const char *dead_stream; /* --dead-letter-stream */
+	char dead_stream_buf[128];
+	uint64_t dead_bytes;     /* --dead-letter-bytes: that stream's size */
+	int dead_said;           /* a failing dead-letter copy was reported */
 	uint64_t segment_bytes, fetch_bytes, ack_wait_ms, gap_wait_ms;
 	int sync, once, verbose;
 	natsConnection *nc;
@@ -134,6 +157,8 @@ struct col {
 	                                 it asked for */
 	/* counters */
 	uint64_t msgs, records, bytes, dups, rejected, held, lost, missing;
+	uint64_t refused[R_COUNT]; /* rejected, by reason */
+	uint64_t dead_copies;      /* copies in the dead-letter stream */
 };
 
 
@@ -202,20 +227,151 @@ static uint64_t stream_seq(natsMsg *m)
 	return seq;
 }
 
-static int reject(struct col *c, natsMsg *m, const struct hdrs *h,
-                  const char *why, uint64_t off)
+/* Create the dead-letter stream: file storage, its subjects DEAD.>,
+ * bounded by --dead-letter-bytes (the oldest copies go first), so a
+ * flood of bad messages costs the server a fixed amount of disk. */
+static natsStatus dead_stream_create(struct col *c)
 {
+	jsStreamConfig sc;
+	jsStreamInfo *si = NULL;
+	jsErrCode je = 0;
+	char pattern[300];
+	const char *subjects[1] = {pattern};
+
+	snprintf(pattern, sizeof pattern, "%s.>", c->dead);
+	jsStreamConfig_Init(&sc);
+	sc.Name = c->dead_stream;
+	sc.Subjects = subjects;
+	sc.SubjectsLen = 1;
+	sc.Storage = js_FileStorage;
+	sc.MaxBytes = (int64_t)c->dead_bytes;
+	sc.Discard = js_DiscardOld;
+	natsStatus s = js_AddStream(&si, c->js, &sc, NULL, &je);
+	jsStreamInfo_Destroy(si);
+	return s;
+}
+
+static void dead_hdr(natsMsg *d, const char *k, const char *v)
+{
+	char buf[DEAD_HDR_MAX + 1];
+	size_t n = strnlen(v, DEAD_HDR_MAX);
+
+	memcpy(buf, v, n); /* a sender's header may be long: cut it */
+	buf[n] = '\0';
+	natsMsgHeader_Set(d, k, buf);
+}
+
+/* The copy of refused message m for the dead-letter stream: its body
+ * (cut to what a message may carry beside the headers), the documented
+ * headers it had (each cut to DEAD_HDR_MAX bytes), and why. */
+static natsStatus dead_msg(struct col *c, natsMsg *m, enum reason r,
+                           const char *why, uint64_t sseq, natsMsg **out)
+{
+	static const char *const keep[] = {
+		"Nats-Msg-Id", "Le-Format", "Le-Host", "Le-Shard", "Le-Seq",
+		"Le-Fields", "Le-Body-Crc", "Le-Pos", "Le-Gap", "Le-Ts",
+	};
+	char subj[320], id[64];
+	int len = natsMsg_GetDataLength(m);
+	int64_t room = natsConnection_GetMaxPayload(c->nc) - DEAD_ROOM;
+
+	snprintf(subj, sizeof subj, "%s.%s", c->dead, reason_token[r]);
+	if (len > room)
+		len = room > 0 ? (int)room : 0;
+	natsStatus s = natsMsg_Create(out, subj, NULL, natsMsg_GetData(m),
+	                              len);
+	if (s != NATS_OK)
+		return s;
+	for (size_t i = 0; i < sizeof keep / sizeof keep[0]; i++) {
+		const char *v = NULL;
+		char k[40];
+		if (natsMsgHeader_Get(m, keep[i], &v) != NATS_OK || !v)
+			continue;
+		/* the original's id is the sender's word: kept, not used */
+		snprintf(k, sizeof k, "%s%s", i == 0 ? "Le-Dead-" : "",
+		         keep[i]);
+		dead_hdr(*out, k, v);
+	}
+	/* One copy per stream message, should we die before its Term. */
+	snprintf(id, sizeof id, "%s/%" PRIu64, c->conn.stream, sseq);
+	dead_hdr(*out, "Nats-Msg-Id", id);
+	dead_hdr(*out, "Le-Dead-Reason", why);
+	dead_hdr(*out, "Le-Dead-Subject", natsMsg_GetSubject(m));
+	snprintf(id, sizeof id, "%" PRIu64, sseq);
+	dead_hdr(*out, "Le-Dead-Stream-Seq", id);
+	if (len < natsMsg_GetDataLength(m)) {
+		snprintf(id, sizeof id, "%d", natsMsg_GetDataLength(m));
+		dead_hdr(*out, "Le-Dead-Body-Bytes", id);
+	}
+	return NATS_OK;
+}
+
+/* Put a copy of m in the dead-letter stream, acknowledged by it; the
+ * stream is created when missing.  @return 0, -1 (nothing there). */
+static int dead_letter(struct col *c, natsMsg *m, enum reason r,
+                       const char *why, uint64_t sseq)
+{
+	natsMsg *d = NULL;
+	jsPubAck *pa = NULL;
+	jsErrCode je = 0;
+	jsPubOptions po;
+	natsStatus s = dead_msg(c, m, r, why, sseq, &d);
+
+	jsPubOptions_Init(&po);
+	po.ExpectStream = c->dead_stream;
+	po.MaxWait = 5000;
+	if (s == NATS_OK)
+		s = js_PublishMsg(&pa, c->js, d, &po, &je);
+	jsPubAck_Destroy(pa);
+	pa = NULL;
+	if ((s == NATS_NO_RESPONDERS || je == JSStreamNotFoundErr) &&
+	    dead_stream_create(c) == NATS_OK) {
+		s = js_PublishMsg(&pa, c->js, d, &po, &je); /* once more */
+		jsPubAck_Destroy(pa);
+	}
+	natsMsg_Destroy(d);
+	if (s == NATS_OK) {
+		c->dead_copies++;
+		c->dead_said = 0;
+		return 0;
+	}
+	if (!c->dead_said++)
+		fprintf(stderr, "logengine %s: dead-letter stream %s: %s; "
+		        "refused messages are left in %s and tried again\n",
+		        CMD, c->dead_stream, *nats_GetLastError(NULL)
+		        ? nats_GetLastError(NULL) : natsStatus_GetText(s),
+		        c->conn.stream);
+	return -1;
+}
+
+/*
+ * Refuse m: say why on stderr, count it, copy it to the dead-letter
+ * stream, then terminate it (the server never sends it again) and go on
+ * with the next.  A copy that could not be made leaves m to come back
+ * after a delay (ACT_NAK): a refused message is never lost unseen.
+ */
+static int reject(struct col *c, natsMsg *m, const struct hdrs *h,
+                  enum reason r, const char *why, uint64_t off)
+{
+	char text[512];
+	uint64_t sseq = stream_seq(m);
+	int n = 0;
+
 	c->rejected++;
-	fprintf(stderr, "logengine %s: stream %s message %" PRIu64
-	        " rejected (nothing of it stored): ", CMD, c->conn.stream,
-	        stream_seq(m));
+	c->refused[r]++;
 	if (h && h->host)
-		fprintf(stderr, "host %s shard %" PRIu32 " records %" PRIu64
-		        "-%" PRIu64 ": ", h->host, h->shard, h->first, h->last);
-	if (off != UINT64_MAX)
-		fprintf(stderr, "frame at byte %" PRIu64 ": ", off);
-	fprintf(stderr, "%s\n", why);
-	return ACT_TERM;
+		n = snprintf(text, sizeof text, "host %s shard %" PRIu32
+		             " records %" PRIu64 "-%" PRIu64 ": ", h->host,
+		             h->shard, h->first, h->last);
+	if (off != UINT64_MAX && n >= 0 && (size_t)n < sizeof text)
+		n += snprintf(text + n, sizeof text - (size_t)n, "frame at byte %"
+		              PRIu64 ": ", off);
+	if (n >= 0 && (size_t)n < sizeof text)
+		snprintf(text + n, sizeof text - (size_t)n, "%s", why);
+	fprintf(stderr, "logengine %s: stream %s message %" PRIu64 " rejected "
+	        "(subject %s; nothing of it stored): %s\n", CMD,
+	        c->conn.stream, sseq, natsMsg_GetSubject(m), text);
+	return dead_letter(c, m, r, text, sseq) == 0 ? ACT_TERM : ACT_NAK;
 }
 
 /* The body against its headers.  @return 0, or ACT_TERM after reject. */
@@ -228,17 +384,17 @@ static int check_body(struct col *c, natsMsg *m, const struct hdrs *h)
 
 	if (h->gap)
 		return (len == 0 && h->gap == h->last - h->first + 1)
-		               ? 0 : reject(c, m, h, "a gap message with a body "
-		                            "or a count not its range",
-		                            UINT64_MAX);
+		               ? 0 : reject(c, m, h, R_BODY, "a gap message "
+		                            "with a body or a count not its "
+		                            "range", UINT64_MAX);
 	if (!(h->fields & LE_FIELD_CRC) &&
 	    (!h->has_crc ||
 	     h->crc != le__crc_mask(le__crc32c_extend(0, b, len))))
-		return reject(c, m, h, "body checksum (Le-Body-Crc) missing or "
-		              "wrong", UINT64_MAX);
+		return reject(c, m, h, R_BODY, "body checksum (Le-Body-Crc) "
+		              "missing or wrong", UINT64_MAX);
 	if (le__ship_check_body(b, len, h->fields, h->shard, h->first,
 	                        h->last - h->first + 1, &off, &why) < 0)
-		return reject(c, m, h, why, off);
+		return reject(c, m, h, R_BODY, why, off);
 	return 0;
 }
 
@@ -341,14 +497,37 @@ static int hole(struct col *c, le__cstore_origin *o, natsMsg *m,
 	                      first_ts(m, h), "missing from the stream");
 }
 
-/* Headers and body of m.  @return 0, ACT_TERM (rejected). */
+/* Does the origin the headers name agree with the subject's?  The
+ * subject is what the server's permissions bound to a publisher's
+ * credentials (docs/logengine.1, "Shipping across hosts"); the headers
+ * are anybody's word.  @return 0, or the refusal (reject). */
+static int check_origin(struct col *c, natsMsg *m, const struct hdrs *h)
+{
+	char host[LE_HOST_MAX + 1], why[LE_HOST_MAX + 160];
+	uint32_t shard;
+
+	if (le__subject_origin(natsMsg_GetSubject(m), host, &shard) < 0)
+		return reject(c, m, h, R_FORGED, "the subject does not end in "
+		              "HOST.SHARD (a forwarder publishes on "
+		              "PREFIX.HOSTTOKEN.SHARD)", UINT64_MAX);
+	if (strcmp(host, h->host) == 0 && shard == h->shard)
+		return 0;
+	snprintf(why, sizeof why, "the headers claim another origin than "
+	         "the subject's (host %s shard %" PRIu32 ")", host, shard);
+	return reject(c, m, h, R_FORGED, why, UINT64_MAX);
+}
+
+/* Headers, origin and body of m.  @return 0, or the refusal's act. */
 static int check(struct col *c, natsMsg *m, struct hdrs *h)
 {
 	const char *why;
+	int rc;
 
 	c->msgs++;
 	if (parse_hdrs(m, h, &why) < 0)
-		return reject(c, m, NULL, why, UINT64_MAX);
+		return reject(c, m, NULL, R_HEADERS, why, UINT64_MAX);
+	if ((rc = check_origin(c, m, h)) != 0)
+		return rc;
 	return check_body(c, m, h);
 }
 
@@ -364,6 +543,8 @@ static int place(struct col *c, natsMsg *m, const struct hdrs *h,
 
 	le__cstore_origin *o = le__cstore_origin_get(c->st, h->host, h->shard,
 	                                             1, err, sizeof err);
+	if (!o && le__cstore_full(c->st))
+		return reject(c, m, h, R_ORIGINS, err, UINT64_MAX);
 	if (!o) {
 		fprintf(stderr, "logengine %s: %s\n", CMD, err);
 		return LE_EIO;
@@ -805,10 +986,48 @@ static const char usage[] =
 	"                        waited for, once every message before the\n"
 	"                        one after them is settled, before a marker\n"
 	"                        takes their place (60000)\n"
+	"  --dead-letter PREFIX  refused messages (malformed, damaged,\n"
+	"                        forged, past --max-origins) are copied to\n"
+	"                        PREFIX.REASON with the reason, then\n"
+	"                        dropped from the stream (logs-dead)\n"
+	"  --dead-letter-stream NAME  the stream of those copies, created\n"
+	"                        if missing (STREAM_DEAD)\n"
+	"  --dead-letter-bytes N its size; the oldest copies go first (1G)\n"
 	"  --once                exit 0 when nothing is left to take\n"
 	"  --verbose             a summary on stderr at the end\n"
 	"\n"
 	"exit status: 0 ok; 1 refused by the server, store I/O error; 2 usage.\n";
+
+/* The dead-letter stream's name (STREAM_DEAD unless given) and subject
+ * prefix: tokens without wildcards, outside what the collector takes
+ * (a refused message copied where it would be fetched again would go
+ * round for ever). */
+static int dead_names(struct col *c)
+{
+	char probe[320];
+
+	if (!c->dead_stream) {
+		snprintf(c->dead_stream_buf, sizeof c->dead_stream_buf,
+		         "%.100s_DEAD", c->conn.stream);
+		c->dead_stream = c->dead_stream_buf;
+	}
+	snprintf(probe, sizeof probe, "%.256s.%s", c->dead,
+	         reason_token[R_FORGED]);
+	if (!*c->dead || strlen(c->dead) > 256 || c->dead[0] == '.' ||
+	    strpbrk(c->dead, "*> \t\r\n") || strstr(c->dead, "..") ||
+	    c->dead[strlen(c->dead) - 1] == '.')
+		return ship_usage(CMD, "--dead-letter '%s': a subject prefix "
+		                  "of tokens, no wildcard", c->dead);
+	if (ship_subject_match(c->subject, probe))
+		return ship_usage(CMD, "--dead-letter '%s' is inside --subject: "
+		                  "refused messages would be taken again",
+		                  c->dead);
+	if (strpbrk(c->dead_stream, ".*> \t\r\n/\\") ||
+	    !strcmp(c->dead_stream, c->conn.stream))
+		return ship_usage(CMD, "--dead-letter-stream '%s': a stream "
+		                  "name of its own", c->dead_stream);
+	return 0;
+}
 
 static int parse(struct col *c, int argc, char **argv)
 {
@@ -817,6 +1036,7 @@ static int parse(struct col *c, int argc, char **argv)
 		{"--fetch-bytes", &c->fetch_bytes},
 		{"--ack-wait-ms", &c->ack_wait_ms},
 		{"--gap-wait-ms", &c->gap_wait_ms},
+		{"--dead-letter-bytes", &c->dead_bytes},
 	};
 	const char *v;
 	int m;
@@ -835,7 +1055,12 @@ static int parse(struct col *c, int argc, char **argv)
 		           (m = ship_opt(CMD, argc, argv, &i, "--subject",
 		                         &c->subject)) ||
 		           (m = ship_opt(CMD, argc, argv, &i, "--durable",
-		                         &c->durable))) {
+		                         &c->durable)) ||
+		           (m = ship_opt(CMD, argc, argv, &i, "--dead-letter",
+		                         &c->dead)) ||
+		           (m = ship_opt(CMD, argc, argv, &i,
+		                         "--dead-letter-stream",
+		                         &c->dead_stream))) {
 			if (m < 0)
 				return -1;
 		} else if ((m = ship_opt(CMD, argc, argv, &i, "--sync", &v))) {
@@ -857,6 +1082,8 @@ static int parse(struct col *c, int argc, char **argv)
 	}
 	if (!c->dir)
 		return ship_usage(CMD, "%s", "missing DIR");
+	if (dead_names(c) < 0)
+		return -1;
 	if (c->segment_bytes < 4096 || c->ack_wait_ms < 100 ||
 	    c->gap_wait_ms < 2 * c->ack_wait_ms)
 		return ship_usage(CMD, "%s", "--segment-bytes is at least 4K, "
@@ -932,11 +1159,15 @@ static void summary(const struct col *c)
 {
 	fprintf(stderr, "logengine %s: %s: %" PRIu64 " messages, %" PRIu64
 	        " records (%" PRIu64 " bytes) stored, %" PRIu64 " already "
-	        "stored, %" PRIu64 " rejected, %" PRIu64 " held back, %" PRIu64
-	        " records lost before shipping, %" PRIu64 " missing from the "
-	        "stream; peak RSS %ld KiB\n", CMD, c->dir, c->msgs, c->records,
-	        c->bytes, c->dups, c->rejected, c->held, c->lost, c->missing,
-	        ship_peak_rss_kib());
+	        "stored, %" PRIu64 " rejected (", CMD, c->dir, c->msgs,
+	        c->records, c->bytes, c->dups, c->rejected);
+	for (int r = 0; r < R_COUNT; r++)
+		fprintf(stderr, "%s%" PRIu64 " %s", r ? ", " : "", c->refused[r],
+		        reason_token[r]);
+	fprintf(stderr, "; %" PRIu64 " dead-lettered), %" PRIu64 " held back, %"
+	        PRIu64 " records lost before shipping, %" PRIu64 " missing "
+	        "from the stream; peak RSS %ld KiB\n", c->dead_copies, c->held, c->lost,
+	        c->missing, ship_peak_rss_kib());
 }
 
 int cmd_collect(int argc, char **argv)
@@ -949,6 +1180,8 @@ int cmd_collect(int argc, char **argv)
 	c.conn.stream = SHIP_DEFAULT_STREAM;
 	c.subject = DEFAULT_FILTER;
 	c.durable = DEFAULT_DURABLE;
+	c.dead = DEFAULT_DEAD;
+	c.dead_bytes = 1u << 30;
 	c.segment_bytes = 64u << 20;
 	c.ack_wait_ms = DEFAULT_ACK_WAIT_MS;
 	c.gap_wait_ms = DEFAULT_GAP_WAIT_MS;

@@ -91,6 +91,7 @@ struct fshard {
 	int wd;              /* inotify watch */
 	/* cursor */
 	int cfd;             /* FORWARD, flock()ed */
+	uint64_t id_key;     /* in every Nats-Msg-Id (le__fwd_key) */
 	le__fwd_cursor cur;
 	int cur_dirty;
 	uint64_t cur_ms;     /* when last written */
@@ -399,12 +400,18 @@ static natsStatus make_msg(struct fwd *f, struct fshard *s, natsMsg **m,
                            const struct entry *e, const unsigned char *body,
                            uint32_t fields, uint64_t gap_ts)
 {
-	natsStatus st = natsMsg_Create(m, f->subject, NULL,
-	                               (const char *)body, (int)e->bytes);
+	char subj[320];
+
+	/* One subject per origin (host token, shard): the collector takes
+	 * the origin from it, and the server's permissions decide who may
+	 * publish there. */
+	snprintf(subj, sizeof subj, "%s.%" PRIu32, f->subject, s->id);
+	natsStatus st = natsMsg_Create(m, subj, NULL, (const char *)body,
+	                               (int)e->bytes);
 	if (st != NATS_OK)
 		return st;
-	set_hdr(*m, "Nats-Msg-Id", "%s/%" PRIu32 "/%" PRIu64, f->host, s->id,
-	        e->first);
+	set_hdr(*m, "Nats-Msg-Id", "%s/%" PRIu32 "/%" PRIu64 "/%016" PRIx64,
+	        f->host, s->id, e->first, s->id_key);
 	set_hdr(*m, "Le-Format", "%d", LE_SHIP_FORMAT);
 	set_hdr(*m, "Le-Host", "%s", f->host);
 	set_hdr(*m, "Le-Shard", "%" PRIu32, s->id);
@@ -895,6 +902,12 @@ static int cursor_open(struct fshard *s)
 		        CMD, path);
 		return LE_EBUSY;
 	}
+	rc = le__fwd_key(s->cfd, &s->id_key);
+	if (rc < 0) {
+		fprintf(stderr, "logengine %s: %s: message-id key: %s\n", CMD,
+		        path, le_strerror(rc));
+		return rc;
+	}
 	rc = le__fwd_read(s->dir, &s->cur);
 	if (rc < 0) {
 		/* New (or its first write torn): a cursor at 0 says a
@@ -1122,7 +1135,9 @@ static const char usage[] =
 	"  --nats URL              server(s), comma separated "
 	"(nats://127.0.0.1:4222)\n"
 	"  --stream NAME           stream (LOGS), created if missing\n"
-	"  --subject SUBJ          subject (logs.HOST)\n"
+	"  --subject SUBJ          subject, the host's token last: messages\n"
+	"                          go to SUBJ.SHARD (logs.HOST, dots in HOST\n"
+	"                          written as '~')\n"
 	"  --host NAME             origin name (the host name)\n"
 	"  --creds FILE            NATS credentials file, or\n"
 	"  --user NAME --password-file FILE\n"
@@ -1196,10 +1211,14 @@ static int parse(struct fwd *f, int argc, char **argv)
 	return 0;
 }
 
-/* Host name and subject: --host or the machine's; logs.HOST, with dots
- * (not allowed inside a subject token) made underscores. */
+/* Host name and subject: --host or the machine's; the subject is
+ * logs.HOSTTOKEN (le__host_token: dots written as '~'), or --subject,
+ * whose last token must be that token: the collector takes the origin
+ * from it.  Messages go to SUBJECT.SHARD. */
 static int names(struct fwd *f)
 {
+	char tok[LE_HOST_MAX + 1];
+
 	if (!f->host) {
 		if (gethostname(f->host_buf, sizeof f->host_buf) < 0)
 			snprintf(f->host_buf, sizeof f->host_buf, "localhost");
@@ -1212,13 +1231,20 @@ static int names(struct fwd *f)
 		        LE_HOST_MAX);
 		return -1;
 	}
+	le__host_token(tok, sizeof tok, f->host);
 	if (!f->subject) {
-		snprintf(f->subject_buf, sizeof f->subject_buf, "logs.%s",
-		         f->host);
-		for (char *p = f->subject_buf + 5; *p; p++)
-			if (*p == '.')
-				*p = '_';
+		snprintf(f->subject_buf, sizeof f->subject_buf, "logs.%s", tok);
 		f->subject = f->subject_buf;
+	}
+	const char *last = strrchr(f->subject, '.');
+	if (!last || strcmp(last + 1, tok) != 0 || strlen(f->subject) > 256 ||
+	    strpbrk(f->subject, "*> \t\r\n") || strstr(f->subject, "..") ||
+	    f->subject[0] == '.') {
+		fprintf(stderr, "logengine %s: --subject '%s': must be "
+		        "PREFIX.%s, the host's token last (the collector takes "
+		        "the origin from it; no wildcard, no empty token)\n",
+		        CMD, f->subject, tok);
+		return -1;
 	}
 	return 0;
 }
@@ -1276,8 +1302,9 @@ static int start(struct fwd *f)
 		        nats_GetLastError(NULL));
 		return SHIP_EXIT_FAIL;
 	}
-	return ship_stream(CMD, f->js, f->conn.stream, f->subject,
-	                   f->replicas,
+	char subj[320]; /* what shard 0 publishes on stands for them all */
+	snprintf(subj, sizeof subj, "%s.0", f->subject);
+	return ship_stream(CMD, f->js, f->conn.stream, subj, f->replicas,
 	                   (int64_t)(f->max_batch + LE_SHIP_HDR_ROOM), 1,
 	                   f->wake[0]);
 }

@@ -1144,7 +1144,7 @@ TEST(collector_rejects_a_message_with_one_bad_frame_whole)
 	for (int bad = 1; bad >= 0; bad--) {
 		natsMsg *m;
 		b[len - 1] ^= (unsigned char)bad; /* the third frame's payload */
-		CHECK_EQ(natsMsg_Create(&m, "logs.x", NULL, (const char *)b,
+		CHECK_EQ(natsMsg_Create(&m, "logs.x.0", NULL, (const char *)b,
 		                        (int)len), NATS_OK);
 		natsMsgHeader_Set(m, "Nats-Msg-Id", bad ? "x/0/1-bad" : "x/0/1");
 		natsMsgHeader_Set(m, "Le-Format", "1");
@@ -1173,6 +1173,154 @@ TEST(collector_rejects_a_message_with_one_bad_frame_whole)
 	}
 	CHECK_EQ(le_reader_next(x, &r), 0);
 	le_reader_close(x);
+	t_nats_stop(&n);
+	t_rmrf(base);
+}
+
+/* ---- publishers the collector cannot trust ---- */
+
+static void js_open(const t_nats *n, natsConnection **nc, jsCtx **js)
+{
+	CHECK_EQ(natsConnection_ConnectTo(nc, n->url), NATS_OK);
+	CHECK_EQ(natsConnection_JetStream(js, *nc, NULL), NATS_OK);
+}
+
+static void js_close(natsConnection *nc, jsCtx *js)
+{
+	jsCtx_Destroy(js);
+	natsConnection_Destroy(nc);
+}
+
+/* Messages in stream `name` now. */
+static uint64_t stream_msgs(jsCtx *js, const char *name)
+{
+	jsStreamInfo *si = NULL;
+	uint64_t n;
+
+	CHECK_EQ(js_GetStreamInfo(&si, js, name, NULL, NULL), NATS_OK);
+	n = si->State.Msgs;
+	jsStreamInfo_Destroy(si);
+	return n;
+}
+
+/* Lines of file p holding `what`. */
+static int count_lines(const char *p, const char *what)
+{
+	char *b = slurp(p), *l = b;
+	int k = 0;
+
+	for (char *nl; l && *l; l = nl ? nl + 1 : NULL) {
+		if ((nl = strchr(l, '\n')) != NULL)
+			*nl = '\0';
+		k += strstr(l, what) != NULL;
+	}
+	free(b);
+	return k;
+}
+
+/* A publisher allowed on the stream republishes a real host's stored
+ * message 300 times, each with another Le-Host: each copy is refused,
+ * copied to the dead-letter stream with its reason and dropped, and the
+ * real host's records, before and after, are all stored. */
+TEST(forged_origins_are_dead_lettered_and_every_real_record_stored)
+{
+	t_nats n;
+	struct wopts w = {.shards = 1};
+	natsConnection *nc;
+	jsCtx *js;
+	natsMsg *real = NULL, *dead = NULL;
+	const char **keys = NULL, *why = NULL;
+	int nkeys = 0;
+
+	setup();
+	server(&n, NULL);
+	write_log(path("src"), 2000, &w);
+	forward_once(&n, path("src"), "real");
+	js_open(&n, &nc, &js);
+	CHECK_EQ(js_GetMsg(&real, js, "LOGS", 1, NULL, NULL), NATS_OK);
+	CHECK_EQ(natsMsgHeader_Keys(real, &keys, &nkeys), NATS_OK);
+	for (int i = 0; i < 300; i++) {
+		natsMsg *m;
+		char v[32];
+		CHECK_EQ(natsMsg_Create(&m, natsMsg_GetSubject(real), NULL,
+		                        natsMsg_GetData(real),
+		                        natsMsg_GetDataLength(real)), NATS_OK);
+		for (int k = 0; k < nkeys; k++) {
+			const char *hv = NULL;
+			natsMsgHeader_Get(real, keys[k], &hv);
+			natsMsgHeader_Set(m, keys[k], hv);
+		}
+		snprintf(v, sizeof v, "fake-%d", i);
+		natsMsgHeader_Set(m, "Le-Host", v);
+		natsMsgHeader_Set(m, "Nats-Msg-Id", v);
+		CHECK_EQ(js_PublishMsg(NULL, js, m, NULL, NULL), NATS_OK);
+		natsMsg_Destroy(m);
+	}
+	free((void *)keys);
+	write_log(path("src"), 1000, &w); /* real traffic after them */
+	forward_once(&n, path("src"), "real");
+	collect_once(n.url, path("dst"));
+	CHECK_EQ(compare(path("src"), path("dst"), "real", 1), 3000);
+	CHECK_EQ(count_lines(path("col.err"), "claim another origin than the "
+	                     "subject's (host real shard 0)"), 300);
+	CHECK_EQ(origin_dir(path("dst"), "fake-0", 0), -1);
+	CHECK_EQ(stream_msgs(js, "LOGS_DEAD"), 300);
+	CHECK_EQ(js_GetMsg(&dead, js, "LOGS_DEAD", 1, NULL, NULL), NATS_OK);
+	CHECK_STR_EQ(natsMsg_GetSubject(dead), "logs-dead.forged");
+	CHECK_EQ(natsMsgHeader_Get(dead, "Le-Dead-Reason", &why), NATS_OK);
+	CHECK(strstr(why, "host fake-0 shard 0"));
+	CHECK_EQ(natsMsg_GetDataLength(dead), natsMsg_GetDataLength(real));
+	natsMsg_Destroy(dead);
+	natsMsg_Destroy(real);
+	/* Terminated: a second collector run finds nothing to refuse. */
+	collect_once(n.url, path("dst"));
+	CHECK_EQ(count_lines(path("col.err"), "rejected"), 0);
+	CHECK_EQ(stream_msgs(js, "LOGS_DEAD"), 300);
+	js_close(nc, js);
+	t_nats_stop(&n);
+	t_rmrf(base);
+}
+
+/* JetStream drops a message whose Nats-Msg-Id it saw in the last two
+ * minutes from anybody.  Ids another publisher could guess (the host,
+ * shard and first sequence alone) would let it have a host's messages
+ * dropped before they are stored. */
+TEST(message_ids_published_by_another_host_do_not_suppress_its_messages)
+{
+	t_nats n;
+	struct wopts w = {.shards = 1};
+	natsConnection *nc;
+	jsCtx *js;
+	jsStreamConfig sc;
+	const char *subj[] = {"logs.>"};
+
+	setup();
+	server(&n, NULL);
+	write_log(path("src"), 3000, &w);
+	js_open(&n, &nc, &js);
+	jsStreamConfig_Init(&sc);
+	sc.Name = "LOGS";
+	sc.Subjects = subj;
+	sc.SubjectsLen = 1;
+	CHECK_EQ(js_AddStream(NULL, js, &sc, NULL, NULL), NATS_OK);
+	for (int k = 1; k <= 3000; k++) {
+		char id[64];
+		snprintf(id, sizeof id, "real/0/%d", k);
+		natsMsg *m;
+		CHECK_EQ(natsMsg_Create(&m, "logs.evil.0", NULL, "x", 1),
+		         NATS_OK);
+		natsMsgHeader_Set(m, "Nats-Msg-Id", id);
+		CHECK_EQ(js_PublishMsg(NULL, js, m, NULL, NULL), NATS_OK);
+		natsMsg_Destroy(m);
+	}
+	CHECK_EQ(TOOL(120, path("fwd.err"), "forward", "--nats", n.url, "--host",
+	              "real", "--max-record-bytes", "1024", "--max-batch-bytes",
+	              "20000", "--once",
+	              path("src")), 0);
+	collect_once(n.url, path("dst"));
+	CHECK_EQ(compare(path("src"), path("dst"), "real", 1), 3000);
+	CHECK_EQ(count_lines(path("col.err"), "header Le-Format missing"), 3000);
+	js_close(nc, js);
 	t_nats_stop(&n);
 	t_rmrf(base);
 }
@@ -1278,7 +1426,7 @@ TEST(stream_with_conflicting_settings_is_a_clear_error)
 	CHECK_EQ(TOOL(30, path("err"), "forward", "--nats", n.url, "--host",
 	              "h", "--once", path("src")), 1);
 	CHECK(strstr(slurp(path("err")), "stream LOGS does not take subject "
-	                                 "logs.h (its subjects: other.>)"));
+	                                 "logs.h.0 (its subjects: other.>)"));
 	/* A stream whose messages are smaller than a batch. */
 	const char *subj2[] = {"small.>"};
 	sc.Name = "SMALL";
@@ -1286,7 +1434,8 @@ TEST(stream_with_conflicting_settings_is_a_clear_error)
 	sc.MaxMsgSize = 4096;
 	CHECK_EQ(js_AddStream(NULL, js, &sc, NULL, NULL), NATS_OK);
 	CHECK_EQ(TOOL(30, path("err"), "forward", "--nats", n.url, "--stream",
-	              "SMALL", "--subject", "small.h", "--once", path("src")),
+	              "SMALL", "--host", "h", "--subject", "small.h", "--once",
+	              path("src")),
 	         1);
 	CHECK(strstr(slurp(path("err")), "stream SMALL takes messages of at "
 	                                 "most 4096 bytes"));
@@ -1704,6 +1853,8 @@ int main(int argc, char **argv)
 	RUN(collector_holding_only_a_few_messages_still_waits_for_the_earlier_one);
 	RUN(collector_killed_ten_times_stores_everything_once);
 	RUN(collector_rejects_a_message_with_one_bad_frame_whole);
+	RUN(forged_origins_are_dead_lettered_and_every_real_record_stored);
+	RUN(message_ids_published_by_another_host_do_not_suppress_its_messages);
 	RUN(wrong_url_is_a_clear_error);
 	RUN(bad_credentials_are_a_clear_error);
 	RUN(stream_with_conflicting_settings_is_a_clear_error);
