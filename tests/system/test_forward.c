@@ -1639,7 +1639,7 @@ TEST(url_off_this_machine_without_tls_warns_at_start)
  * messages; the collector may create the stream and consume it with
  * its durable.  Each replies on an inbox. */
 static const char host_perms[] =
-	"{ user: %s, password: pw-%s, permissions: { publish: [ \"logs.%s\", "
+	"{ user: %s, password: pw-%s, permissions: { publish: [ "
 	"\"logs.%s.>\", \"$JS.API.STREAM.INFO.LOGS\", "
 	"\"$JS.API.STREAM.MSG.GET.LOGS\" ], subscribe: \"_INBOX.>\" } }\n";
 static const char collector_perms[] =
@@ -1648,7 +1648,8 @@ static const char collector_perms[] =
 	"\"$JS.API.CONSUMER.INFO.LOGS.logengine-collect\", "
 	"\"$JS.API.CONSUMER.DURABLE.CREATE.LOGS.logengine-collect\", "
 	"\"$JS.API.CONSUMER.MSG.NEXT.LOGS.logengine-collect\", "
-	"\"$JS.ACK.LOGS.logengine-collect.>\" ], subscribe: \"_INBOX.>\" } }\n";
+	"\"$JS.ACK.LOGS.logengine-collect.>\", \"logs-dead.>\", "
+	"\"$JS.API.STREAM.CREATE.LOGS_DEAD\" ], subscribe: \"_INBOX.>\" } }\n";
 
 /* A server whose users are the collector and hosts a and b; user u's
  * password in base/u.pw. */
@@ -1660,7 +1661,7 @@ static void auth_server(t_nats *n)
 
 	for (int i = 0; i < 2; i++)
 		len += snprintf(conf + len, sizeof conf - (size_t)len, host_perms,
-		                users[i], users[i], users[i], users[i]);
+		                users[i], users[i], users[i]);
 	len += snprintf(conf + len, sizeof conf - (size_t)len, "%s] }\n",
 	                collector_perms);
 	CHECK(len < (int)sizeof conf);
@@ -1723,6 +1724,80 @@ TEST(a_hosts_credentials_cannot_ship_as_another_host)
 	collect_as_collector(&n, path("dst"));
 	CHECK_EQ(compare(path("src-b"), path("dst"), "b", 2), 500);
 	CHECK_EQ(compare(path("src-a"), path("dst"), "a", 1), 1000);
+	t_nats_stop(&n);
+	t_rmrf(base);
+}
+
+/* Connect to n's JetStream as user u (password from base/u.pw). */
+static void js_as(const t_nats *n, const char *u, natsConnection **nc,
+                  jsCtx **js)
+{
+	natsOptions *o;
+	char pw[32];
+
+	snprintf(pw, sizeof pw, "pw-%s", u);
+	CHECK_EQ(natsOptions_Create(&o), NATS_OK);
+	CHECK_EQ(natsOptions_SetURL(o, n->url), NATS_OK);
+	CHECK_EQ(natsOptions_SetUserInfo(o, u, pw), NATS_OK);
+	CHECK_EQ(natsConnection_Connect(nc, o), NATS_OK);
+	natsOptions_Destroy(o);
+	CHECK_EQ(natsConnection_JetStream(js, *nc, NULL), NATS_OK);
+}
+
+/* Host a, with its own credentials on its own subject, publishes
+ * records 1-3 of host b's shard 0 before b ships them: the collector must
+ * refuse the claim (the subject says a), or b's own records 1-3 would
+ * come too late and be dropped as already stored. */
+TEST(a_message_claiming_another_host_on_its_own_subject_is_refused)
+{
+	t_nats n;
+	struct wopts w = {.shards = 2};
+	natsConnection *nc;
+	jsCtx *js;
+	natsMsg *m;
+	unsigned char b[1024];
+	size_t len = 0;
+	char pl[32];
+
+	setup();
+	write_log(path("src-b"), 500, &w);
+	auth_server(&n);
+	collect_as_collector(&n, path("dst")); /* creates the stream */
+	for (int i = 0; i < 3; i++) {
+		int k = snprintf(pl, sizeof pl, "forged by a %d", i);
+		len += le__frame_encode(b + len, LE_FIELD_ALL, 0, LE_INFO, 0,
+		                        (uint64_t)i + 1, 1000u + (unsigned)i, pl,
+		                        (uint32_t)k);
+	}
+	js_as(&n, "a", &nc, &js);
+	CHECK_EQ(natsMsg_Create(&m, "logs.a.0", NULL, (const char *)b,
+	                        (int)len), NATS_OK);
+	natsMsgHeader_Set(m, "Nats-Msg-Id", "b/0/1/forged");
+	natsMsgHeader_Set(m, "Le-Format", "1");
+	natsMsgHeader_Set(m, "Le-Host", "b");
+	natsMsgHeader_Set(m, "Le-Shard", "0");
+	natsMsgHeader_Set(m, "Le-Seq", "1-3");
+	natsMsgHeader_Set(m, "Le-Fields", "31");
+	CHECK_EQ(js_PublishMsg(NULL, js, m, NULL, NULL), NATS_OK);
+	natsMsg_Destroy(m);
+	/* On b's subject, the server refuses it (no PubAck comes). */
+	jsPubOptions po;
+	jsPubOptions_Init(&po);
+	po.MaxWait = 500;
+	CHECK_EQ(natsMsg_Create(&m, "logs.b.0", NULL, (const char *)b,
+	                        (int)len), NATS_OK);
+	CHECK(js_PublishMsg(NULL, js, m, &po, NULL) != NATS_OK);
+	natsMsg_Destroy(m);
+	jsCtx_Destroy(js);
+	natsConnection_Destroy(nc);
+	CHECK_EQ(TOOL(60, path("err"), "forward", "--nats", n.url, "--host",
+	              "b", "--user", "b", "--password-file", path("b.pw"),
+	              "--once", path("src-b")), 0);
+	collect_as_collector(&n, path("dst"));
+	CHECK_EQ(compare(path("src-b"), path("dst"), "b", 2), 500);
+	CHECK_EQ(count_lines(path("col.err"), "the headers claim another "
+	                     "origin than the subject's (host a shard 0)"), 1);
+	CHECK_EQ(origin_dir(path("dst"), "a", 0), -1);
 	t_nats_stop(&n);
 	t_rmrf(base);
 }
@@ -1862,6 +1937,7 @@ int main(int argc, char **argv)
 	RUN(mutual_tls_without_the_client_certificate_is_a_clear_error_not_a_hang);
 	RUN(url_off_this_machine_without_tls_warns_at_start);
 	RUN(a_hosts_credentials_cannot_ship_as_another_host);
+	RUN(a_message_claiming_another_host_on_its_own_subject_is_refused);
 	RUN(memory_is_the_same_for_a_20mb_and_a_100mb_backlog);
 	if (getenv("LE_LONG")) { /* make check-long */
 		RUN(memory_is_the_same_for_a_100mb_and_a_1gb_backlog);
