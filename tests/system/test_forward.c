@@ -1640,7 +1640,7 @@ TEST(url_off_this_machine_without_tls_warns_at_start)
  * its durable.  Each replies on an inbox. */
 static const char host_perms[] =
 	"{ user: %s, password: pw-%s, permissions: { publish: [ "
-	"\"logs.%s.>\", \"$JS.API.STREAM.INFO.LOGS\", "
+	"\"logs.%s.*\", \"$JS.API.STREAM.INFO.LOGS\", "
 	"\"$JS.API.STREAM.MSG.GET.LOGS\" ], subscribe: \"_INBOX.>\" } }\n";
 static const char collector_perms[] =
 	"{ user: collector, password: pw-collector, permissions: { publish: [ "
@@ -1780,14 +1780,23 @@ TEST(a_message_claiming_another_host_on_its_own_subject_is_refused)
 	natsMsgHeader_Set(m, "Le-Fields", "31");
 	CHECK_EQ(js_PublishMsg(NULL, js, m, NULL, NULL), NATS_OK);
 	natsMsg_Destroy(m);
-	/* On b's subject, the server refuses it (no PubAck comes). */
+	/* On b's subject, or on one that ends in b's (the collector reads
+	 * the last two tokens: "logs.a.>" would allow this one), the server
+	 * refuses it: no PubAck comes. */
 	jsPubOptions po;
 	jsPubOptions_Init(&po);
 	po.MaxWait = 500;
-	CHECK_EQ(natsMsg_Create(&m, "logs.b.0", NULL, (const char *)b,
-	                        (int)len), NATS_OK);
-	CHECK(js_PublishMsg(NULL, js, m, &po, NULL) != NATS_OK);
-	natsMsg_Destroy(m);
+	for (int i = 0; i < 2; i++) {
+		CHECK_EQ(natsMsg_Create(&m, i ? "logs.a.b.0" : "logs.b.0", NULL,
+		                        (const char *)b, (int)len), NATS_OK);
+		natsMsgHeader_Set(m, "Le-Format", "1");
+		natsMsgHeader_Set(m, "Le-Host", "b");
+		natsMsgHeader_Set(m, "Le-Shard", "0");
+		natsMsgHeader_Set(m, "Le-Seq", "1-3");
+		natsMsgHeader_Set(m, "Le-Fields", "31");
+		CHECK(js_PublishMsg(NULL, js, m, &po, NULL) != NATS_OK);
+		natsMsg_Destroy(m);
+	}
 	jsCtx_Destroy(js);
 	natsConnection_Destroy(nc);
 	CHECK_EQ(TOOL(60, path("err"), "forward", "--nats", n.url, "--host",
