@@ -1193,6 +1193,10 @@ int cmd_collect(int argc, char **argv)
 		return status > 0 ? 0 : SHIP_EXIT_USAGE;
 	if (ship_check_conn(CMD, &c.conn) < 0)
 		return SHIP_EXIT_USAGE;
+	/* Without the dead-letter permissions, refused messages stay in the
+	 * stream (dead_letter()); the others are still stored. */
+	ship_may_refuse(c.dead, ".>");
+	ship_may_refuse("$JS.API.STREAM.*.", c.dead_stream);
 	if (pipe2(c.wake, O_NONBLOCK | O_CLOEXEC) < 0) {
 		fprintf(stderr, "logengine %s: %s\n", CMD, strerror(errno));
 		return SHIP_EXIT_FAIL;

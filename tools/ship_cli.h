@@ -82,6 +82,11 @@ extern volatile sig_atomic_t ship_refused;
 /* The command's exit status: status, else SHIP_EXIT_FAIL when the server
  * refused (ship_refused), else 0. */
 int ship_exit(int status);
+/* A publish to a subject matching the pattern a + b that the server
+ * refuses is said once but does not stop the command: it copes without
+ * (collect: a refused message's dead-letter copy).  Four at most; call
+ * before ship_connect.  @return 0, -1 (no room). */
+int ship_may_refuse(const char *a, const char *b);
 
 /*
  * Connect, retrying a server that does not answer with a backoff from

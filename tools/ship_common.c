@@ -407,10 +407,45 @@ static int read_secret(const char *cmd, const char *path, char *buf,
 	return -1;
 }
 
+/* Subjects whose refused publishes the command copes with
+ * (ship_may_refuse); set before the connection, read by its thread. */
+#define SOFT_MAX 4
+static char soft[SOFT_MAX][300];
+static atomic_int soft_said[SOFT_MAX];
+
+int ship_may_refuse(const char *a, const char *b)
+{
+	for (int i = 0; i < SOFT_MAX; i++) {
+		if (soft[i][0])
+			continue;
+		snprintf(soft[i], sizeof soft[i], "%s%s", a, b);
+		return 0;
+	}
+	return -1;
+}
+
+/* The pattern (ship_may_refuse) that the subject of a refused publish
+ * matches, from the server's text ("Permissions Violation for Publish
+ * to \"SUBJ\""), or -1. */
+static int soft_refusal(const char *text)
+{
+	const char *p = text ? strstr(text, "Publish to \"") : NULL;
+	char subj[300];
+
+	if (!p || sscanf(p + 12, "%299[^\"]", subj) != 1)
+		return -1;
+	for (int i = 0; i < SOFT_MAX && soft[i][0]; i++)
+		if (ship_subject_match(soft[i], subj))
+			return i;
+	return -1;
+}
+
 /* Errors the server sends on a live connection (libnats's thread).  A
  * permission violation or a refused authorization would come again on
  * every retry: say it once, and stop the command (ship_refused), which
- * then exits 1 instead of resending for ever without a word. */
+ * then exits 1 instead of resending for ever without a word; unless the
+ * command copes without what was refused (soft_refusal), which is said
+ * once too. */
 static void on_async_error(natsConnection *nc, natsSubscription *sub,
                            natsStatus err, void *closure)
 {
@@ -423,11 +458,21 @@ static void on_async_error(natsConnection *nc, natsSubscription *sub,
 	if (err != NATS_NOT_PERMITTED && err != NATS_CONNECTION_AUTH_FAILED)
 		return;
 	natsConnection_GetLastError(nc, &text);
+	if (!text || !*text)
+		text = natsStatus_GetText(err);
+	int k = soft_refusal(text);
+	if (k >= 0 && !atomic_exchange(&soft_said[k], 1))
+		fprintf(stderr, "logengine %s: %s: the server refused: %s (the "
+		        "credentials do not allow it: see \"Shipping across "
+		        "hosts\" in logengine(1)); going on without it\n",
+		        conn_cmd, conn_shown, text);
+	if (k >= 0)
+		return;
 	if (!atomic_exchange(&said, 1))
 		fprintf(stderr, "logengine %s: %s: the server refused: %s (the "
 		        "credentials do not allow it: see \"Shipping across "
 		        "hosts\" in logengine(1)); stopping\n", conn_cmd,
-		        conn_shown, text && *text ? text : natsStatus_GetText(err));
+		        conn_shown, text);
 	ship_refused = 1;
 	ship_stop = 1;
 	if (wake_write_fd >= 0 && write(wake_write_fd, &b, 1) < 0) {

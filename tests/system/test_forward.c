@@ -1648,12 +1648,14 @@ static const char collector_perms[] =
 	"\"$JS.API.CONSUMER.INFO.LOGS.logengine-collect\", "
 	"\"$JS.API.CONSUMER.DURABLE.CREATE.LOGS.logengine-collect\", "
 	"\"$JS.API.CONSUMER.MSG.NEXT.LOGS.logengine-collect\", "
-	"\"$JS.ACK.LOGS.logengine-collect.>\", \"logs-dead.>\", "
-	"\"$JS.API.STREAM.CREATE.LOGS_DEAD\" ], subscribe: \"_INBOX.>\" } }\n";
+	"\"$JS.ACK.LOGS.logengine-collect.>\"%s ], subscribe: \"_INBOX.>\" "
+	"} }\n";
+static const char dead_perms[] =
+	", \"logs-dead.>\", \"$JS.API.STREAM.CREATE.LOGS_DEAD\"";
 
-/* A server whose users are the collector and hosts a and b; user u's
- * password in base/u.pw. */
-static void auth_server(t_nats *n)
+/* A server whose users are the collector (allowed to dead-letter when
+ * dead) and hosts a and b; user u's password in base/u.pw. */
+static void auth_server(t_nats *n, int dead)
 {
 	static const char *users[] = {"a", "b", "collector"};
 	char conf[4096], f[64];
@@ -1662,8 +1664,9 @@ static void auth_server(t_nats *n)
 	for (int i = 0; i < 2; i++)
 		len += snprintf(conf + len, sizeof conf - (size_t)len, host_perms,
 		                users[i], users[i], users[i]);
-	len += snprintf(conf + len, sizeof conf - (size_t)len, "%s] }\n",
-	                collector_perms);
+	len += snprintf(conf + len, sizeof conf - (size_t)len,
+	                collector_perms, dead ? dead_perms : "");
+	len += snprintf(conf + len, sizeof conf - (size_t)len, "] }\n");
 	CHECK(len < (int)sizeof conf);
 	for (int i = 0; i < 3; i++) {
 		snprintf(f, sizeof f, "%s.pw", users[i]);
@@ -1696,7 +1699,7 @@ TEST(a_hosts_credentials_cannot_ship_as_another_host)
 	setup();
 	write_log(path("src-a"), 1000, &w1);
 	write_log(path("src-b"), 500, &w2);
-	auth_server(&n);
+	auth_server(&n, 1);
 	collect_as_collector(&n, path("dst")); /* creates the stream */
 	/* a's credentials, b's name: the server refuses the publish; the
 	 * forwarder says so and exits (a retry would meet the same
@@ -1744,6 +1747,47 @@ static void js_as(const t_nats *n, const char *u, natsConnection **nc,
 	CHECK_EQ(natsConnection_JetStream(js, *nc, NULL), NATS_OK);
 }
 
+/* As host a, with its own credentials: publish records 1-3 claiming host
+ * b's shard 0 on a's subject (the server takes it), then on b's and on
+ * one ending in b's (it must refuse both). */
+static void publish_as_a_claiming_b(const t_nats *n)
+{
+	natsConnection *nc;
+	jsCtx *js;
+	natsMsg *m;
+	jsPubOptions po;
+	unsigned char b[1024];
+	size_t len = 0;
+	char pl[32];
+	static const char *subj[] = {"logs.a.0", "logs.b.0", "logs.a.b.0"};
+
+	for (int i = 0; i < 3; i++) {
+		int k = snprintf(pl, sizeof pl, "forged by a %d", i);
+		len += le__frame_encode(b + len, LE_FIELD_ALL, 0, LE_INFO, 0,
+		                        (uint64_t)i + 1, 1000u + (unsigned)i, pl,
+		                        (uint32_t)k);
+	}
+	js_as(n, "a", &nc, &js);
+	jsPubOptions_Init(&po);
+	po.MaxWait = 500; /* a refused publish gets no PubAck */
+	for (int i = 0; i < 3; i++) {
+		CHECK_EQ(natsMsg_Create(&m, subj[i], NULL, (const char *)b,
+		                        (int)len), NATS_OK);
+		natsMsgHeader_Set(m, "Nats-Msg-Id", subj[i]);
+		natsMsgHeader_Set(m, "Le-Format", "1");
+		natsMsgHeader_Set(m, "Le-Host", "b");
+		natsMsgHeader_Set(m, "Le-Shard", "0");
+		natsMsgHeader_Set(m, "Le-Seq", "1-3");
+		natsMsgHeader_Set(m, "Le-Fields", "31");
+		/* "logs.a.>" would allow the third: its last two tokens name
+		 * host b. */
+		CHECK_EQ(js_PublishMsg(NULL, js, m, &po, NULL) == NATS_OK, i == 0);
+		natsMsg_Destroy(m);
+	}
+	jsCtx_Destroy(js);
+	natsConnection_Destroy(nc);
+}
+
 /* Host a, with its own credentials on its own subject, publishes
  * records 1-3 of host b's shard 0 before b ships them: the collector must
  * refuse the claim (the subject says a), or b's own records 1-3 would
@@ -1752,53 +1796,12 @@ TEST(a_message_claiming_another_host_on_its_own_subject_is_refused)
 {
 	t_nats n;
 	struct wopts w = {.shards = 2};
-	natsConnection *nc;
-	jsCtx *js;
-	natsMsg *m;
-	unsigned char b[1024];
-	size_t len = 0;
-	char pl[32];
 
 	setup();
 	write_log(path("src-b"), 500, &w);
-	auth_server(&n);
+	auth_server(&n, 1);
 	collect_as_collector(&n, path("dst")); /* creates the stream */
-	for (int i = 0; i < 3; i++) {
-		int k = snprintf(pl, sizeof pl, "forged by a %d", i);
-		len += le__frame_encode(b + len, LE_FIELD_ALL, 0, LE_INFO, 0,
-		                        (uint64_t)i + 1, 1000u + (unsigned)i, pl,
-		                        (uint32_t)k);
-	}
-	js_as(&n, "a", &nc, &js);
-	CHECK_EQ(natsMsg_Create(&m, "logs.a.0", NULL, (const char *)b,
-	                        (int)len), NATS_OK);
-	natsMsgHeader_Set(m, "Nats-Msg-Id", "b/0/1/forged");
-	natsMsgHeader_Set(m, "Le-Format", "1");
-	natsMsgHeader_Set(m, "Le-Host", "b");
-	natsMsgHeader_Set(m, "Le-Shard", "0");
-	natsMsgHeader_Set(m, "Le-Seq", "1-3");
-	natsMsgHeader_Set(m, "Le-Fields", "31");
-	CHECK_EQ(js_PublishMsg(NULL, js, m, NULL, NULL), NATS_OK);
-	natsMsg_Destroy(m);
-	/* On b's subject, or on one that ends in b's (the collector reads
-	 * the last two tokens: "logs.a.>" would allow this one), the server
-	 * refuses it: no PubAck comes. */
-	jsPubOptions po;
-	jsPubOptions_Init(&po);
-	po.MaxWait = 500;
-	for (int i = 0; i < 2; i++) {
-		CHECK_EQ(natsMsg_Create(&m, i ? "logs.a.b.0" : "logs.b.0", NULL,
-		                        (const char *)b, (int)len), NATS_OK);
-		natsMsgHeader_Set(m, "Le-Format", "1");
-		natsMsgHeader_Set(m, "Le-Host", "b");
-		natsMsgHeader_Set(m, "Le-Shard", "0");
-		natsMsgHeader_Set(m, "Le-Seq", "1-3");
-		natsMsgHeader_Set(m, "Le-Fields", "31");
-		CHECK(js_PublishMsg(NULL, js, m, &po, NULL) != NATS_OK);
-		natsMsg_Destroy(m);
-	}
-	jsCtx_Destroy(js);
-	natsConnection_Destroy(nc);
+	publish_as_a_claiming_b(&n);
 	CHECK_EQ(TOOL(60, path("err"), "forward", "--nats", n.url, "--host",
 	              "b", "--user", "b", "--password-file", path("b.pw"),
 	              "--once", path("src-b")), 0);
@@ -1807,6 +1810,64 @@ TEST(a_message_claiming_another_host_on_its_own_subject_is_refused)
 	CHECK_EQ(count_lines(path("col.err"), "the headers claim another "
 	                     "origin than the subject's (host a shard 0)"), 1);
 	CHECK_EQ(origin_dir(path("dst"), "a", 0), -1);
+	t_nats_stop(&n);
+	t_rmrf(base);
+}
+
+/* Messages the collector's durable has neither delivered nor had
+ * acknowledged, read as the collector; -1 when it cannot be read. */
+static long unacked(const t_nats *n)
+{
+	natsConnection *nc;
+	jsCtx *js;
+	jsConsumerInfo *ci = NULL;
+	long v = -1;
+
+	js_as(n, "collector", &nc, &js);
+	if (js_GetConsumerInfo(&ci, js, "LOGS", "logengine-collect", NULL,
+	                       NULL) == NATS_OK)
+		v = (long)(ci->NumPending + (uint64_t)ci->NumAckPending);
+	jsConsumerInfo_Destroy(ci);
+	jsCtx_Destroy(js);
+	natsConnection_Destroy(nc);
+	return v;
+}
+
+/* A forged message the collector may not copy to the dead-letter stream
+ * (its permissions lack it) stays in the stream; the refused publish must
+ * not stop the collector, or it would stop at that message on every
+ * restart and store no other host's records again. */
+TEST(collector_not_allowed_to_dead_letter_still_stores_the_other_hosts)
+{
+	t_nats n;
+	struct wopts w = {.shards = 2};
+
+	setup();
+	write_log(path("src-b"), 500, &w);
+	auth_server(&n, 0);
+	collect_as_collector(&n, path("dst")); /* creates the stream */
+	publish_as_a_claiming_b(&n);
+	CHECK_EQ(TOOL(60, path("err"), "forward", "--nats", n.url, "--host",
+	              "b", "--user", "b", "--password-file", path("b.pw"),
+	              "--once", path("src-b")), 0);
+	pid_t c = start_tool(path("col.err"), "collect", "--nats", n.url,
+	                     "--user", "collector", "--password-file",
+	                     path("collector.pw"), "--ack-wait-ms", "2000",
+	                     "--gap-wait-ms", "10000", path("dst"),
+	                     (const char *)NULL);
+	CHECK(err_says(path("col.err"), "Publish to \"logs-dead.forged\"",
+	               10000));
+	/* Everything acknowledged but the forged message, kept for a later
+	 * copy; the collector still running. */
+	double end = t_now() + 20;
+	while (unacked(&n) != 1 && t_now() < end)
+		t_sleep_ms(50);
+	CHECK_EQ(unacked(&n), 1);
+	CHECK_EQ(waitpid(c, NULL, WNOHANG), 0);
+	kill(c, SIGTERM);
+	CHECK_EQ(t_wait(c, 30, NULL), 0);
+	CHECK(err_says(path("col.err"), "going on without it", 0));
+	CHECK_EQ(compare(path("src-b"), path("dst"), "b", 2), 500);
 	t_nats_stop(&n);
 	t_rmrf(base);
 }
@@ -1947,6 +2008,7 @@ int main(int argc, char **argv)
 	RUN(url_off_this_machine_without_tls_warns_at_start);
 	RUN(a_hosts_credentials_cannot_ship_as_another_host);
 	RUN(a_message_claiming_another_host_on_its_own_subject_is_refused);
+	RUN(collector_not_allowed_to_dead_letter_still_stores_the_other_hosts);
 	RUN(memory_is_the_same_for_a_20mb_and_a_100mb_backlog);
 	if (getenv("LE_LONG")) { /* make check-long */
 		RUN(memory_is_the_same_for_a_100mb_and_a_1gb_backlog);
