@@ -615,7 +615,9 @@ static void say_refused(const char *cmd, const struct ship_conn *c,
 {
 	const char *hint = "";
 
-	if (alert)
+	/* Alerts about our certificate, or a drop that can only be one. */
+	if (alert && (strstr(alert, "certificate") || strstr(alert, "unknown "
+	              "ca") || strstr(alert, "after the handshake")))
 		hint = c->tls_cert ? "; does the server's CA sign --tls-cert?"
 		                   : "; the server requires a client certificate "
 		                     "(--tls-cert FILE --tls-key FILE)";
@@ -632,11 +634,19 @@ static void say_refused(const char *cmd, const struct ship_conn *c,
 		        last_error(s), hint);
 }
 
-/* One try.  @return NATS_OK, a status to retry, or (*refused set) one
- * that ends it. */
+/* Dropped right after the TLS handshake this many times in a row, with
+ * no alert to read (OpenSSL's functions not found): taken as a refusal
+ * of our certificate all the same (a missing one; one the server's CA
+ * did not sign can show as an I/O error, which is retried).  A server
+ * restarting at that moment drops one try, not three. */
+#define TLS_DROPS_REFUSED 3
+
+/* One try; *drops counts the tries in a row that TLS ended so.
+ * @return NATS_OK, a status to retry, or (*refused set) one that ends
+ * it, with the server's TLS alert in alert when it sent one. */
 static natsStatus try_connect(const struct ship_conn *c, natsOptions *o,
                               natsConnection **nc, char *alert, size_t cap,
-                              int *refused)
+                              int *drops, int *refused)
 {
 	ssl_alert(NULL, 0);
 	natsStatus s = natsConnection_Connect(nc, o);
@@ -644,7 +654,11 @@ static natsStatus try_connect(const struct ship_conn *c, natsOptions *o,
 	          strstr(c->url, "tls://") != NULL;
 
 	*alert = '\0';
-	if (s != NATS_OK && tls && ssl_alert(alert, cap))
+	*drops = tls && s == NATS_PROTOCOL_ERROR ? *drops + 1 : 0;
+	if (*drops >= TLS_DROPS_REFUSED)
+		snprintf(alert, cap, "it closed the connection after the "
+		         "handshake, %d times", *drops);
+	if (s != NATS_OK && tls && (ssl_alert(alert, cap) || *alert))
 		*refused = 1;
 	else
 		*refused = s != NATS_OK && connect_refused(s);
@@ -656,7 +670,7 @@ natsConnection *ship_connect(const char *cmd, const struct ship_conn *c,
 {
 	natsConnection *nc = NULL;
 	natsOptions *o;
-	int backoff = SHIP_BACKOFF_MIN_MS, said = 0, refused;
+	int backoff = SHIP_BACKOFF_MIN_MS, said = 0, refused, drops = 0;
 	char alert[256], pw[1024];
 
 	conn_cmd = cmd;
@@ -676,7 +690,8 @@ natsConnection *ship_connect(const char *cmd, const struct ship_conn *c,
 		return NULL;
 	}
 	while (!ship_stop) {
-		s = try_connect(c, o, &nc, alert, sizeof alert, &refused);
+		s = try_connect(c, o, &nc, alert, sizeof alert, &drops,
+		                &refused);
 		if (s == NATS_OK)
 			break;
 		if (refused) {
