@@ -172,6 +172,32 @@ int ship_conn_opt(const char *cmd, int argc, char **argv, int *i,
 	return 0;
 }
 
+/* url with each "user:password@" written "user:***@": error lines end
+ * up in logs that others read. */
+static void hide_passwords(const char *url, char *out, size_t cap)
+{
+	size_t o = 0;
+
+	out[0] = '\0';
+	for (const char *p = url; o < cap;) {
+		size_t len = strcspn(p, ",");
+		const char *sl = strstr(p, "://");
+		const char *at = memchr(p, '@', len);
+		const char *pw = sl && at && sl < at
+		                 ? memchr(sl + 3, ':', (size_t)(at - sl - 3)) : NULL;
+		if (pw)
+			o += (size_t)snprintf(out + o, cap - o, "%.*s:***%.*s",
+			                      (int)(pw - p), p,
+			                      (int)(p + len - at), at);
+		else
+			o += (size_t)snprintf(out + o, cap - o, "%.*s", (int)len, p);
+		if (!p[len] || o >= cap)
+			break;
+		o += (size_t)snprintf(out + o, cap - o, ",");
+		p += len + 1;
+	}
+}
+
 /* Whether every address of res is this machine's loopback (127/8, ::1,
  * ::ffff:127.0.0.0/104): traffic to it never crosses a network. */
 static int all_loopback(const struct addrinfo *res)
@@ -203,7 +229,7 @@ static int all_loopback(const struct addrinfo *res)
 static int check_one_url(const char *cmd, const char *u, size_t len,
                          int *clear)
 {
-	char buf[512], host[256], port[16] = "4222";
+	char buf[512], shown[512], host[256], port[16] = "4222";
 	const char *p, *at, *h, *colon;
 	struct addrinfo hints, *res = NULL;
 
@@ -240,13 +266,16 @@ static int check_one_url(const char *cmd, const char *u, size_t len,
 		freeaddrinfo(res);
 	if (rc == 0 || rc == EAI_AGAIN) /* a DNS hiccup: retry later */
 		return 0;
+	hide_passwords(buf, shown, sizeof shown);
 	fprintf(stderr, "logengine %s: --nats %s: cannot resolve host '%s': "
-	        "%s\n", cmd, buf, host, gai_strerror(rc));
+	        "%s\n", cmd, shown, host, gai_strerror(rc));
 	return -1;
 bad:
-	fprintf(stderr, "logengine %s: --nats '%.*s': not a NATS URL "
+	snprintf(buf, sizeof buf, "%.*s", (int)len, u);
+	hide_passwords(buf, shown, sizeof shown);
+	fprintf(stderr, "logengine %s: --nats '%s': not a NATS URL "
 	        "(nats://HOST[:PORT] or tls://HOST[:PORT], comma separated)\n",
-	        cmd, (int)len, u);
+	        cmd, shown);
 	return -1;
 }
 
@@ -361,32 +390,6 @@ static natsStatus set_servers(natsOptions *o, const char *url)
  * says (the error handler runs on a libnats thread: set before). */
 static const char *conn_cmd = "";
 static char conn_shown[512];
-
-/* url with each "user:password@" written "user:***@": error lines end
- * up in logs that others read. */
-static void hide_passwords(const char *url, char *out, size_t cap)
-{
-	size_t o = 0;
-
-	out[0] = '\0';
-	for (const char *p = url; o < cap;) {
-		size_t len = strcspn(p, ",");
-		const char *sl = strstr(p, "://");
-		const char *at = memchr(p, '@', len);
-		const char *pw = sl && at && sl < at
-		                 ? memchr(sl + 3, ':', (size_t)(at - sl - 3)) : NULL;
-		if (pw)
-			o += (size_t)snprintf(out + o, cap - o, "%.*s:***%.*s",
-			                      (int)(pw - p), p,
-			                      (int)(p + len - at), at);
-		else
-			o += (size_t)snprintf(out + o, cap - o, "%.*s", (int)len, p);
-		if (!p[len] || o >= cap)
-			break;
-		o += (size_t)snprintf(out + o, cap - o, ",");
-		p += len + 1;
-	}
-}
 
 /* The first line of path into buf (without its line end).  @return 0,
  * or -1 after a message. */

@@ -1349,10 +1349,12 @@ TEST(wrong_url_is_a_clear_error)
 	              "--once", path("src")), 2);
 	CHECK(strstr(slurp(path("err")), "not a NATS URL"));
 	CHECK_EQ(TOOL(30, path("err"), "forward", "--nats",
-	              "nats://no-such-host.invalid:4222", "--once", path("src")),
+	              "nats://u:secret@no-such-host.invalid:4222", "--once",
+	              path("src")),
 	         2);
 	CHECK(strstr(slurp(path("err")), "cannot resolve host "
 	                                 "'no-such-host.invalid'"));
+	CHECK(!strstr(slurp(path("err")), "secret"));
 	CHECK_EQ(TOOL(30, path("err"), "collect", "--nats", "nats://:x",
 	              "--once", path("dst")), 2);
 	untouched(path("src"), 100);
