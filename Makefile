@@ -136,7 +136,7 @@ MHD_HAVE = pkg-config --exists libmicrohttpd 2>/dev/null
 TOOL_CFLAGS = $$($(NATS_HAVE) || echo -DLE_NO_NATS) \
               $$($(MHD_HAVE) && echo -DLE_HAVE_MHD $$(pkg-config --cflags libmicrohttpd))
 TOOL_LIBS = $$($(NATS_HAVE) && echo -lnats) \
-            $$($(MHD_HAVE) && pkg-config --libs libmicrohttpd)
+            $$($(MHD_HAVE) && pkg-config --libs libmicrohttpd && echo -lcrypt)
 
 $(BUILD)/obj/tools/%.o: tools/%.c $(FEATURES) $(wildcard tools/*.h) include/logengine.h $(wildcard src/*.h)
 	@mkdir -p $(dir $@)
@@ -366,7 +366,7 @@ uninstall:
 # Shipping to NATS JetStream, measured (perf/forward-bench.c; needs
 # nats-server and libnats: deps nats).  FORWARD_FLAGS=--quick for a short run.
 FORWARD_FLAGS ?=
-$(BUILD)/forward-bench: perf/forward-bench.c tests/system/natsrv.h $(LIB_INT)
+$(BUILD)/forward-bench: perf/forward-bench.c perf/ship_bench.h tests/system/natsrv.h $(LIB_INT)
 	$(CC) $(BASEFLAGS) $(CFLAGS) -Itests/system -o $@ $< $(LIB_INT) -lnats $(LDLIBS)
 
 .PHONY: bench-forward deps-nats
@@ -376,6 +376,19 @@ deps-nats:
 bench-forward: deps-nats
 	$(MAKE) all $(BUILD)/forward-bench
 	LE_CLI=$(BUILD)/logengine $(BUILD)/forward-bench $(FORWARD_FLAGS)
+
+# Many forwarders into one cluster and one collector, every record checked
+# (perf/many-hosts.c; docs/BENCHMARKS.md, "Many hosts").  HOSTS_FLAGS=
+# "--hosts 8 --records 2000 --runs 1" for a short run, --shards N, --live
+# for the collector running alongside the forwarders.
+HOSTS_FLAGS ?=
+$(BUILD)/many-hosts: perf/many-hosts.c perf/ship_bench.h tests/system/natsrv.h $(LIB_INT)
+	$(CC) $(BASEFLAGS) $(CFLAGS) -Itests/system -o $@ $< $(LIB_INT) -lnats $(LDLIBS)
+
+.PHONY: bench-hosts
+bench-hosts: deps-nats
+	$(MAKE) all $(BUILD)/many-hosts
+	LE_CLI=$(BUILD)/logengine $(BUILD)/many-hosts $(HOSTS_FLAGS)
 
 # Fuzz targets (libFuzzer): rules in tests/fuzz/fuzz.mk.
 -include tests/fuzz/fuzz.mk

@@ -47,6 +47,7 @@
 #include "logengine.h"
 #include "natsrv.h"
 #include "segment.h"
+#include "ship_bench.h"
 
 #define PAYLOAD 128
 #define BATCH (256u << 10)
@@ -83,11 +84,6 @@ static double srv_cpu(void)
 	for (int i = 0; i < nsrv; i++)
 		c += t_proc_cpu(srv_pid[i]);
 	return c;
-}
-
-static double tv(struct timeval t)
-{
-	return (double)t.tv_sec + (double)t.tv_usec / 1e6;
 }
 
 /* ---- the backlog ---- */
@@ -273,40 +269,12 @@ static int run_json(const char *url, const char *dir, const char *subj)
 	return rc;
 }
 
-/* The stream that takes plain's and json's messages (a new cluster may
- * refuse one of several replicas until its peers know each other: tried
- * again for up to 30 s). */
+/* The stream that takes plain's and json's messages. */
 static int make_stream(const char *url, const char *name, const char *a,
                        const char *b, int replicas)
 {
-	natsConnection *nc = NULL;
-	jsCtx *js = NULL;
-	jsStreamConfig sc;
 	const char *subj[2] = {a, b};
-	int rc = -1;
-
-	if (natsConnection_ConnectTo(&nc, url) == NATS_OK &&
-	    natsConnection_JetStream(&js, nc, NULL) == NATS_OK) {
-		jsStreamConfig_Init(&sc);
-		sc.Name = name;
-		sc.Subjects = subj;
-		sc.SubjectsLen = 2;
-		sc.Storage = js_FileStorage;
-		sc.Replicas = replicas;
-		for (int i = 0; i < 60 && rc < 0; i++) {
-			jsErrCode je = 0;
-			rc = js_AddStream(NULL, js, &sc, NULL, &je) == NATS_OK
-			             ? 0 : -1;
-			if (rc < 0 && i == 59)
-				fprintf(stderr, "forward-bench: stream %s: %s\n",
-				        name, nats_GetLastError(NULL));
-			if (rc < 0)
-				t_sleep_ms(500);
-		}
-	}
-	jsCtx_Destroy(js);
-	natsConnection_Destroy(nc);
-	return rc;
+	return sb_make_stream(url, name, subj, 2, replicas);
 }
 
 /* ---- children ---- */
@@ -328,7 +296,7 @@ static void measure(struct run *x, pid_t pid, double t0)
 
 	x->status = t_wait(pid, 1800, &ru);
 	x->secs = t_now() - t0;
-	x->cpu = tv(ru.ru_utime) + tv(ru.ru_stime);
+	x->cpu = sb_tv(ru.ru_utime) + sb_tv(ru.ru_stime);
 	x->srv_cpu = nsrv ? srv_cpu() - srv0 : -1;
 	x->rss_kib = ru.ru_maxrss;
 }
@@ -367,7 +335,7 @@ static void json_pipeline(struct run *x, const char *url, const char *dir,
 	close(p[1]);
 	int st = t_wait(cat, 1800, &ru);
 	measure(x, pub, t0);
-	x->cpu += tv(ru.ru_utime) + tv(ru.ru_stime);
+	x->cpu += sb_tv(ru.ru_utime) + sb_tv(ru.ru_stime);
 	if (ru.ru_maxrss > x->rss_kib)
 		x->rss_kib = ru.ru_maxrss;
 	if (st)
@@ -440,32 +408,6 @@ static double rss_mib(const struct run *x)
 	return x->rss_kib / 1024.0;
 }
 
-static int cmp_d(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-	return (x > y) - (x < y);
-}
-
-/* Median, min and max of v[0..n). */
-struct m3 {
-	double med, lo, hi;
-};
-
-static struct m3 m3_of(const double *v, int n)
-{
-	double s[MAXROUNDS];
-	struct m3 m = {0, 0, 0};
-
-	if (n <= 0)
-		return m;
-	memcpy(s, v, (size_t)n * sizeof *s);
-	qsort(s, (size_t)n, sizeof *s, cmp_d);
-	m.med = n % 2 ? s[n / 2] : (s[n / 2 - 1] + s[n / 2]) / 2;
-	m.lo = s[0];
-	m.hi = s[n - 1];
-	return m;
-}
-
 /* One metric of kind k over the rounds. */
 static struct m3 metric(struct run (*r)[NKIND], int n, int k,
                         double (*f)(const struct run *))
@@ -495,21 +437,6 @@ static double bound(const struct run *x)
 	double c = x->cpu + (x->srv_cpu > 0 ? x->srv_cpu : 0);
 	return c > 0 ? (double)x->records * (double)sysconf(_SC_NPROCESSORS_ONLN)
 	                       / c : 0;
-}
-
-static void md_m3(FILE *md, struct m3 m, const char *fmt)
-{
-	char a[32], b[32], c[32];
-	snprintf(a, sizeof a, fmt, m.med);
-	snprintf(b, sizeof b, fmt, m.lo);
-	snprintf(c, sizeof c, fmt, m.hi);
-	fprintf(md, " %s (%s-%s) |", a, b, c);
-}
-
-static void js_m3(FILE *js, const char *key, struct m3 m, int comma)
-{
-	fprintf(js, "%s\"%s\":{\"median\":%.4g,\"min\":%.4g,\"max\":%.4g}",
-	        comma ? "," : "", key, m.med, m.lo, m.hi);
 }
 
 static const char *met(double got, double want)
@@ -624,19 +551,11 @@ static void report(struct run (*r)[NKIND], int n, long records,
 
 /* ---- one round ---- */
 
-static void sh(const char *fmt, const char *a, const char *b)
-{
-	char cmd[1200];
-	snprintf(cmd, sizeof cmd, fmt, a, b);
-	if (system(cmd) != 0)
-		fprintf(stderr, "forward-bench: failed: %s\n", cmd);
-}
-
 static void forward_run(struct run *x, const char *url, const char *src,
                         const char *host, const char *batch,
                         const char *replicas)
 {
-	sh("rm -f '%s'/shard-*/FORWARD%s", src, "");
+	sb_sh("rm -f '%s'/shard-*/FORWARD%s", src, "");
 	tool_run(x, "forward", "--nats", url, "--host", host, "--once",
 	         "--replicas", replicas, "--max-batch-bytes", batch, src,
 	         (char *)NULL);
@@ -659,7 +578,7 @@ static int round_single(struct run *r, int i, const char *src)
 	srv_pid[0] = one.pid;
 	nsrv = 1;
 	snprintf(host, sizeof host, "bench%d", i);
-	snprintf(subj, sizeof subj, "logs.%s", host);
+	snprintf(subj, sizeof subj, "logs.%s.>", host);
 	for (int j = 0; j < 2; j++) {
 		if ((i + j) % 2 == 0)
 			child(&r[R_PLAIN], "plain", one.url, src, "plain.h");
@@ -678,7 +597,7 @@ static int round_single(struct run *r, int i, const char *src)
 	         dst, (char *)NULL);
 	t_nats_stop(&one);
 	nsrv = 0;
-	sh("rm -rf '%s' '%s'/dst*", one.dir, base);
+	sb_sh("rm -rf '%s' '%s'/dst*", one.dir, base);
 	child(&r[R_SCAN], "scan", "-", src, "-");
 	tool_run(&r[R_ENCODE], "cat", "-o", "json", src, (char *)NULL);
 	return 0;
@@ -711,7 +630,7 @@ static int round_cluster(struct run *r, int i, const char *src,
 	nsrv = 0;
 	for (int k = 0; k < 3; k++) {
 		t_nats_stop(&three[k]);
-		sh("rm -rf '%s'%s", three[k].dir, "");
+		sb_sh("rm -rf '%s'%s", three[k].dir, "");
 	}
 	return rc;
 }
@@ -763,7 +682,7 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	snprintf(src, sizeof src, "%s/src", base);
-	sh("mkdir -p '%s'%s", out, "");
+	sb_sh("mkdir -p '%s'%s", out, "");
 	if (write_backlog(src, records) < 0) {
 		fprintf(stderr, "forward-bench: writing the backlog failed\n");
 		return 2;
@@ -785,7 +704,7 @@ int main(int argc, char **argv)
 	}
 	report(r, rounds, records, out);
 	/* The runs' stderr (summaries, anything that went wrong) stay. */
-	sh("cp '%s'/*.err '%s'/ 2>/dev/null; true", base, out);
-	sh("rm -rf '%s'%s", base, "");
+	sb_sh("cp '%s'/*.err '%s'/ 2>/dev/null; true", base, out);
+	sb_sh("rm -rf '%s'%s", base, "");
 	return 0;
 }

@@ -19,6 +19,16 @@
  *        ^                        |  ^          gap, damage at open)
  *        |                        v  |
  *      open(): next_seq from the last segment's valid end
+ *
+ * Gap claims.  A marker (le__cstore_gap) claims records first..last will
+ * not come; it never makes the store drop those that do.  Each origin
+ * (its chain) keeps the claimed records that have not come as a set of
+ * ranges, and a second shard directory, its late directory (ORIGIN kind
+ * LE_ORIGIN_LATE), takes those that come: one run per segment, runs in
+ * no order.  Both are read back at open (the markers at the start of the
+ * chain's segments, the late directory's runs), so after a crash a
+ * redelivered message finds its late records stored and stores nothing
+ * twice.  Late records are synced and acknowledged like the others.
  */
 #define _GNU_SOURCE
 #include "ship.h"
@@ -96,30 +106,35 @@ int le__subject_origin(const char *subject, char *host, uint32_t *shard)
 
 size_t le__origin_encode(unsigned char *out, const le__origin *o)
 {
-	size_t n = strlen(o->host);
+	size_t n = strlen(o->host), h = o->kind == LE_ORIGIN_CHAIN ? 16 : 20;
 
 	memcpy(out, LE_ORIGIN_MAGIC, 8);
-	le__put16(out + 8, LE_ORIGIN_VERSION);
+	le__put16(out + 8, h == 16 ? 1 : 2);
 	le__put16(out + 10, (uint16_t)n);
 	le__put32(out + 12, o->shard);
-	memcpy(out + 16, o->host, n);
-	le__put32(out + 16 + n,
-	          le__crc_mask(le__crc32c_extend(0, out, 16 + n)));
-	return 16 + n + 4;
+	if (h == 20)
+		le__put32(out + 16, o->kind);
+	memcpy(out + h, o->host, n);
+	le__put32(out + h + n,
+	          le__crc_mask(le__crc32c_extend(0, out, h + n)));
+	return h + n + 4;
 }
 
 int le__origin_decode(const unsigned char *in, size_t len, le__origin *o)
 {
-	if (len < 20 || memcmp(in, LE_ORIGIN_MAGIC, 8) != 0 ||
-	    le__get16(in + 8) != LE_ORIGIN_VERSION)
+	if (len < 20 || memcmp(in, LE_ORIGIN_MAGIC, 8) != 0)
 		return LE_ECORRUPT;
-	size_t n = le__get16(in + 10);
-	if (len < 16 + n + 4 ||
-	    le__get32(in + 16 + n) !=
-	            le__crc_mask(le__crc32c_extend(0, in, 16 + n)) ||
-	    !le__host_valid((const char *)in + 16, n))
+	unsigned v = le__get16(in + 8);
+	size_t n = le__get16(in + 10), h = v == 1 ? 16 : 20;
+	if ((v != 1 && v != 2) || len < h + n + 4 ||
+	    le__get32(in + h + n) !=
+	            le__crc_mask(le__crc32c_extend(0, in, h + n)) ||
+	    !le__host_valid((const char *)in + h, n))
 		return LE_ECORRUPT;
-	memcpy(o->host, in + 16, n);
+	o->kind = v == 1 ? LE_ORIGIN_CHAIN : le__get32(in + 16);
+	if (o->kind != LE_ORIGIN_CHAIN && o->kind != LE_ORIGIN_LATE)
+		return LE_ECORRUPT;
+	memcpy(o->host, in + h, n);
 	o->host[n] = '\0';
 	o->shard = le__get32(in + 12);
 	return 0;
@@ -132,6 +147,24 @@ int le__origin_read(const char *shard_dir, le__origin *o)
 	                            sizeof buf);
 
 	return got < 0 ? (int)got : le__origin_decode(buf, (size_t)got, o);
+}
+
+uint64_t le__gap_marker_count(const unsigned char *p, size_t len)
+{
+	static const char *const whys[] = {" records " LE_GAP_LOST,
+	                                   " records " LE_GAP_MISSING};
+	uint64_t n = 0;
+	size_t i = 0;
+
+	while (i < len && i < 19 && p[i] >= '0' && p[i] <= '9')
+		n = n * 10 + (uint64_t)(p[i++] - '0');
+	if (i == 0 || n == 0 || n > LE_SHIP_SEQ_MAX || p[0] == '0')
+		return 0;
+	for (size_t k = 0; k < 2; k++)
+		if (len - i == strlen(whys[k]) &&
+		    memcmp(p + i, whys[k], len - i) == 0)
+			return n;
+	return 0;
 }
 
 /* Write shard_dir/ORIGIN whole or not at all: a temporary file, synced,
@@ -218,6 +251,121 @@ size_t le__ship_body_skip(const unsigned char *body, size_t len,
 	return off < len ? off : len;
 }
 
+/* ---- gap claims: sorted, disjoint ranges of sequences, bounded ---- */
+
+struct rng {
+	uint64_t lo, hi; /* inclusive */
+	uint64_t before; /* a claim read back at open: the index of the chain
+	                    segment before its marker, whose end is still to
+	                    be checked against lo (0: checked) */
+};
+
+struct rset {
+	struct rng *r; /* n of cap, ascending */
+	size_t n, cap;
+};
+
+/* Room for one more range at index i (ranges from i on move up).  At
+ * LE_CLAIM_RANGES the lowest range is forgotten (*forgotten counts its
+ * records): the one at r[0], or the new one when it would be r[0].
+ * @return the index the new range goes to (i, or i - 1 when r[0] went),
+ * -2 when the new one is to be forgotten, -1 out of memory. */
+static long rset_open(struct rset *rs, size_t i, uint64_t *forgotten)
+{
+	if (rs->n == LE_CLAIM_RANGES) {
+		if (i == 0)
+			return -2;
+		*forgotten += rs->r[0].hi - rs->r[0].lo + 1;
+		memmove(rs->r, rs->r + 1, --rs->n * sizeof rs->r[0]);
+		i--;
+	}
+	if (rs->n == rs->cap) {
+		size_t nc = rs->cap ? 2 * rs->cap : 8;
+		struct rng *nr = realloc(rs->r, nc * sizeof *nr);
+		if (!nr)
+			return -1;
+		rs->r = nr;
+		rs->cap = nc;
+	}
+	memmove(rs->r + i + 1, rs->r + i, (rs->n - i) * sizeof rs->r[0]);
+	rs->n++;
+	return (long)i;
+}
+
+/* Add lo..hi (before: as struct rng says), which meets no range of the
+ * set.  @return 0, LE_ENOMEM. */
+static int rset_add(struct rset *rs, uint64_t lo, uint64_t hi,
+                    uint64_t before, uint64_t *forgotten)
+{
+	size_t i = rs->n;
+
+	while (i > 0 && rs->r[i - 1].lo > hi)
+		i--;
+	long at = rset_open(rs, i, forgotten);
+	if (at == -1)
+		return LE_ENOMEM;
+	if (at == -2)
+		*forgotten += hi - lo + 1;
+	else
+		rs->r[at] = (struct rng){lo, hi, before};
+	return 0;
+}
+
+/* Take lo..hi out of the set.  @return 0, LE_ENOMEM (nothing changed). */
+static int rset_cut(struct rset *rs, uint64_t lo, uint64_t hi,
+                    uint64_t *forgotten)
+{
+	for (size_t i = 0; i < rs->n; i++) {
+		struct rng *g = &rs->r[i];
+		if (g->hi < lo || g->lo > hi)
+			continue;
+		if (g->lo < lo && g->hi > hi) { /* split in two */
+			if (rs->n == LE_CLAIM_RANGES && i == 0) {
+				/* no room for both halves: the lower goes */
+				*forgotten += lo - g->lo;
+				g->lo = hi + 1;
+				return 0;
+			}
+			struct rng right = {hi + 1, g->hi, g->before};
+			g->hi = lo - 1;
+			/* A full set forgets r[0], not g (i > 0); a
+			 * failed allocation leaves g where it was. */
+			long at = rset_open(rs, i + 1, forgotten);
+			if (at == -1) {
+				g->hi = right.hi;
+				return LE_ENOMEM;
+			}
+			rs->r[at] = right;
+			return 0;
+		}
+		if (g->lo < lo) {
+			g->hi = lo - 1;
+		} else if (g->hi > hi) {
+			g->lo = hi + 1;
+		} else {
+			memmove(g, g + 1, (--rs->n - i) * sizeof *g);
+			i--;
+		}
+	}
+	return 0;
+}
+
+/* The lowest part of the set inside lo..hi, as *a..*b.  @return the
+ * index of its range, or -1 when none is. */
+static long rset_first(const struct rset *rs, uint64_t lo, uint64_t hi,
+                       uint64_t *a, uint64_t *b)
+{
+	for (size_t i = 0; i < rs->n; i++) {
+		const struct rng *g = &rs->r[i];
+		if (g->hi < lo || g->lo > hi)
+			continue;
+		*a = g->lo > lo ? g->lo : lo;
+		*b = g->hi < hi ? g->hi : hi;
+		return (long)i;
+	}
+	return -1;
+}
+
 /* ---- the store ---- */
 
 struct org {
@@ -231,6 +379,10 @@ struct org {
 	int fresh;              /* the next append starts a new segment */
 	int dirty;              /* written since the last sync */
 	int dir_dirty;          /* a segment was created since the last sync */
+	/* A chain: the records of its gap claims that have not come, and
+	 * its late directory (NULL until looked up: le__cstore_late). */
+	struct rset open;
+	struct org *late;
 };
 
 struct le__cstore {
@@ -252,6 +404,10 @@ struct le__cstore {
 };
 
 #define ERR(...) snprintf(errbuf, cap, __VA_ARGS__)
+
+static struct org *origin_get(le__cstore *s, const char *host,
+                              uint32_t shard, uint32_t kind, int create,
+                              char *errbuf, size_t cap);
 
 static int lock_dir(le__cstore *s, char *errbuf, size_t cap)
 {
@@ -402,6 +558,138 @@ static int load_shard(le__cstore *s, uint32_t shard, char *errbuf,
 	return LE_ECORRUPT;
 }
 
+/* Segment `index` of o: its base sequence, the count of the collector's
+ * gap marker it starts with (*marker; 0: none), and with end != NULL the
+ * sequence after its last valid frame (the whole segment is read).
+ * @return 0, 1 when its header does not decode, < 0. */
+static int seg_look(const struct org *o, uint64_t index, uint64_t *base,
+                    uint64_t *marker, uint64_t *end)
+{
+	char path[LE_PATH_MAX];
+	le__scan sc;
+	le__frame f;
+	const char *why;
+	uint64_t bytes;
+
+	le__seg_path(path, sizeof path, o->dir, index);
+	int rc = le__scan_open(&sc, path, o->pub.o.shard, &why);
+	if (rc == LE_ECORRUPT || rc == LE_EVERSION)
+		return 1;
+	if (rc < 0)
+		return rc;
+	*base = sc.hdr.base_seq;
+	*marker = 0;
+	rc = le__scan_next(&sc, &f, &why);
+	if (rc == LE_FRAME_OK && (f.flags & LE_REC_MARKER) && f.seq == *base)
+		*marker = le__gap_marker_count(f.payload, f.len);
+	while (end && rc == LE_FRAME_OK) {
+		int64_t k = le__scan_many(&sc, UINT64_MAX, &bytes);
+		rc = k > 0 ? LE_FRAME_OK : k < 0 ? (int)k
+		                                 : le__scan_next(&sc, &f, &why);
+	}
+	if (end)
+		*end = sc.next_seq;
+	le__scan_close(&sc);
+	return rc < 0 ? rc : 0;
+}
+
+/*
+ * o's gap claims, from its chain: each segment that starts with a
+ * collector's marker (sequence = its base, text "N records ...") claims
+ * base - N + 1 .. base, and never what a claim before it did.  Where the
+ * segment before it ends is checked when a record of the claim comes
+ * (claim_check): it costs reading that segment, which most claims never
+ * need.
+ */
+static int claims_of_chain(struct org *o, const uint64_t *segs, size_t n)
+{
+	uint64_t base, mark, floor = 1;
+
+	for (size_t i = 0; i < n; i++) {
+		int rc = seg_look(o, segs[i], &base, &mark, NULL);
+		if (rc < 0)
+			return rc;
+		if (rc == 1 || !mark || mark > base)
+			continue;
+		uint64_t first = base - mark + 1;
+		if (floor > first)
+			first = floor;
+		if (first > base)
+			continue;
+		/* The first segment has none before: the origin begins. */
+		rc = rset_add(&o->open, first, base, i ? segs[i - 1] : 0,
+		              &o->pub.forgotten);
+		if (rc < 0)
+			return rc;
+		floor = base + 1;
+	}
+	return 0;
+}
+
+/* Claim r[i] was read back at open: cut from it what the chain segment
+ * before its marker holds.  A marker's count that reaches into stored
+ * records (a record of the origin's own that reads like a marker) claims
+ * none of them: the chain's records are stored, whatever a frame says. */
+static int claim_check(struct org *o, size_t i)
+{
+	uint64_t base, mark, end, lo = o->open.r[i].lo;
+	uint64_t before = o->open.r[i].before;
+
+	/* The parts of the claim (split by late runs) are checked at once,
+	 * from the lowest. */
+	for (size_t k = 0; k < o->open.n; k++) {
+		struct rng *g = &o->open.r[k];
+		if (g->before != before)
+			continue;
+		lo = g->lo < lo ? g->lo : lo;
+		g->before = 0;
+	}
+	int rc = seg_look(o, before, &base, &mark, &end);
+	if (rc != 0 || end <= lo)
+		return rc < 0 ? rc : 0; /* 1: damaged, the count stands */
+	return rset_cut(&o->open, lo, end - 1, &o->pub.forgotten);
+}
+
+/* What of o's claims its late directory l holds already: each segment
+ * a run from its base to its valid end. */
+static int claims_came(struct org *o, struct org *l)
+{
+	uint64_t *segs, base, mark, end;
+	size_t n;
+	int rc = le__seg_list(l->dir, &segs, &n);
+
+	if (rc < 0)
+		return rc;
+	for (size_t i = 0; rc >= 0 && i < n; i++) {
+		rc = seg_look(l, segs[i], &base, &mark, &end);
+		if (rc == 0 && end > base)
+			rc = rset_cut(&o->open, base, end - 1, &o->pub.forgotten);
+	}
+	free(segs);
+	return rc < 0 ? rc : 0;
+}
+
+/* Rebuild chain o's open claims from the store, and find its late
+ * directory. */
+static int org_claims(le__cstore *s, struct org *o, char *errbuf, size_t cap)
+{
+	uint64_t *segs;
+	size_t n;
+	int rc = le__seg_list(o->dir, &segs, &n);
+
+	if (rc == 0) {
+		rc = claims_of_chain(o, segs, n);
+		free(segs);
+	}
+	o->late = origin_get(s, o->pub.o.host, o->pub.o.shard, LE_ORIGIN_LATE,
+	                     0, errbuf, cap);
+	if (rc == 0 && o->late)
+		rc = claims_came(o, o->late);
+	if (rc < 0)
+		ERR("%s: gap claims: %s", o->dir, le_strerror(rc));
+	return rc;
+}
+
 int le__cstore_open(le__cstore **out, const char *dir,
                     const le__cstore_opts *opts, char *errbuf, size_t cap)
 {
@@ -428,6 +716,9 @@ int le__cstore_open(le__cstore **out, const char *dir,
 	for (size_t i = 0; i < n && rc >= 0; i++)
 		rc = load_shard(s, shards[i], errbuf, cap);
 	free(shards);
+	for (size_t i = 0; i < s->n && rc >= 0; i++)
+		if (s->org[i]->pub.o.kind == LE_ORIGIN_CHAIN)
+			rc = org_claims(s, s->org[i], errbuf, cap);
 	if (rc < 0)
 		goto fail;
 	*out = s;
@@ -445,6 +736,7 @@ void le__cstore_close(le__cstore *s)
 	for (size_t i = 0; i < s->n; i++) {
 		if (s->org[i]->fd >= 0)
 			le__close(s->org[i]->fd);
+		free(s->org[i]->open.r);
 		free(s->org[i]);
 	}
 	free(s->stage);
@@ -459,9 +751,10 @@ int le__cstore_full(const le__cstore *s)
 	return s->n >= LE_MAX_SHARDS;
 }
 
-le__cstore_origin *le__cstore_origin_get(le__cstore *s, const char *host,
-                                         uint32_t shard, int create,
-                                         char *errbuf, size_t cap)
+/* le__cstore_origin_get for a shard directory of kind `kind`. */
+static struct org *origin_get(le__cstore *s, const char *host,
+                              uint32_t shard, uint32_t kind, int create,
+                              char *errbuf, size_t cap)
 {
 	le__origin or;
 	struct org *o;
@@ -469,8 +762,9 @@ le__cstore_origin *le__cstore_origin_get(le__cstore *s, const char *host,
 
 	for (size_t i = 0; i < s->n; i++)
 		if (s->org[i]->pub.o.shard == shard &&
+		    s->org[i]->pub.o.kind == kind &&
 		    strcmp(s->org[i]->pub.o.host, host) == 0)
-			return &s->org[i]->pub;
+			return s->org[i];
 	if (!create)
 		return NULL;
 	while (d < LE_MAX_SHARDS && s->taken[d])
@@ -482,6 +776,7 @@ le__cstore_origin *le__cstore_origin_get(le__cstore *s, const char *host,
 	}
 	snprintf(or.host, sizeof or.host, "%s", host);
 	or.shard = shard;
+	or.kind = kind;
 	if (org_add(s, d, &or, &o) < 0) {
 		ERR("out of memory");
 		return NULL;
@@ -500,7 +795,16 @@ le__cstore_origin *le__cstore_origin_get(le__cstore *s, const char *host,
 		free(s->org[--s->n]);
 		return NULL;
 	}
-	return &o->pub;
+	return o;
+}
+
+le__cstore_origin *le__cstore_origin_get(le__cstore *s, const char *host,
+                                         uint32_t shard, int create,
+                                         char *errbuf, size_t cap)
+{
+	struct org *o = origin_get(s, host, shard, LE_ORIGIN_CHAIN, create,
+	                           errbuf, cap);
+	return o ? &o->pub : NULL;
 }
 
 /* Seal o's open segment: synced when the store syncs, then closed. */
@@ -753,6 +1057,61 @@ int le__cstore_gap(le__cstore *s, le__cstore_origin *po, uint32_t fields,
 	o->seg_len += flen;
 	o->seg_frames++;
 	o->pub.next_seq = last + 1;
+	return rset_add(&o->open, first, last, 0, &o->pub.forgotten);
+}
+
+/* Records a .. b of the frames (len bytes of records first ..) to o's
+ * late directory, in a new segment unless they continue its last one,
+ * and out of o's claims. */
+static int late_put(le__cstore *s, struct org *o, uint64_t a, uint64_t b,
+                    uint64_t first, const unsigned char *frames, size_t len,
+                    const le__ship_body *from, le__late *out)
+{
+	if (!o->late)
+		o->late = origin_get(s, o->pub.o.host, o->pub.o.shard,
+		                     LE_ORIGIN_LATE, 1, out->err,
+		                     sizeof out->err);
+	if (!o->late)
+		return LE_EIO;
+	struct org *l = o->late;
+	size_t off = le__ship_body_skip(frames, len, a - first);
+	size_t end = le__ship_body_skip(frames, len, b + 1 - first);
+	/* A segment's frames are consecutive: a run that does not go on
+	 * from the last one starts a segment of its own. */
+	if (l->pub.next_seq != a)
+		l->fresh = 1;
+	l->pub.next_seq = a;
+	int rc = le__cstore_append(s, &l->pub, from->fields, frames + off,
+	                           end - off, b - a + 1, from);
+	return rc < 0 ? rc : rset_cut(&o->open, a, b, &o->pub.forgotten);
+}
+
+int le__cstore_late(le__cstore *s, le__cstore_origin *po, uint64_t first,
+                    const unsigned char *frames, size_t len, uint64_t count,
+                    const le__ship_body *from, le__late *out)
+{
+	struct org *o = (struct org *)po;
+	uint64_t a, b, lo = first, hi = first + count - 1;
+	long i;
+	int rc;
+
+	memset(out, 0, sizeof *out);
+	while (count && lo <= hi &&
+	       (i = rset_first(&o->open, lo, hi, &a, &b)) >= 0) {
+		if (o->open.r[i].before) {
+			if ((rc = claim_check(o, (size_t)i)) < 0)
+				return rc;
+			continue; /* what is left of it, looked at again */
+		}
+		rc = late_put(s, o, a, b, first, frames, len, from, out);
+		if (rc < 0)
+			return rc;
+		if (!out->n)
+			out->lo = a;
+		out->hi = b;
+		out->n += b - a + 1;
+		lo = b + 1; /* b < hi <= LE_SHIP_SEQ_MAX: no wrap */
+	}
 	return 0;
 }
 

@@ -50,6 +50,8 @@ struct cursor {
 	                        origin's in a collector's store */
 	char *host;          /* a collector's store: the origin host (from
 	                        ORIGIN, ship.h), owned; NULL: a local shard */
+	int late;            /* a collector's late records: its segments
+	                        are runs that need not continue each other */
 	char *dir;           /* DIR/shard-NNN, owned */
 	char *path;          /* current segment path, owned; path_cap bytes */
 	size_t path_cap;

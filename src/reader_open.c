@@ -63,6 +63,7 @@ static int origin_init(struct cursor *c)
 		return 0; /* none (or unreadable): a local shard */
 	c->host = strdup(o.host);
 	c->seg_shard = o.shard;
+	c->late = o.kind == LE_ORIGIN_LATE;
 	return c->host ? 0 : LE_ENOMEM;
 }
 

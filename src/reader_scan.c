@@ -11,7 +11,7 @@
  *   torn tail (*)    shard ends       LE_ECORRUPT  shard ends      shard ends
  *   other damage     LE_ECORRUPT      LE_ECORRUPT  shard ends      resync
  *   zero-filled tail segment ends     LE_ECORRUPT  segment ends    segment ends
- *   sequence gap     go on            LE_ECORRUPT  shard ends      go on
+ *   sequence gap(***) go on           LE_ECORRUPT  shard ends      go on
  *   bad seg header   LE_ECORRUPT      LE_ECORRUPT  shard ends      skip file
  *   deleted (**)     go on            go on        go on           go on
  *
@@ -20,6 +20,8 @@
  *   (**) segments retention or vacuum deleted before the reader got to
  *       them: the oldest ones, so a jump in segment indexes up to the
  *       oldest segment left, or a file gone between listing and opening.
+ *   (***) not one where a collector's marker says how many records are
+ *       missing and why, nor between a collector's late runs (ship.h).
  *
  * An error returned by le_reader_next is sticky: every later call returns
  * it again, since the cursor that failed has no defined position.
@@ -36,6 +38,7 @@
 #include "os.h"
 #include "reader.h"
 #include "seg_zst.h"
+#include "ship.h"
 
 /* ---- problems ---- */
 
@@ -140,14 +143,43 @@ static int header_damage(le_reader *r, struct cursor *c, const char *why,
 	return 0;
 }
 
+/* Does the open segment of a collector's store begin with the marker
+ * the collector wrote for the records expect .. base (it takes base, the
+ * last of them, and says how many)?  Then the hole before it is recorded,
+ * not lost.  @return 1 yes, 0 no, 2 not known yet: followed, the segment
+ * is the newest and its first frame not (all) written. */
+static int gap_marked(le_reader *r, struct cursor *c, uint64_t base)
+{
+	le__frame f;
+	const char *why;
+
+	if (!c->host || base <= c->expect)
+		return 0;
+	int rc = le__scan_peek(&c->scan, &f, &why);
+	if (rc != LE_FRAME_OK)
+		return r->follow && is_last_seg(c) &&
+		       (rc == LE_FRAME_END || rc == LE_FRAME_SHORT) ? 2 : 0;
+	return (f.flags & LE_REC_MARKER) && f.seq == base &&
+	       le__gap_marker_count(f.payload, f.len) == base - c->expect + 1;
+}
+
 /* A segment just opened: does it continue the one before?  A hole where
  * deleted segments were (retention and vacuum take the oldest, so the
- * segments between are older than any left) is not damage. */
+ * segments between are older than any left) is not damage, nor one a
+ * collector's marker stands for, nor any in a collector's late records
+ * (runs in no chain). */
 static int check_chain(le_reader *r, struct cursor *c)
 {
 	uint64_t base = c->scan.hdr.base_seq, idx = c->segs[c->iseg];
 
-	if (!c->chain || base == c->expect)
+	if (!c->chain || base == c->expect || c->late)
+		return 0;
+	int marked = gap_marked(r, c, base);
+	if (marked == 2) { /* opened again when more is written */
+		le__rd_seg_close(c);
+		c->idle = 1;
+	}
+	if (marked)
 		return 0;
 	if (base > c->expect &&
 	    (c->deleted || (idx > c->prev_index + 1 && idx <= c->oldest))) {
@@ -216,7 +248,8 @@ int le__rd_seg_open(le_reader *r, struct cursor *c)
 		                           "match the file name", 0, 0);
 	}
 	rc = check_chain(r, c);
-	c->deleted = 0;
+	if (c->open) /* else it is opened again, and checked again, later */
+		c->deleted = 0;
 	return rc;
 }
 

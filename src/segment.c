@@ -391,6 +391,14 @@ static int peek(le__scan *s, uint64_t off, le__frame *f, const char **why)
 	return LE_FRAME_OK;
 }
 
+int le__scan_peek(le__scan *s, le__frame *f, const char **why)
+{
+	int rc = peek(s, s->off, f, why);
+	if (rc == LE_FRAME_OK && !(s->hdr.fields & LE_FIELD_SEQUENCE))
+		f->seq = s->next_seq;
+	return rc;
+}
+
 int le__scan_next(le__scan *s, le__frame *f, const char **why)
 {
 	int rc = peek(s, s->off, f, why);

@@ -81,6 +81,11 @@ int le__all_zero(int fd, uint64_t off, uint64_t len);
  * wrong at s->off and nothing moved.  A negative return is an I/O error. */
 int le__scan_next(le__scan *s, le__frame *f, const char **why);
 
+/* The frame at s->off, as le__scan_next would decode it but without
+ * moving (its sequence not checked against s->next_seq): a look at what
+ * comes next.  *f is valid until the next call. */
+int le__scan_peek(le__scan *s, le__frame *f, const char **why);
+
 /*
  * Take the run of whole, valid frames from s->off on (le__frames_check:
  * CRCs checked several at a time), at most max_bytes of them and what one

@@ -8,12 +8,12 @@
  *
  *   FORWARD slot (64 bytes, at 0 and 512)      ORIGIN
  *     0  8  magic "LOGENGFW"                     0  8  magic "LOGENGOR"
- *     8  8  generation                           8  2  version (1)
+ *     8  8  generation                           8  2  version (1 or 2)
  *    16  8  next sequence                       10  2  host length n
  *    24  8  segment index (hint)                12  4  origin shard
- *    32  8  frame offset (hint)                 16  n  host
- *    40  8  records reported lost            16+n  4  masked CRC32C
- *    48  8  written at, ns
+ *    32  8  frame offset (hint)                 16  4  kind (version 2)
+ *    40  8  records reported lost             h=16/20  n  host
+ *    48  8  written at, ns                      h+n  4  masked CRC32C
  *    56  4  shard
  *    60  4  masked CRC32C of 0..59
  */
@@ -39,10 +39,33 @@
 #define LE_FWD_KEY_BYTES 20
 
 #define LE_ORIGIN_MAGIC "LOGENGOR"
-#define LE_ORIGIN_VERSION 1
+#define LE_ORIGIN_VERSION 2 /* the newest; a chain's ORIGIN is written as 1 */
 #define LE_ORIGIN_NAME "ORIGIN"
 #define LE_HOST_MAX 253 /* longest host name (a DNS name's limit) */
-#define LE_ORIGIN_MAX_BYTES (16 + LE_HOST_MAX + 4)
+#define LE_ORIGIN_MAX_BYTES (20 + LE_HOST_MAX + 4)
+
+/* What an origin's shard directory of a collector's store holds. */
+enum {
+	LE_ORIGIN_CHAIN = 0, /* its records in sequence, gaps marked */
+	LE_ORIGIN_LATE = 1   /* records that came inside a gap claim after
+	                        its marker: consecutive runs, one or more
+	                        segments each, in no chain */
+};
+
+/* The largest sequence number a message may name (Le-Seq): far above
+ * what an origin writes in its life (a million records a second for
+ * 146,000 years), far below where sums of sequences overflow. */
+#define LE_SHIP_SEQ_MAX (UINT64_C(1) << 62)
+/* A gap claim's time (Le-Ts) is refused below this (2001-09-09, ns) or
+ * more than LE_GAP_TS_AHEAD_NS ahead of the collector's clock. */
+#define LE_GAP_TS_MIN UINT64_C(1000000000000000000)
+#define LE_GAP_TS_AHEAD_NS (UINT64_C(86400) * 1000000000u)
+/* What the collector's gap markers say after "N records ". */
+#define LE_GAP_LOST "lost before shipping"
+#define LE_GAP_MISSING "missing from the stream"
+/* Open gap claims (ranges of records claimed lost and not come) an origin
+ * keeps track of, at most; past it the lowest range is forgotten. */
+#define LE_CLAIM_RANGES 4096
 
 /* Message format version (header Le-Format) and what headers may take on
  * top of a body of --max-batch-bytes. */
@@ -115,6 +138,7 @@ int le__ship_done(const char *shard_dir, uint64_t index);
 typedef struct le__origin {
 	char host[LE_HOST_MAX + 1];
 	uint32_t shard;
+	uint32_t kind; /* LE_ORIGIN_CHAIN or LE_ORIGIN_LATE */
 } le__origin;
 
 /* 1 when host is 1..LE_HOST_MAX bytes of A-Z a-z 0-9 . _ - */
@@ -128,16 +152,24 @@ int le__host_valid(const char *host, size_t len);
 size_t le__host_token(char *out, size_t cap, const char *host);
 /*
  * The origin a forwarder's subject names: its last two tokens,
- * `...HOSTTOKEN.SHARD` (SHARD decimal 0..65535, no sign or leading zero).
+ * `...HOSTTOKEN.SHARD` (SHARD decimal 0..65535, no sign or leading zero);
+ * the caller checks the subject has the tokens its filter allows.
  * @return 0 with host (room for LE_HOST_MAX + 1) and *shard set, or -1.
  */
 int le__subject_origin(const char *subject, char *host, uint32_t *shard);
-/* @return bytes written to out (room for LE_ORIGIN_MAX_BYTES). */
+/* Version 1 for a chain (what collectors before version 2 read), 2 for
+ * another kind.  @return bytes written to out (room for
+ * LE_ORIGIN_MAX_BYTES). */
 size_t le__origin_encode(unsigned char *out, const le__origin *o);
-/* 0 or LE_ECORRUPT. */
+/* Either version (1: a chain).  @return 0 or LE_ECORRUPT (also an
+ * unknown kind). */
 int le__origin_decode(const unsigned char *in, size_t len, le__origin *o);
 /* shard_dir/ORIGIN.  @return 0, -ENOENT, LE_ECORRUPT, -errno. */
 int le__origin_read(const char *shard_dir, le__origin *o);
+/* N when the len bytes at p are a collector's gap marker text, "N records
+ * " LE_GAP_LOST or LE_GAP_MISSING with N from 1 to LE_SHIP_SEQ_MAX; else
+ * 0. */
+uint64_t le__gap_marker_count(const unsigned char *p, size_t len);
 
 /*
  * Check a message body: exactly `count` frames of field set `fields`,
@@ -170,6 +202,9 @@ typedef struct le__cstore_origin {
 	                        yet) */
 	uint64_t stored;     /* records stored since open */
 	uint64_t hole_since; /* mono ms: the hole counts since (0: none) */
+	uint64_t forgotten;  /* claimed records no longer tracked (past
+	                        LE_CLAIM_RANGES): if they come, they are
+	                        taken as already stored */
 } le__cstore_origin;
 
 /* Open (or create) a collector store: lock DIR, read every ORIGIN, find the
@@ -204,10 +239,30 @@ int le__cstore_append(le__cstore *s, le__cstore_origin *o, uint32_t fields,
                       uint64_t count, const le__ship_body *from);
 /* Store a marker for records first .. last, which will never come (text
  * "N records <why>", time ts), in a new segment: the marker takes
- * sequence `last`.  @return 0 or -errno. */
+ * sequence `last`.  first must be o->next_seq.  first .. last become a gap
+ * claim of the origin: records of it that come later are stored by
+ * le__cstore_late.  @return 0 or -errno. */
 int le__cstore_gap(le__cstore *s, le__cstore_origin *o, uint32_t fields,
                    uint64_t first, uint64_t last, uint64_t ts,
                    const char *why);
+/* What le__cstore_late stored: how many records, the lowest and highest
+ * of them, and why it failed. */
+typedef struct le__late {
+	uint64_t n, lo, hi;
+	char err[256];
+} le__late;
+/*
+ * Checked frames (len bytes, of field set from->fields) of records first
+ * .. first + count - 1, part of message `from`, all below o->next_seq:
+ * those inside a gap claim of o and not stored yet go to o's late
+ * directory (LE_ORIGIN_LATE, created when first needed), each run of them
+ * in segments of its own, and leave the claim; the rest are already
+ * stored.  @return 0 (out says what was stored), or < 0 (out->err says
+ * why, or is empty for an I/O error).
+ */
+int le__cstore_late(le__cstore *s, le__cstore_origin *o, uint64_t first,
+                    const unsigned char *frames, size_t len, uint64_t count,
+                    const le__ship_body *from, le__late *out);
 /* fdatasync every segment written since the last call (when opts.sync).
  * @return 0 or -errno. */
 int le__cstore_sync(le__cstore *s);

@@ -11,8 +11,13 @@
  * What a message's range [first, last] is against the origin's next
  * expected sequence E (from the store itself, so a restart knows it):
  *
- *   last < E            already stored (a redelivery, a resend): ack
- *   first <= E <= last  store E..last: ack
+ *   last < E            already stored (a redelivery, a resend): ack;
+ *                       but records a marker claimed were lost (a gap
+ *                       claim) and that come now are stored, in the
+ *                       origin's late directory ("gap claim
+ *                       contradicted"): a marker never erases a record
+ *   first <= E <= last  store E..last (and, as above, what of first..E-1
+ *                       a claim holds): ack
  *   first > E           a hole: another message is still to come (the
  *                       forwarder resends what failed, and a killed
  *                       collector's unacknowledged messages come back
@@ -124,6 +129,9 @@ struct held {
 struct col {
 	struct ship_conn conn;
 	const char *dir, *subject, *durable;
+	int subject_tokens;      /* of a message's subject: --subject's
+	                            tokens before its '>', then HOSTTOKEN
+	                            and SHARD */
 	const char *dead;        /* --dead-letter: subject prefix */
 	const char *dead_stream; /* --dead-letter-stream */
 	char dead_stream_buf[128];
@@ -159,6 +167,7 @@ struct col {
 	uint64_t msgs, records, bytes, dups, rejected, held, lost, missing;
 	uint64_t refused[R_COUNT]; /* rejected, by reason */
 	uint64_t dead_copies;      /* copies in the dead-letter stream */
+	uint64_t contradicted; /* records stored inside a gap claim */
 };
 
 
@@ -193,6 +202,9 @@ static int parse_hdrs(natsMsg *m, struct hdrs *h, const char **why)
 	    sscanf(seq, "%" SCNu64 "-%" SCNu64, &h->first, &h->last) != 2 ||
 	    h->first == 0 || h->last < h->first)
 		return *why = "header Le-Seq missing or not FIRST-LAST", -1;
+	if (h->last > LE_SHIP_SEQ_MAX)
+		return *why = "header Le-Seq beyond 2^62, the largest sequence an "
+		              "origin may have", -1;
 	if (hdr_u64(m, "Le-Fields", &v, 1) < 0 || (v & ~(uint64_t)LE_FIELD_ALL))
 		return *why = "header Le-Fields missing or unknown bits", -1;
 	h->fields = (uint32_t)v;
@@ -237,9 +249,18 @@ static natsStatus dead_stream_create(struct col *c)
 	jsErrCode je = 0;
 	char pattern[300];
 	const char *subjects[1] = {pattern};
+	int replicas = 1;
 
+	/* As many replicas as the stream it takes from: a copy is as safe
+	 * as the message it replaces. */
+	if (js_GetStreamInfo(&si, c->js, c->conn.stream, NULL, &je) ==
+	    NATS_OK && si->Config->Replicas > 0)
+		replicas = (int)si->Config->Replicas;
+	jsStreamInfo_Destroy(si);
+	si = NULL;
 	snprintf(pattern, sizeof pattern, "%s.>", c->dead);
 	jsStreamConfig_Init(&sc);
+	sc.Replicas = replicas;
 	sc.Name = c->dead_stream;
 	sc.Subjects = subjects;
 	sc.SubjectsLen = 1;
@@ -374,6 +395,26 @@ static int reject(struct col *c, natsMsg *m, const struct hdrs *h,
 	return dead_letter(c, m, r, text, sseq) == 0 ? ACT_TERM : ACT_NAK;
 }
 
+/* A gap message: no body, a count that is its range, and a time that
+ * can be a record's (its marker gets it).  @return 0, or ACT_TERM after
+ * reject. */
+static int check_gap(struct col *c, natsMsg *m, const struct hdrs *h,
+                     size_t len)
+{
+	if (len != 0 || h->gap != h->last - h->first + 1)
+		return reject(c, m, h, R_GAP, "a gap message with a body or a "
+		              "count not its range", UINT64_MAX);
+	if (h->ts < LE_GAP_TS_MIN)
+		return reject(c, m, h, R_GAP, "a gap message without a time "
+		              "(Le-Ts missing, 0, or before 2001-09-09)",
+		              UINT64_MAX);
+	if (h->ts > le__now_ns() + LE_GAP_TS_AHEAD_NS)
+		return reject(c, m, h, R_GAP, "a gap message dated more than a "
+		              "day ahead of this host's clock (Le-Ts)",
+		              UINT64_MAX);
+	return 0;
+}
+
 /* The body against its headers.  @return 0, or ACT_TERM after reject. */
 static int check_body(struct col *c, natsMsg *m, const struct hdrs *h)
 {
@@ -383,10 +424,7 @@ static int check_body(struct col *c, natsMsg *m, const struct hdrs *h)
 	const char *why;
 
 	if (h->gap)
-		return (len == 0 && h->gap == h->last - h->first + 1)
-		               ? 0 : reject(c, m, h, R_BODY, "a gap message "
-		                            "with a body or a count not its "
-		                            "range", UINT64_MAX);
+		return check_gap(c, m, h, len);
 	if (!(h->fields & LE_FIELD_CRC) &&
 	    (!h->has_crc ||
 	     h->crc != le__crc_mask(le__crc32c_extend(0, b, len))))
@@ -494,7 +532,49 @@ static int hole(struct col *c, le__cstore_origin *o, natsMsg *m,
 	        h->shard, o->next_seq, h->first - 1, c->gap_wait_ms);
 	c->missing += h->first - o->next_seq;
 	return le__cstore_gap(c->st, o, h->fields, o->next_seq, h->first - 1,
-	                      first_ts(m, h), "missing from the stream");
+	                      first_ts(m, h), LE_GAP_MISSING);
+}
+
+/* The records of checked message m below o->next_seq: those a gap claim
+ * said were lost are stored now, the rest are already stored.  A gap
+ * message brings none.  @return 1 some were stored, 0 none, < 0 when the
+ * store failed. */
+static int late(struct col *c, le__cstore_origin *o, natsMsg *m,
+                const struct hdrs *h)
+{
+	const unsigned char *b = (const unsigned char *)natsMsg_GetData(m);
+	size_t len = (size_t)natsMsg_GetDataLength(m);
+	uint64_t top = h->last < o->next_seq ? h->last : o->next_seq - 1;
+	le__ship_body from = {b, len, h->pos, h->fields};
+	le__late out;
+
+	if (h->gap)
+		return 0;
+	int rc = le__cstore_late(c->st, o, h->first, b, len,
+	                         top - h->first + 1, &from, &out);
+	if (rc < 0) {
+		if (out.err[0])
+			fprintf(stderr, "logengine %s: %s\n", CMD, out.err);
+		return rc;
+	}
+	if (!out.n)
+		return 0;
+	c->contradicted += out.n;
+	c->records += out.n;
+	fprintf(stderr, "logengine %s: host %s shard %" PRIu32 ": records %"
+	        PRIu64 "-%" PRIu64 " came after a marker said they were lost: "
+	        "%" PRIu64 " stored (gap claim contradicted)\n", CMD, h->host,
+	        h->shard, out.lo, out.hi, out.n);
+	return 1;
+}
+
+static int tokens(const char *subject)
+{
+	int n = 1;
+
+	for (const char *p = subject; *p; p++)
+		n += *p == '.';
+	return n;
 }
 
 /* Does the origin the headers name agree with the subject's?  The
@@ -506,10 +586,13 @@ static int check_origin(struct col *c, natsMsg *m, const struct hdrs *h)
 	char host[LE_HOST_MAX + 1], why[LE_HOST_MAX + 160];
 	uint32_t shard;
 
-	if (le__subject_origin(natsMsg_GetSubject(m), host, &shard) < 0)
-		return reject(c, m, h, R_FORGED, "the subject does not end in "
-		              "HOST.SHARD (a forwarder publishes on "
-		              "PREFIX.HOSTTOKEN.SHARD)", UINT64_MAX);
+	const char *subj = natsMsg_GetSubject(m);
+
+	if (tokens(subj) != c->subject_tokens ||
+	    le__subject_origin(subj, host, &shard) < 0)
+		return reject(c, m, h, R_FORGED, "the subject is not "
+		              "PREFIX.HOSTTOKEN.SHARD (a forwarder's, PREFIX "
+		              "what --subject takes)", UINT64_MAX);
 	if (strcmp(host, h->host) == 0 && shard == h->shard)
 		return 0;
 	snprintf(why, sizeof why, "the headers claim another origin than "
@@ -551,8 +634,12 @@ static int place(struct col *c, natsMsg *m, const struct hdrs *h,
 	}
 	if (o->next_seq == 0)
 		o->next_seq = 1; /* a forwarder starts every origin at 1 */
+	/* A marker never stands for records that do come. */
+	rc = h->first < o->next_seq ? late(c, o, m, h) : 0;
+	if (rc < 0)
+		return rc;
 	if (h->last < o->next_seq) {
-		c->dups++;
+		c->dups += rc == 0;
 		return ACT_ACK;
 	}
 	if (h->first > o->next_seq) {
@@ -566,7 +653,7 @@ static int place(struct col *c, natsMsg *m, const struct hdrs *h,
 	if (h->gap) {
 		c->lost += n;
 		rc = le__cstore_gap(c->st, o, h->fields, o->next_seq, h->last,
-		                    h->ts, "lost before shipping");
+		                    h->ts, LE_GAP_LOST);
 	} else {
 		const unsigned char *b = (const unsigned char *)natsMsg_GetData(m);
 		size_t len = (size_t)natsMsg_GetDataLength(m);
@@ -1084,6 +1171,20 @@ static int parse(struct col *c, int argc, char **argv)
 		return ship_usage(CMD, "%s", "missing DIR");
 	if (dead_names(c) < 0)
 		return -1;
+	/* A subject the filter takes names its origin in the two tokens
+	 * after the filter's fixed ones: with logs.>, logs.A.0 is host A's
+	 * shard 0, and logs.A.B.0 (which a permission on logs.A.> lets A
+	 * publish) is refused rather than read as host B's. */
+	size_t fl = strlen(c->subject);
+	if (!strcmp(c->subject, ">"))
+		c->subject_tokens = 2;
+	else if (fl > 2 && !strcmp(c->subject + fl - 2, ".>"))
+		c->subject_tokens = tokens(c->subject) + 1;
+	else
+		c->subject_tokens = tokens(c->subject);
+	if (c->subject_tokens < 2)
+		return ship_usage(CMD, "--subject '%s': a forwarder's subjects "
+		                  "end in HOSTTOKEN.SHARD (logs.>)", c->subject);
 	if (c->segment_bytes < 4096 || c->ack_wait_ms < 100 ||
 	    c->gap_wait_ms < 2 * c->ack_wait_ms)
 		return ship_usage(CMD, "%s", "--segment-bytes is at least 4K, "
@@ -1166,8 +1267,10 @@ static void summary(const struct col *c)
 		        reason_token[r]);
 	fprintf(stderr, "; %" PRIu64 " dead-lettered), %" PRIu64 " held back, %"
 	        PRIu64 " records lost before shipping, %" PRIu64 " missing "
-	        "from the stream; peak RSS %ld KiB\n", c->dead_copies, c->held, c->lost,
-	        c->missing, ship_peak_rss_kib());
+	        "from the stream, %" PRIu64 " records came inside a gap claim "
+	        "(gap claim contradicted); peak RSS %ld KiB\n", c->dead_copies,
+	        c->held, c->lost, c->missing, c->contradicted,
+	        ship_peak_rss_kib());
 }
 
 int cmd_collect(int argc, char **argv)

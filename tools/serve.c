@@ -1,7 +1,9 @@
 /*
  * serve.c -- `logengine serve [--listen ADDR:PORT] [--listen-any]
- * [--max-clients N] DIR...`: the live pages of running engines over HTTP
- * (libmicrohttpd), loopback only unless told otherwise.
+ * [--max-clients N] [--max-connections N] [--max-per-ip N]
+ * [--request-timeout S] [--tls-cert FILE --tls-key FILE]
+ * [--basic-auth-file FILE] DIR...`: the live pages of running engines over
+ * HTTP (libmicrohttpd), loopback only unless told otherwise.
  *
  *   GET /metrics   Prometheus text exposition (format 0.0.4), read from
  *                  the live pages at each scrape
@@ -11,34 +13,57 @@
  *   GET /tail      the newest records the frames carried, for a page
  *                  that has just loaded
  *
- * Threads: libmicrohttpd's, one per connection (capped), and the frame
- * builder, which builds each frame once, whatever the number of clients:
+ * Threads: libmicrohttpd's one epoll loop, which holds every connection
+ * (thousands cost a few KiB each, not a thread each); the frame builder,
+ * which builds each frame once, whatever the number of clients; and the
+ * reaper, which cuts connections past their deadline:
  *
  *   builder --(every second)--> frame (refcounted) --> latest
  *                                                        |
- *   /events client: waits for a frame newer than the one it sent,
- *   takes a reference, sends it, drops it
+ *   /events client: takes a reference to a frame newer than the one it
+ *   sent and sends it; with none, it is suspended until the builder
+ *   publishes the next one and resumes every suspended client
  *
  * A client holds at most one frame: one that reads slowly sends the
  * latest frame when it is done with the one it has, and the frames it
  * never saw are counted (skipped), never queued for it.  Clients past
  * --max-clients get 503 (counted); a client that stops reading is cut
- * when libmicrohttpd's 30 s timeout passes without progress; every
- * /events disconnection is counted.  All of it is in /metrics.
+ * when 30 s pass without progress; every /events disconnection is
+ * counted.  All of it is in /metrics.
+ *
+ * Connections (one struct conn each, from libmicrohttpd's connect to its
+ * close notice) are in one of three states:
+ *
+ *   WAIT   --(request head complete)-->  REPLY  --(reply sent)--> WAIT
+ *          --(GET /events)----------->  STREAM (until it closes)
+ *
+ * A WAIT connection (no request yet, or idle between two) is cut
+ * --request-timeout seconds after it entered WAIT, however it trickles:
+ * libmicrohttpd's own timeout restarts at every byte, which a slowloris
+ * client defeats.  A REPLY is cut after REPLY_S.  When a new connection
+ * makes more than --max-connections (or more than --max-per-ip from its
+ * address), the oldest WAIT connection (then the oldest REPLY) is cut to
+ * make room: a new connection is always served, and what an attacker
+ * holds open only ever costs it its own oldest connections.
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
+#include <crypt.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <netinet/in.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -49,11 +74,24 @@
 
 static const char serve_usage[] =
 	"usage: logengine serve [--listen ADDR:PORT] [--listen-any]\n"
-	"                       [--max-clients N] DIR...\n"
+	"                       [--max-clients N] [--max-connections N]\n"
+	"                       [--max-per-ip N] [--request-timeout S]\n"
+	"                       [--tls-cert FILE --tls-key FILE]\n"
+	"                       [--basic-auth-file FILE] DIR...\n"
 	"  --listen ADDR:PORT  where to listen (default 127.0.0.1:9470; port 0:\n"
 	"                      any free port, printed at start)\n"
 	"  --listen-any        allow an address that is not loopback\n"
 	"  --max-clients N     /events streams at once (default 16)\n"
+	"  --max-connections N connections held at once (default 4096); past\n"
+	"                      it, a new one cuts the oldest waiting one\n"
+	"  --max-per-ip N      connections held from one address (default 0:\n"
+	"                      no limit but --max-connections)\n"
+	"  --request-timeout S a request must arrive complete within S seconds\n"
+	"                      of the connection or of the previous reply\n"
+	"                      (default 5)\n"
+	"  --tls-cert FILE, --tls-key FILE  serve HTTPS (PEM files)\n"
+	"  --basic-auth-file FILE  require HTTP basic auth: USER:HASH lines,\n"
+	"                      HASH from crypt(3) (bcrypt $2b$/$2y$, $6$, $y$)\n"
 	"GET /metrics (Prometheus), / (dashboard), /events (server-sent\n"
 	"events, one frame a second), /tail (newest records, JSON).\n";
 
@@ -84,9 +122,16 @@ static int forwarder_lag(const char *dir, const le_live *l,
 
 #define DEFAULT_PORT 9470
 #define DEFAULT_CLIENTS 16
+#define DEFAULT_CONNS 4096
+#define DEFAULT_REQUEST_S 5
+#define REPLY_S 30             /* a reply other than /events, sent whole */
+#define STREAM_IDLE_S 30       /* an /events client that takes nothing */
+#define CONN_SLACK 64          /* libmicrohttpd's limit above ours: room
+                                * for connections cut and not yet closed */
+#define FD_SPARE 128           /* descriptors kept for the rest: the live
+                                * pages, segment files, TLS */
 #define FRAME_MAX (8u << 20)   /* a frame larger than this is cut */
 #define METRICS_MAX (64u << 20)
-#define KEEPALIVE_MS 15000
 
 /* The dashboard, built into the binary (no file to find at run time). */
 __asm__(".section .rodata\n"
@@ -116,8 +161,9 @@ static struct server {
 	struct frames frames;   /* guarded by build_mu */
 	pthread_mutex_t build_mu;
 	pthread_mutex_t mu;     /* guards latest, refs, clients, stopping */
-	pthread_cond_t cv;      /* a new frame, or stopping */
+	pthread_cond_t cv;      /* stopping: the builder's sleep ends */
 	struct frame *latest;
+	struct sse *waiting;    /* suspended /events clients, under mu */
 	int stopping;
 	/* /metrics' readings, pages kept mapped: one scrape at a time */
 	pthread_mutex_t metrics_mu;
@@ -137,6 +183,8 @@ static void frame_unref(struct frame *f) /* srv.mu held */
 
 /* ---- the frame builder ---- */
 
+static void wake_streams(void);
+
 static void publish(struct buf *b, uint64_t ns)
 {
 	struct frame *f = malloc(sizeof *f);
@@ -154,6 +202,7 @@ static void publish(struct buf *b, uint64_t ns)
 	struct frame *old = srv.latest;
 	srv.latest = f;
 	frame_unref(old);
+	wake_streams();
 	pthread_cond_broadcast(&srv.cv);
 	pthread_mutex_unlock(&srv.mu);
 }
@@ -202,6 +251,8 @@ static void *builder(void *arg)
 /* ---- /events ---- */
 
 struct sse {
+	struct MHD_Connection *mc; /* [const] */
+	struct sse *next;       /* in srv.waiting while suspended, under mu */
 	struct frame *f;        /* the frame being sent, referenced */
 	size_t off;
 	uint64_t seq;           /* of the last frame taken */
@@ -216,18 +267,10 @@ static size_t put(char *buf, size_t max, const char *s, size_t n, size_t *off)
 	return k;
 }
 
-/* Wait for a frame newer than c's; srv.mu held.  @return 1 taken, 0 none
- * before the keep-alive time, -1 stopping. */
+/* Take the latest frame if it is newer than c's; srv.mu held.
+ * @return 1 taken, 0 none newer. */
 static int next_frame(struct sse *c)
 {
-	struct timespec dl;
-	clock_gettime(CLOCK_MONOTONIC, &dl);
-	dl.tv_sec += KEEPALIVE_MS / 1000;
-	while (!srv.stopping && (!srv.latest || srv.latest->seq == c->seq))
-		if (pthread_cond_timedwait(&srv.cv, &srv.mu, &dl) == ETIMEDOUT)
-			break;
-	if (srv.stopping)
-		return -1;
 	if (!srv.latest || srv.latest->seq == c->seq)
 		return 0;
 	if (c->seq && srv.latest->seq > c->seq + 1)
@@ -239,9 +282,23 @@ static int next_frame(struct sse *c)
 	return 1;
 }
 
+/* Resume every suspended /events client (a new frame, or stopping);
+ * srv.mu held.  The order srv.mu, then libmicrohttpd's own lock, is the
+ * one sse_read's suspend takes too. */
+static void wake_streams(void)
+{
+	for (struct sse *c = srv.waiting; c; c = c->next)
+		MHD_resume_connection(c->mc);
+	srv.waiting = NULL;
+}
+
+/* libmicrohttpd's reader for /events, on its event loop: it must never
+ * wait.  With no newer frame the client is suspended (taken out of the
+ * loop) and 0 returned; publish() resumes it and libmicrohttpd calls
+ * again. */
 static ssize_t sse_read(void *cls, uint64_t pos, char *buf, size_t max)
 {
-	static const char hello[] = "retry: 2000\n\n", ping[] = ": ping\n\n";
+	static const char hello[] = "retry: 2000\n\n";
 	struct sse *c = cls;
 	size_t off = 0;
 
@@ -257,12 +314,18 @@ static ssize_t sse_read(void *cls, uint64_t pos, char *buf, size_t max)
 			frame_unref(c->f);
 			c->f = NULL;
 		}
-		int got = next_frame(c);
-		pthread_mutex_unlock(&srv.mu);
-		if (got < 0)
+		if (srv.stopping) {
+			pthread_mutex_unlock(&srv.mu);
 			return MHD_CONTENT_READER_END_OF_STREAM;
-		if (got == 0)
-			return (ssize_t)put(buf, max, ping, sizeof ping - 1, &off);
+		}
+		if (!next_frame(c)) {
+			c->next = srv.waiting;
+			srv.waiting = c;
+			MHD_suspend_connection(c->mc);
+			pthread_mutex_unlock(&srv.mu);
+			return 0;
+		}
+		pthread_mutex_unlock(&srv.mu);
 	}
 	return (ssize_t)put(buf, max, c->f->data, c->f->len, &c->off);
 }
@@ -276,6 +339,268 @@ static void sse_free(void *cls)
 	srv.disconnects++;
 	pthread_mutex_unlock(&srv.mu);
 	free(c);
+}
+
+/* ---- connections: deadlines and room ---- */
+
+enum cstate { C_WAIT, C_REPLY, C_STREAM, C_CUT };
+
+struct conn {
+	struct conn *prev, *next; /* in conns.list[state], oldest first */
+	int fd;                   /* [const] the socket, open until closed() */
+	struct sockaddr_storage addr; /* [const] the peer */
+	enum cstate state;        /* under conns.mu */
+	uint64_t since_ns;        /* entered state, monotonic; under conns.mu */
+};
+
+struct clist {
+	struct conn *head, *tail;
+	unsigned n;
+};
+
+enum cut_why { CUT_DEADLINE, CUT_ROOM, CUT_PER_IP, CUT_WHYS };
+
+static struct conns {
+	pthread_mutex_t mu;       /* guards all below and every conn */
+	pthread_cond_t cv;        /* stopping */
+	struct clist list[C_CUT]; /* WAIT, REPLY, STREAM; cut ones in none */
+	unsigned max, per_ip;     /* [const] --max-connections, --max-per-ip */
+	uint64_t deadline_ns[C_STREAM]; /* [const] of WAIT, of REPLY */
+	uint64_t cut[CUT_WHYS];   /* connections cut, by reason */
+	uint64_t accepted;        /* connections seen */
+	int stopping;
+} conns;
+
+static void clist_add(struct clist *l, struct conn *c)
+{
+	c->next = NULL;
+	c->prev = l->tail;
+	if (l->tail)
+		l->tail->next = c;
+	else
+		l->head = c;
+	l->tail = c;
+	l->n++;
+}
+
+static void clist_del(struct clist *l, struct conn *c)
+{
+	if (c->prev)
+		c->prev->next = c->next;
+	else
+		l->head = c->next;
+	if (c->next)
+		c->next->prev = c->prev;
+	else
+		l->tail = c->prev;
+	l->n--;
+}
+
+/* Move c to state st from now; conns.mu held.  A cut connection stays
+ * cut: libmicrohttpd may still finish a request on it before it reads
+ * the shutdown. */
+static void conn_move(struct conn *c, enum cstate st)
+{
+	if (c->state == C_CUT)
+		return;
+	clist_del(&conns.list[c->state], c);
+	c->state = st;
+	c->since_ns = live_mono_ns();
+	if (st != C_CUT)
+		clist_add(&conns.list[st], c);
+}
+
+/* Cut c: shut its socket down, so that libmicrohttpd's loop reads the
+ * end of it and closes the connection; conns.mu held.  Safe against a
+ * descriptor reused by another connection: libmicrohttpd closes the
+ * descriptor only after its close notice, and the notice (closed())
+ * takes conns.mu and unlinks c first. */
+static void conn_cut(struct conn *c, enum cut_why why)
+{
+	if (c->state == C_CUT)
+		return;
+	conn_move(c, C_CUT);
+	conns.cut[why]++;
+	shutdown(c->fd, SHUT_RDWR);
+}
+
+static int same_addr(const struct sockaddr_storage *a,
+                     const struct sockaddr_storage *b)
+{
+	if (a->ss_family != b->ss_family)
+		return 0;
+	if (a->ss_family == AF_INET)
+		return ((const struct sockaddr_in *)a)->sin_addr.s_addr ==
+		       ((const struct sockaddr_in *)b)->sin_addr.s_addr;
+	return !memcmp(&((const struct sockaddr_in6 *)a)->sin6_addr,
+	               &((const struct sockaddr_in6 *)b)->sin6_addr,
+	               sizeof(struct in6_addr));
+}
+
+/* The oldest WAIT connection, else the oldest REPLY, from addr (any
+ * address when NULL), other than c; conns.mu held.  @return it or NULL. */
+static struct conn *oldest(const struct sockaddr_storage *addr,
+                           const struct conn *c)
+{
+	for (int st = C_WAIT; st <= C_REPLY; st++)
+		for (struct conn *o = conns.list[st].head; o; o = o->next)
+			if (o != c && (!addr || same_addr(addr, &o->addr)))
+				return o;
+	return NULL;
+}
+
+static unsigned held_from(const struct sockaddr_storage *addr)
+{
+	unsigned n = 0;
+	for (int st = C_WAIT; st < C_CUT; st++)
+		for (struct conn *o = conns.list[st].head; o; o = o->next)
+			n += same_addr(addr, &o->addr);
+	return n;
+}
+
+static unsigned held(void)
+{
+	return conns.list[C_WAIT].n + conns.list[C_REPLY].n +
+	       conns.list[C_STREAM].n;
+}
+
+/* Make room for c, just come: past --max-per-ip from its address, or
+ * past --max-connections in all, cut the oldest waiting (then replying)
+ * connection, or c itself when every other one streams; conns.mu held. */
+static void make_room(struct conn *c)
+{
+	while (conns.per_ip && c->state != C_CUT &&
+	       held_from(&c->addr) > conns.per_ip) {
+		struct conn *o = oldest(&c->addr, c);
+		conn_cut(o ? o : c, CUT_PER_IP);
+	}
+	while (c->state != C_CUT && held() > conns.max) {
+		struct conn *o = oldest(NULL, c);
+		conn_cut(o ? o : c, CUT_ROOM);
+	}
+}
+
+static void opened(struct MHD_Connection *mc, void **ctx)
+{
+	const union MHD_ConnectionInfo *fd =
+		MHD_get_connection_info(mc, MHD_CONNECTION_INFO_CONNECTION_FD);
+	const union MHD_ConnectionInfo *ad =
+		MHD_get_connection_info(mc, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+	struct conn *c = calloc(1, sizeof *c);
+	*ctx = c;
+	if (!c || !fd)
+		return; /* untracked: libmicrohttpd's own timeout still holds */
+	c->fd = fd->connect_fd;
+	if (ad && ad->client_addr) {
+		socklen_t len = ad->client_addr->sa_family == AF_INET6
+			? sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in);
+		memcpy(&c->addr, ad->client_addr, len);
+	}
+	pthread_mutex_lock(&conns.mu);
+	conns.accepted++;
+	c->state = C_WAIT;
+	c->since_ns = live_mono_ns();
+	clist_add(&conns.list[C_WAIT], c);
+	make_room(c);
+	pthread_mutex_unlock(&conns.mu);
+}
+
+static void closed(struct conn *c)
+{
+	if (!c)
+		return;
+	pthread_mutex_lock(&conns.mu);
+	if (c->state != C_CUT)
+		clist_del(&conns.list[c->state], c);
+	pthread_mutex_unlock(&conns.mu);
+	free(c);
+}
+
+/* libmicrohttpd's notice of a connection opened or closed. */
+static void on_connection(void *cls, struct MHD_Connection *mc, void **ctx,
+                          enum MHD_ConnectionNotificationCode code)
+{
+	(void)cls;
+	if (code == MHD_CONNECTION_NOTIFY_STARTED) {
+		opened(mc, ctx);
+	} else {
+		closed(*ctx);
+		*ctx = NULL;
+	}
+}
+
+static struct conn *conn_of(struct MHD_Connection *mc)
+{
+	const union MHD_ConnectionInfo *i =
+		MHD_get_connection_info(mc, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+	return i ? i->socket_context : NULL;
+}
+
+/* The connection's state changes: a request head has come (REPLY or
+ * STREAM), or a reply has been sent (WAIT). */
+static void conn_state(struct MHD_Connection *mc, enum cstate st)
+{
+	struct conn *c = conn_of(mc);
+	if (!c)
+		return;
+	pthread_mutex_lock(&conns.mu);
+	conn_move(c, st);
+	pthread_mutex_unlock(&conns.mu);
+}
+
+/* libmicrohttpd's notice that a request ended (its reply sent, or not):
+ * the connection waits for the next request, on a new deadline. */
+static void on_completed(void *cls, struct MHD_Connection *mc, void **state,
+                         enum MHD_RequestTerminationCode why)
+{
+	(void)cls;
+	(void)state;
+	(void)why;
+	conn_state(mc, C_WAIT);
+}
+
+/* Cut the connections of list st past their deadline; conns.mu held.
+ * @return ns until the next deadline there, at most 1 s. */
+static uint64_t reap(enum cstate st, uint64_t now)
+{
+	uint64_t wait = 1000000000;
+	struct conn *c;
+	while ((c = conns.list[st].head)) {
+		uint64_t due = c->since_ns + conns.deadline_ns[st];
+		if (due > now) {
+			if (due - now < wait)
+				wait = due - now;
+			break;
+		}
+		conn_cut(c, CUT_DEADLINE);
+	}
+	return wait;
+}
+
+/* The reaper: each list is in deadline order (a connection enters at the
+ * tail, and all of a list share one timeout), so only heads are due. */
+static void *reaper(void *arg)
+{
+	(void)arg;
+	pthread_mutex_lock(&conns.mu);
+	while (!conns.stopping) {
+		uint64_t now = live_mono_ns();
+		uint64_t w = reap(C_WAIT, now), r = reap(C_REPLY, now);
+		if (r < w)
+			w = r;
+		struct timespec dl;
+		clock_gettime(CLOCK_MONOTONIC, &dl);
+		w += 1000000; /* 1 ms late rather than 1 ns early, again */
+		dl.tv_sec += (time_t)(w / 1000000000);
+		dl.tv_nsec += (long)(w % 1000000000);
+		if (dl.tv_nsec >= 1000000000) {
+			dl.tv_sec++;
+			dl.tv_nsec -= 1000000000;
+		}
+		pthread_cond_timedwait(&conns.cv, &conns.mu, &dl);
+	}
+	pthread_mutex_unlock(&conns.mu);
+	return NULL;
 }
 
 /* ---- /metrics ---- */
@@ -456,6 +781,38 @@ static void hist(struct buf *b, const char *name, const char *dir, int shard,
 	buf_printf(b, "%" PRIu64 "\n", h->count);
 }
 
+/* The connections' gauges and counters, in /metrics. */
+static void conn_metrics(struct buf *b)
+{
+	static const char *const states[] = {"wait", "reply", "stream"};
+	static const char *const whys[] = {"deadline", "room", "per_ip"};
+	unsigned n[C_CUT];
+	uint64_t cut[CUT_WHYS], accepted;
+	pthread_mutex_lock(&conns.mu);
+	for (int k = 0; k < C_CUT; k++)
+		n[k] = conns.list[k].n;
+	memcpy(cut, conns.cut, sizeof cut);
+	accepted = conns.accepted;
+	pthread_mutex_unlock(&conns.mu);
+	head(b, "logengine_serve_connections", "gauge",
+	     "Connections held now, by state: wait (for a request), reply, "
+	     "stream (/events).");
+	for (int k = 0; k < C_CUT; k++)
+		buf_printf(b, "logengine_serve_connections{state=\"%s\"} %u\n",
+		           states[k], n[k]);
+	head(b, "logengine_serve_connections_total", "counter",
+	     "Connections accepted.");
+	buf_printf(b, "logengine_serve_connections_total %" PRIu64 "\n",
+	           accepted);
+	head(b, "logengine_serve_connections_cut_total", "counter",
+	     "Connections the server cut: past the request deadline "
+	     "(--request-timeout) or the reply's, to make room for a new one "
+	     "(--max-connections), or past --max-per-ip.");
+	for (int k = 0; k < CUT_WHYS; k++)
+		buf_printf(b, "logengine_serve_connections_cut_total{reason=\"%s\"} "
+		           "%" PRIu64 "\n", whys[k], cut[k]);
+}
+
 static void serve_metrics(struct buf *b)
 {
 	pthread_mutex_lock(&srv.mu);
@@ -486,6 +843,7 @@ static void serve_metrics(struct buf *b)
 	     "Time the latest frame took to build.");
 	buf_printf(b, "logengine_serve_frame_build_seconds %.9f\n",
 	           (double)st[6] / 1e9);
+	conn_metrics(b);
 }
 
 static void metrics(struct buf *b, struct live_dir *d, int nd)
@@ -547,6 +905,186 @@ static void metrics(struct buf *b, struct live_dir *d, int nd)
 	serve_metrics(b);
 }
 
+/* ---- basic auth ---- */
+
+struct user {
+	char *name, *hash;        /* [const] from --basic-auth-file */
+	char *good;               /* the last password that matched, under
+	                           * auth.mu: a scrape every 15 s would
+	                           * otherwise pay a bcrypt each time */
+};
+
+static struct auth {
+	struct user *u;           /* [const] */
+	char *text;               /* [const] the file, which u points into */
+	int n;                    /* [const] 0: no auth */
+	pthread_mutex_t mu;
+} auth;
+
+/* Equal strings, in a time that does not tell how much of them match. */
+static int same_secret(const char *a, const char *b)
+{
+	size_t la = strlen(a), lb = strlen(b);
+	unsigned char d = la != lb;
+	for (size_t i = 0; i < la && i < lb; i++)
+		d |= (unsigned char)(a[i] ^ b[i]);
+	return d == 0;
+}
+
+/* Does pass hash to u's hash (crypt(3): bcrypt, sha512crypt, yescrypt)?
+ * @return 1 yes, 0 no. */
+static int password_ok(struct user *u, const char *pass)
+{
+	int ok = 0;
+	pthread_mutex_lock(&auth.mu);
+	if (u->good && same_secret(u->good, pass))
+		ok = 1;
+	pthread_mutex_unlock(&auth.mu);
+	if (ok)
+		return 1;
+	struct crypt_data *cd = calloc(1, sizeof *cd);
+	const char *h = cd ? crypt_rn(pass, u->hash, cd, sizeof *cd) : NULL;
+	ok = h && h[0] == '$' && same_secret(h, u->hash);
+	free(cd);
+	if (ok) {
+		char *g = strdup(pass);
+		pthread_mutex_lock(&auth.mu);
+		free(u->good);
+		u->good = g;
+		pthread_mutex_unlock(&auth.mu);
+	}
+	return ok;
+}
+
+/* @return 1 when no auth is asked for or c's credentials match. */
+static int authorized(struct MHD_Connection *c)
+{
+	if (!auth.n)
+		return 1;
+	char *pass = NULL;
+	char *name = MHD_basic_auth_get_username_password(c, &pass);
+	int ok = 0;
+	for (int i = 0; name && pass && !ok && i < auth.n; i++)
+		if (!strcmp(auth.u[i].name, name))
+			ok = password_ok(&auth.u[i], pass);
+	MHD_free(name);
+	MHD_free(pass);
+	return ok;
+}
+
+static enum MHD_Result deny(struct MHD_Connection *c)
+{
+	static const char msg[] = "unauthorized\n";
+	struct MHD_Response *r = MHD_create_response_from_buffer(
+		sizeof msg - 1, (void *)msg, MHD_RESPMEM_PERSISTENT);
+	if (!r)
+		return MHD_NO;
+	enum MHD_Result ok = MHD_queue_basic_auth_fail_response(c, "logengine",
+	                                                        r);
+	MHD_destroy_response(r);
+	return ok;
+}
+
+/* A whole file, NUL-terminated.  @return it (malloc'd) or NULL, errno
+ * set. */
+static char *read_file(const char *path)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	struct stat st;
+	if (fd < 0)
+		return NULL;
+	char *p = NULL;
+	if (fstat(fd, &st) == 0 && st.st_size < (1 << 24) &&
+	    (p = malloc((size_t)st.st_size + 1))) {
+		ssize_t n = read(fd, p, (size_t)st.st_size);
+		if (n != st.st_size) {
+			free(p);
+			p = NULL;
+			errno = n < 0 ? errno : EIO;
+		} else {
+			p[n] = '\0';
+		}
+	}
+	int e = errno;
+	close(fd);
+	errno = e;
+	return p;
+}
+
+/* One "USER:HASH" line into u.  @return 0, or -1 when it is not one. */
+static int parse_user(char *line, struct user *u)
+{
+	char *colon = strchr(line, ':');
+	if (!colon || colon == line || colon[1] != '$')
+		return -1;
+	*colon = '\0';
+	u->name = line;
+	u->hash = colon + 1;
+	struct crypt_data *cd = calloc(1, sizeof *cd);
+	/* crypt(3) of a hash it cannot read starts with '*'. */
+	const char *h = cd ? crypt_rn("", u->hash, cd, sizeof *cd) : NULL;
+	int ok = h && h[0] == '$';
+	free(cd);
+	return ok ? 0 : -1;
+}
+
+/* Forget the users read so far (a bad file). */
+static void drop_users(void)
+{
+	free(auth.u);
+	free(auth.text);
+	auth.u = NULL;
+	auth.text = NULL;
+	auth.n = 0;
+}
+
+/* One line of --basic-auth-file into the next user.  @return 0, or -1
+ * when it is not "USER:HASH" or memory ran out. */
+static int add_user(char *l)
+{
+	struct user *u = realloc(auth.u, (size_t)(auth.n + 1) * sizeof *u);
+	if (!u)
+		return -1;
+	auth.u = u;
+	memset(&u[auth.n], 0, sizeof *u);
+	if (parse_user(l, &u[auth.n]) < 0)
+		return -1;
+	auth.n++;
+	return 0;
+}
+
+/* --basic-auth-file: USER:HASH lines; blank lines and '#' comments.
+ * @return 0, or 2 (the exit status) after saying why. */
+static int load_users(const char *path)
+{
+	char *save = NULL;
+	if (!(auth.text = read_file(path))) {
+		fprintf(stderr, "logengine serve: --basic-auth-file %s: %s\n",
+		        path, strerror(errno));
+		return 2;
+	}
+	int lineno = 0;
+	for (char *l = strtok_r(auth.text, "\n", &save); l;
+	     l = strtok_r(NULL, "\n", &save)) {
+		lineno++;
+		l[strcspn(l, "\r")] = '\0';
+		if (!*l || *l == '#' || add_user(l) == 0)
+			continue;
+		fprintf(stderr, "logengine serve: --basic-auth-file %s:%d: want "
+		        "USER:HASH, HASH from crypt(3) (htpasswd -nB USER, or "
+		        "mkpasswd -m bcrypt)\n", path, lineno);
+		drop_users();
+		return 2;
+	}
+	if (!auth.n) {
+		fprintf(stderr, "logengine serve: --basic-auth-file %s: no "
+		        "user\n", path);
+		drop_users();
+		return 2;
+	}
+	return 0;
+}
+
 /* ---- requests ---- */
 
 static enum MHD_Result reply(struct MHD_Connection *c, unsigned status,
@@ -604,6 +1142,8 @@ static enum MHD_Result get_events(struct MHD_Connection *c)
 		return text(c, MHD_HTTP_SERVICE_UNAVAILABLE,
 		            "too many /events clients (--max-clients)\n");
 	struct sse *s = calloc(1, sizeof *s);
+	if (s)
+		s->mc = c;
 	struct MHD_Response *r =
 		s ? MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 16 << 10,
 		                                      sse_read, s, sse_free)
@@ -615,6 +1155,10 @@ static enum MHD_Result get_events(struct MHD_Connection *c)
 	}
 	MHD_add_response_header(r, "Content-Type", "text/event-stream");
 	MHD_add_response_header(r, "Cache-Control", "no-store");
+	/* A stream has no deadline but --max-clients and its idleness. */
+	conn_state(c, C_STREAM);
+	MHD_set_connection_option(c, MHD_CONNECTION_OPTION_TIMEOUT,
+	                          (unsigned)STREAM_IDLE_S);
 	enum MHD_Result ok = MHD_queue_response(c, MHD_HTTP_OK, r);
 	MHD_destroy_response(r);
 	return ok;
@@ -648,16 +1192,9 @@ static enum MHD_Result get_dashboard(struct MHD_Connection *c)
 	return ok;
 }
 
-static enum MHD_Result handle(void *cls, struct MHD_Connection *c,
-                              const char *url, const char *method,
-                              const char *version, const char *upload,
-                              size_t *upload_len, void **state)
+static enum MHD_Result route(struct MHD_Connection *c, const char *url,
+                             const char *method)
 {
-	(void)cls;
-	(void)version;
-	(void)upload;
-	(void)upload_len;
-	(void)state;
 	if (strcmp(method, "GET") != 0 && strcmp(method, "HEAD") != 0)
 		return text(c, MHD_HTTP_METHOD_NOT_ALLOWED, "GET only\n");
 	if (!strcmp(url, "/"))
@@ -670,6 +1207,25 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c,
 		return get_tail(c);
 	return text(c, MHD_HTTP_NOT_FOUND,
 	            "not found: /, /metrics, /events, /tail\n");
+}
+
+/* libmicrohttpd's handler: called when a request's head is complete
+ * (again for each piece of a body, which no route takes: the first call
+ * answers).  The connection leaves WAIT; get_events makes it STREAM. */
+static enum MHD_Result handle(void *cls, struct MHD_Connection *c,
+                              const char *url, const char *method,
+                              const char *version, const char *upload,
+                              size_t *upload_len, void **state)
+{
+	(void)cls;
+	(void)version;
+	(void)upload;
+	(void)upload_len;
+	(void)state;
+	conn_state(c, C_REPLY);
+	if (!authorized(c))
+		return deny(c);
+	return route(c, url, method);
 }
 
 /* ---- arguments ---- */
@@ -725,14 +1281,168 @@ static int usage(const char *why, const char *what)
 	return 2;
 }
 
-static void shutdown_all(struct MHD_Daemon *d, pthread_t b)
+struct opts {
+	const char *addr, *cert, *key, *users;
+	int any;
+	long max_clients, max_conns, per_ip, request_s;
+	struct listen l;
+};
+
+/* A number option's value in [lo, hi].  @return 0, or -1 when not. */
+static int num(const char *s, long lo, long hi, long *v)
+{
+	char *end;
+	errno = 0;
+	long n = strtol(s, &end, 10);
+	if (errno || end == s || *end || n < lo || n > hi)
+		return -1;
+	*v = n;
+	return 0;
+}
+
+static const struct {
+	const char *name;
+	size_t off;
+	long lo, hi;
+} num_opts[] = {
+	{"--max-clients", offsetof(struct opts, max_clients), 1, 1024},
+	{"--max-connections", offsetof(struct opts, max_conns), 32, 1 << 20},
+	{"--max-per-ip", offsetof(struct opts, per_ip), 0, 1 << 20},
+	{"--request-timeout", offsetof(struct opts, request_s), 1, 3600},
+};
+
+/* Option a with value v, if a is a number option.  @return 1 taken,
+ * 0 not one, or 2 (the exit status) after saying why. */
+static int num_opt(struct opts *o, const char *a, const char *v)
+{
+	for (size_t k = 0; k < sizeof num_opts / sizeof *num_opts; k++) {
+		if (strcmp(a, num_opts[k].name) != 0)
+			continue;
+		if (!v || num(v, num_opts[k].lo, num_opts[k].hi,
+		              (long *)((char *)o + num_opts[k].off)) < 0) {
+			fprintf(stderr, "logengine serve: %s: want %ld to %ld\n%s",
+			        a, num_opts[k].lo, num_opts[k].hi, serve_usage);
+			return 2;
+		}
+		return 1;
+	}
+	return 0;
+}
+
+/* A string option's value, or NULL when a is not one. */
+static const char **str_opt(struct opts *o, const char *a)
+{
+	if (!strcmp(a, "--listen"))
+		return &o->addr;
+	if (!strcmp(a, "--tls-cert"))
+		return &o->cert;
+	if (!strcmp(a, "--tls-key"))
+		return &o->key;
+	if (!strcmp(a, "--basic-auth-file"))
+		return &o->users;
+	return NULL;
+}
+
+/* The command line into o and srv.dirs.  @return 0, 1 after --help, or
+ * 2 (the exit status) after saying why. */
+static int serve_args(int argc, char **argv, struct opts *o, char **dirs)
+{
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+		const char **s = str_opt(o, a);
+		int r;
+		if (s && v) {
+			*s = v;
+			i++;
+		} else if (!strncmp(a, "--listen=", 9))
+			o->addr = a + 9;
+		else if (!strcmp(a, "--listen-any"))
+			o->any = 1;
+		else if ((r = num_opt(o, a, v)) == 1)
+			i++;
+		else if (r)
+			return r;
+		else if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+			fputs(serve_usage, stdout);
+			fflush(stdout);
+			return 1;
+		} else if (a[0] == '-')
+			return usage("unknown option '%s' (or its value missing)", a);
+		else if (srv.ndirs == LIVE_MAX_DIRS)
+			return usage("at most 64 directories (%s)", a);
+		else
+			dirs[srv.ndirs++] = argv[i];
+	}
+	if (!srv.ndirs)
+		return usage("%s", "missing DIR");
+	if (!o->cert != !o->key)
+		return usage("%s", "--tls-cert and --tls-key go together");
+	if (parse_listen(o->addr, &o->l) < 0)
+		return usage("--listen '%s': want ADDR:PORT (127.0.0.1:9470, "
+		             "[::1]:9470)", o->addr);
+	if (!o->l.loopback && !o->any)
+		return usage("--listen '%s' is not a loopback address: the "
+		             "counters and records would be open to the "
+		             "network; add --listen-any to mean it", o->addr);
+	return 0;
+}
+
+/* Raise the open-file soft limit to the hard one (a connection is a
+ * descriptor), and keep --max-connections within it. */
+static void fit_files(struct opts *o)
+{
+	struct rlimit rl;
+	if (getrlimit(RLIMIT_NOFILE, &rl) != 0)
+		return;
+	if (rl.rlim_cur < rl.rlim_max) {
+		rlim_t want = rl.rlim_max;
+		rl.rlim_cur = want;
+		/* an unlimited hard limit is not a number setrlimit takes */
+		if (setrlimit(RLIMIT_NOFILE, &rl) != 0 && want == RLIM_INFINITY) {
+			rl.rlim_cur = 1 << 20;
+			setrlimit(RLIMIT_NOFILE, &rl);
+		}
+		getrlimit(RLIMIT_NOFILE, &rl);
+	}
+	long room = rl.rlim_cur > (rlim_t)(1 << 21) ? 1 << 21
+		: (long)rl.rlim_cur - CONN_SLACK - FD_SPARE;
+	if (o->max_conns > room) {
+		fprintf(stderr, "logengine serve: --max-connections %ld lowered to "
+		        "%ld: the open-file limit is %lu (raise its hard limit: "
+		        "ulimit -Hn, LimitNOFILE=)\n", o->max_conns,
+		        room < 32 ? 32 : room, (unsigned long)rl.rlim_cur);
+		o->max_conns = room < 32 ? 32 : room;
+	}
+}
+
+/* Say loudly what an open listener without TLS or auth gives away. */
+static void warn_open(const struct opts *o)
+{
+	if (o->l.loopback || (o->cert && o->users))
+		return;
+	fprintf(stderr, "logengine serve: WARNING: listening on %s, not a "
+	        "loopback address, %s%s%s: anyone who reaches it reads the "
+	        "counters and the newest records%s\n", o->addr,
+	        o->cert ? "" : "without TLS (--tls-cert, --tls-key)",
+	        !o->cert && !o->users ? " and " : "",
+	        o->users ? "" : "without auth (--basic-auth-file)",
+	        o->cert ? "" : ", and what a client sends is in the clear");
+}
+
+static void shutdown_all(struct MHD_Daemon *d, pthread_t b, pthread_t r)
 {
 	pthread_mutex_lock(&srv.mu);
 	srv.stopping = 1;
+	wake_streams(); /* each resumed reader sees stopping and ends */
 	pthread_cond_broadcast(&srv.cv);
 	pthread_mutex_unlock(&srv.mu);
 	if (d)
-		MHD_stop_daemon(d); /* /events readers see stopping and end */
+		MHD_stop_daemon(d);
+	pthread_mutex_lock(&conns.mu);
+	conns.stopping = 1;
+	pthread_cond_broadcast(&conns.cv);
+	pthread_mutex_unlock(&conns.mu);
+	pthread_join(r, NULL);
 	pthread_join(b, NULL);
 	frame_unref(srv.latest);
 	srv.latest = NULL;
@@ -742,54 +1452,146 @@ static void shutdown_all(struct MHD_Daemon *d, pthread_t b)
 	free(srv.mdirs);
 }
 
-int cmd_serve(int argc, char **argv)
+static void init_locks(void)
 {
-	const char *addr = "127.0.0.1:9470";
-	int any = 0;
-	static char *dirs[LIVE_MAX_DIRS];
-	struct listen l;
-
-	srv.max_clients = DEFAULT_CLIENTS;
-	for (int i = 1; i < argc; i++) {
-		const char *a = argv[i];
-		if (!strcmp(a, "--listen") && i + 1 < argc)
-			addr = argv[++i];
-		else if (!strncmp(a, "--listen=", 9))
-			addr = a + 9;
-		else if (!strcmp(a, "--listen-any"))
-			any = 1;
-		else if (!strcmp(a, "--max-clients") && i + 1 < argc)
-			srv.max_clients = (unsigned)atoi(argv[++i]);
-		else if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-			fputs(serve_usage, stdout);
-			fflush(stdout);
-			return 0;
-		} else if (a[0] == '-')
-			return usage("unknown option '%s'", a);
-		else if (srv.ndirs == LIVE_MAX_DIRS)
-			return usage("at most 64 directories (%s)", a);
-		else
-			dirs[srv.ndirs++] = argv[i];
-	}
-	if (!srv.ndirs)
-		return usage("%s", "missing DIR");
-	if (srv.max_clients < 1 || srv.max_clients > 1024)
-		return usage("%s", "--max-clients: 1 to 1024");
-	if (parse_listen(addr, &l) < 0)
-		return usage("--listen '%s': want ADDR:PORT (127.0.0.1:9470, "
-		             "[::1]:9470)", addr);
-	if (!l.loopback && !any)
-		return usage("--listen '%s' is not a loopback address: the "
-		             "counters and records would be open to the "
-		             "network; add --listen-any to mean it", addr);
-	srv.dirs = dirs;
-	pthread_mutex_init(&srv.mu, NULL);
-	pthread_mutex_init(&srv.build_mu, NULL);
-	pthread_mutex_init(&srv.metrics_mu, NULL);
 	pthread_condattr_t ca;
 	pthread_condattr_init(&ca);
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_mutex_init(&srv.mu, NULL);
+	pthread_mutex_init(&srv.build_mu, NULL);
+	pthread_mutex_init(&srv.metrics_mu, NULL);
 	pthread_cond_init(&srv.cv, &ca);
+	pthread_mutex_init(&conns.mu, NULL);
+	pthread_cond_init(&conns.cv, &ca);
+	pthread_mutex_init(&auth.mu, NULL);
+}
+
+/* The TLS files and the users, read before anything starts.
+ * @return 0, or 2 (the exit status) after saying why. */
+static int load_secrets(const struct opts *o, char **cert, char **key)
+{
+	if (o->cert && MHD_is_feature_supported(MHD_FEATURE_TLS) != MHD_YES) {
+		fprintf(stderr, "logengine serve: this libmicrohttpd has no TLS\n");
+		return 2;
+	}
+	const char *paths[2] = {o->cert, o->key};
+	char **out[2] = {cert, key};
+	for (int k = 0; o->cert && k < 2; k++)
+		if (!(*out[k] = read_file(paths[k]))) {
+			fprintf(stderr, "logengine serve: %s: %s\n", paths[k],
+			        strerror(errno));
+			return 2;
+		}
+	return o->users ? load_users(o->users) : 0;
+}
+
+/* libmicrohttpd's messages, at most one a second with a count of those
+ * left out: a client makes one per connection it drops, and an attack
+ * thousands. */
+static void mhd_log(void *cls, const char *fmt, va_list ap)
+{
+	static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+	static uint64_t last_ns, quiet;
+	(void)cls;
+	uint64_t now = live_mono_ns();
+	pthread_mutex_lock(&mu);
+	if (last_ns && now - last_ns < 1000000000u) {
+		quiet++;
+		pthread_mutex_unlock(&mu);
+		return;
+	}
+	last_ns = now;
+	char msg[512];
+	vsnprintf(msg, sizeof msg, fmt, ap);
+	msg[strcspn(msg, "\n")] = '\0';
+	if (quiet)
+		fprintf(stderr, "logengine serve: %s (%" PRIu64 " messages "
+		        "since the one before left out)\n", msg, quiet);
+	else
+		fprintf(stderr, "logengine serve: %s\n", msg);
+	quiet = 0;
+	pthread_mutex_unlock(&mu);
+}
+
+/* libmicrohttpd on one epoll thread, with our connection notices and
+ * timeouts.  @return the daemon or NULL. */
+static struct MHD_Daemon *start_daemon(const struct opts *o, char *cert,
+                                       char *key)
+{
+	struct MHD_OptionItem tls[] = {
+		{MHD_OPTION_HTTPS_MEM_CERT, 0, cert},
+		{MHD_OPTION_HTTPS_MEM_KEY, 0, key},
+		{MHD_OPTION_END, 0, NULL},
+	};
+	return MHD_start_daemon(
+		MHD_USE_EPOLL_INTERNALLY | MHD_ALLOW_SUSPEND_RESUME |
+			MHD_USE_ERROR_LOG | (o->l.v6 ? MHD_USE_IPv6 : 0) |
+			(cert ? MHD_USE_TLS : 0),
+		0, NULL, NULL, handle, NULL,
+		MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL, /* first: for all */
+		MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&o->l.ss,
+		MHD_OPTION_CONNECTION_LIMIT,
+		(unsigned)(o->max_conns + CONN_SLACK),
+		/* no progress for this long cuts any connection; a stream
+		 * gets STREAM_IDLE_S */
+		MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)o->request_s,
+		MHD_OPTION_NOTIFY_CONNECTION, on_connection, NULL,
+		MHD_OPTION_NOTIFY_COMPLETED, on_completed, NULL,
+		MHD_OPTION_ARRAY, cert ? tls : tls + 2,
+		MHD_OPTION_END);
+}
+
+static int start_threads(pthread_t *b, pthread_t *r)
+{
+	if (pthread_create(b, NULL, builder, NULL) != 0)
+		return -1;
+	if (pthread_create(r, NULL, reaper, NULL) == 0)
+		return 0;
+	pthread_mutex_lock(&srv.mu);
+	srv.stopping = 1;
+	pthread_cond_broadcast(&srv.cv);
+	pthread_mutex_unlock(&srv.mu);
+	pthread_join(*b, NULL);
+	return -1;
+}
+
+static void say_listening(const struct opts *o, struct MHD_Daemon *d)
+{
+	const union MHD_DaemonInfo *di =
+		MHD_get_daemon_info(d, MHD_DAEMON_INFO_BIND_PORT);
+	printf("logengine serve: listening on http%s://%.*s:%u/ (%d "
+	       "director%s)\n", o->cert ? "s" : "",
+	       (int)(strrchr(o->addr, ':') - o->addr), o->addr,
+	       di ? di->port : 0, srv.ndirs, srv.ndirs == 1 ? "y" : "ies");
+	fflush(stdout);
+}
+
+int cmd_serve(int argc, char **argv)
+{
+	static char *dirs[LIVE_MAX_DIRS];
+	struct opts o = {.addr = "127.0.0.1:9470",
+	                 .max_clients = DEFAULT_CLIENTS,
+	                 .max_conns = DEFAULT_CONNS,
+	                 .request_s = DEFAULT_REQUEST_S};
+	static char *cert, *key; /* static: whatever path returns, reachable */
+
+	int rc = serve_args(argc, argv, &o, dirs);
+	if (rc)
+		return rc == 1 ? 0 : rc;
+	fit_files(&o);
+	if (o.max_clients + 16 > o.max_conns)
+		return usage("%s", "--max-clients: at most --max-connections "
+		             "less 16");
+	if ((rc = load_secrets(&o, &cert, &key)))
+		return rc;
+	warn_open(&o);
+	srv.dirs = dirs;
+	srv.max_clients = (unsigned)o.max_clients;
+	conns.max = (unsigned)o.max_conns;
+	conns.per_ip = (unsigned)o.per_ip;
+	conns.deadline_ns[C_WAIT] = (uint64_t)o.request_s * 1000000000u;
+	conns.deadline_ns[C_REPLY] = (uint64_t)REPLY_S * 1000000000u;
+	init_locks();
 	srv.mdirs = calloc((size_t)srv.ndirs, sizeof *srv.mdirs);
 	int ok = srv.mdirs != NULL;
 	for (int k = 0; ok && k < srv.ndirs; k++)
@@ -805,37 +1607,24 @@ int cmd_serve(int argc, char **argv)
 	sigaddset(&stop, SIGTERM);
 	sigaddset(&stop, SIGHUP);
 	pthread_sigmask(SIG_BLOCK, &stop, NULL);
-	pthread_t b;
-	if (pthread_create(&b, NULL, builder, NULL) != 0) {
+	/* a client gone mid-reply must not end the process */
+	signal(SIGPIPE, SIG_IGN);
+	pthread_t b, r;
+	if (start_threads(&b, &r) < 0) {
 		fprintf(stderr, "logengine serve: cannot start a thread\n");
 		return 2;
 	}
-	struct MHD_Daemon *d = MHD_start_daemon(
-		MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD |
-			MHD_USE_ERROR_LOG | (l.v6 ? MHD_USE_IPv6 : 0),
-		0, NULL, NULL, handle, NULL,
-		MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&l.ss,
-		MHD_OPTION_CONNECTION_LIMIT, srv.max_clients + 32,
-		MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)30,
-		MHD_OPTION_THREAD_STACK_SIZE, (size_t)(256 << 10),
-		MHD_OPTION_END);
+	struct MHD_Daemon *d = start_daemon(&o, cert, key);
 	if (!d) {
 		fprintf(stderr, "logengine serve: cannot listen on %s: %s\n",
-		        addr, strerror(errno));
-		shutdown_all(NULL, b);
+		        o.addr, strerror(errno));
+		shutdown_all(NULL, b, r);
 		return 2;
 	}
-	const union MHD_DaemonInfo *di =
-		MHD_get_daemon_info(d, MHD_DAEMON_INFO_BIND_PORT);
-	char shown[160];
-	snprintf(shown, sizeof shown, "%.*s:%u", (int)(strrchr(addr, ':') - addr),
-	         addr, di ? di->port : 0);
-	printf("logengine serve: listening on http://%s/ (%d director%s)\n",
-	       shown, srv.ndirs, srv.ndirs == 1 ? "y" : "ies");
-	fflush(stdout);
+	say_listening(&o, d);
 	int sig;
 	sigwait(&stop, &sig);
-	shutdown_all(d, b);
+	shutdown_all(d, b, r);
 	printf("logengine serve: stopped (%s)\n", strsignal(sig));
 	fflush(stdout);
 	return 0;

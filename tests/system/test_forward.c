@@ -30,7 +30,9 @@ int main(int argc, char **argv)
 
 #include "logengine.h"
 #include "logtest.h"
+#include "crc32c.h"
 #include "natsrv.h"
+#include "os.h"
 #include "segment.h"
 #include "ship.h"
 
@@ -101,7 +103,7 @@ static int origin_dir(const char *dst, const char *host, uint32_t shard)
 	for (int i = 0; i < LE_MAX_SHARDS; i++) {
 		snprintf(sdir, sizeof sdir, "%s/shard-%03d", dst, i);
 		if (le__origin_read(sdir, &o) == 0 && o.shard == shard &&
-		    strcmp(o.host, host) == 0)
+		    o.kind == LE_ORIGIN_CHAIN && strcmp(o.host, host) == 0)
 			return i;
 	}
 	return -1;
@@ -1115,70 +1117,6 @@ TEST(collector_killed_ten_times_stores_everything_once)
 	t_rmrf(base);
 }
 
-TEST(collector_rejects_a_message_with_one_bad_frame_whole)
-{
-	t_nats n;
-	natsConnection *nc;
-	jsCtx *js;
-	unsigned char b[1024];
-	size_t len = 0;
-	char pl[16];
-
-	setup();
-	server(&n, NULL);
-	CHECK_EQ(natsConnection_ConnectTo(&nc, n.url), NATS_OK);
-	CHECK_EQ(natsConnection_JetStream(&js, nc, NULL), NATS_OK);
-	jsStreamConfig sc;
-	const char *subj[] = {"logs.>"};
-	jsStreamConfig_Init(&sc);
-	sc.Name = "LOGS";
-	sc.Subjects = subj;
-	sc.SubjectsLen = 1;
-	CHECK_EQ(js_AddStream(NULL, js, &sc, NULL, NULL), NATS_OK);
-	for (int i = 0; i < 3; i++) {
-		int k = snprintf(pl, sizeof pl, "rec %d", i);
-		len += le__frame_encode(b + len, LE_FIELD_ALL, 0, LE_INFO, 0,
-		                        (uint64_t)i + 1, 1000u + (unsigned)i, pl,
-		                        (uint32_t)k);
-	}
-	for (int bad = 1; bad >= 0; bad--) {
-		natsMsg *m;
-		b[len - 1] ^= (unsigned char)bad; /* the third frame's payload */
-		CHECK_EQ(natsMsg_Create(&m, "logs.x.0", NULL, (const char *)b,
-		                        (int)len), NATS_OK);
-		natsMsgHeader_Set(m, "Nats-Msg-Id", bad ? "x/0/1-bad" : "x/0/1");
-		natsMsgHeader_Set(m, "Le-Format", "1");
-		natsMsgHeader_Set(m, "Le-Host", "x");
-		natsMsgHeader_Set(m, "Le-Shard", "0");
-		natsMsgHeader_Set(m, "Le-Seq", "1-3");
-		natsMsgHeader_Set(m, "Le-Fields", "31");
-		CHECK_EQ(js_PublishMsg(NULL, js, m, NULL, NULL), NATS_OK);
-		natsMsg_Destroy(m);
-		b[len - 1] ^= (unsigned char)bad;
-	}
-	jsCtx_Destroy(js);
-	natsConnection_Destroy(nc);
-	collect_once(n.url, path("dst"));
-	char *err = slurp(path("col.err"));
-	CHECK(strstr(err, "message 1 rejected"));
-	CHECK(strstr(err, "host x shard 0 records 1-3"));
-	CHECK(strstr(err, "checksum mismatch"));
-	le_record r;
-	le_reader *x = reader(path("dst"), -1);
-	for (int i = 0; i < 3; i++) {
-		CHECK_EQ(le_reader_next(x, &r), 1);
-		CHECK_EQ(r.origin_seq, (uint64_t)i + 1);
-		snprintf(pl, sizeof pl, "rec %d", i);
-		CHECK(r.len == strlen(pl) && !memcmp(r.payload, pl, r.len));
-	}
-	CHECK_EQ(le_reader_next(x, &r), 0);
-	le_reader_close(x);
-	t_nats_stop(&n);
-	t_rmrf(base);
-}
-
-/* ---- publishers the collector cannot trust ---- */
-
 static void js_open(const t_nats *n, natsConnection **nc, jsCtx **js)
 {
 	CHECK_EQ(natsConnection_ConnectTo(nc, n->url), NATS_OK);
@@ -1189,6 +1127,19 @@ static void js_close(natsConnection *nc, jsCtx *js)
 {
 	jsCtx_Destroy(js);
 	natsConnection_Destroy(nc);
+}
+
+/* Stream `name` taking `subject`, created as a test's own fixture. */
+static void add_stream(jsCtx *js, const char *name, const char *subject)
+{
+	jsStreamConfig sc;
+	const char *subj[] = {subject};
+
+	jsStreamConfig_Init(&sc);
+	sc.Name = name;
+	sc.Subjects = subj;
+	sc.SubjectsLen = 1;
+	CHECK_EQ(js_AddStream(NULL, js, &sc, NULL, NULL), NATS_OK);
 }
 
 /* Messages in stream `name` now. */
@@ -1218,10 +1169,68 @@ static int count_lines(const char *p, const char *what)
 	return k;
 }
 
-/* A publisher allowed on the stream republishes a real host's stored
- * message 300 times, each with another Le-Host: each copy is refused,
- * copied to the dead-letter stream with its reason and dropped, and the
- * real host's records, before and after, are all stored. */
+TEST(collector_rejects_a_message_with_one_bad_frame_whole)
+{
+	t_nats n;
+	natsConnection *nc;
+	jsCtx *js;
+	unsigned char b[1024];
+	size_t len = 0;
+	char pl[16];
+
+	setup();
+	server(&n, NULL);
+	js_open(&n, &nc, &js);
+	add_stream(js, "LOGS", "logs.>");
+	for (int i = 0; i < 3; i++) {
+		int k = snprintf(pl, sizeof pl, "rec %d", i);
+		len += le__frame_encode(b + len, LE_FIELD_ALL, 0, LE_INFO, 0,
+		                        (uint64_t)i + 1, 1000u + (unsigned)i, pl,
+		                        (uint32_t)k);
+	}
+	for (int bad = 1; bad >= 0; bad--) {
+		natsMsg *m;
+		b[len - 1] ^= (unsigned char)bad; /* the third frame's payload */
+		CHECK_EQ(natsMsg_Create(&m, "logs.x.0", NULL, (const char *)b,
+		                        (int)len), NATS_OK);
+		natsMsgHeader_Set(m, "Nats-Msg-Id", bad ? "x/0/1-bad" : "x/0/1");
+		natsMsgHeader_Set(m, "Le-Format", "1");
+		natsMsgHeader_Set(m, "Le-Host", "x");
+		natsMsgHeader_Set(m, "Le-Shard", "0");
+		natsMsgHeader_Set(m, "Le-Seq", "1-3");
+		natsMsgHeader_Set(m, "Le-Fields", "31");
+		CHECK_EQ(js_PublishMsg(NULL, js, m, NULL, NULL), NATS_OK);
+		natsMsg_Destroy(m);
+		b[len - 1] ^= (unsigned char)bad;
+	}
+	js_close(nc, js);
+	collect_once(n.url, path("dst"));
+	char *err = slurp(path("col.err"));
+	CHECK(strstr(err, "message 1 rejected"));
+	CHECK(strstr(err, "host x shard 0 records 1-3"));
+	CHECK(strstr(err, "checksum mismatch"));
+	le_record r;
+	le_reader *x = reader(path("dst"), -1);
+	for (int i = 0; i < 3; i++) {
+		CHECK_EQ(le_reader_next(x, &r), 1);
+		CHECK_EQ(r.origin_seq, (uint64_t)i + 1);
+		snprintf(pl, sizeof pl, "rec %d", i);
+		CHECK(r.len == strlen(pl) && !memcmp(r.payload, pl, r.len));
+	}
+	CHECK_EQ(le_reader_next(x, &r), 0);
+	le_reader_close(x);
+	t_nats_stop(&n);
+	t_rmrf(base);
+}
+
+/* ---- publishers the collector cannot trust ---- */
+
+/* A publisher allowed on the real host's subjects republishes one of
+ * its stored messages 300 times, each with another Le-Host: half on the
+ * real subject, half on logs.real.fake-N.0 (which a permission on
+ * logs.real.> allows).  Each copy is refused, copied to the dead-letter
+ * stream with its reason and dropped, and the real host's records,
+ * before and after, are all stored. */
 TEST(forged_origins_are_dead_lettered_and_every_real_record_stored)
 {
 	t_nats n;
@@ -1241,8 +1250,10 @@ TEST(forged_origins_are_dead_lettered_and_every_real_record_stored)
 	CHECK_EQ(natsMsgHeader_Keys(real, &keys, &nkeys), NATS_OK);
 	for (int i = 0; i < 300; i++) {
 		natsMsg *m;
-		char v[32];
-		CHECK_EQ(natsMsg_Create(&m, natsMsg_GetSubject(real), NULL,
+		char v[32], subj[64];
+		snprintf(subj, sizeof subj, "logs.real.fake-%d.0", i);
+		CHECK_EQ(natsMsg_Create(&m, i % 2 ? subj
+		                                  : natsMsg_GetSubject(real), NULL,
 		                        natsMsg_GetData(real),
 		                        natsMsg_GetDataLength(real)), NATS_OK);
 		for (int k = 0; k < nkeys; k++) {
@@ -1262,7 +1273,9 @@ TEST(forged_origins_are_dead_lettered_and_every_real_record_stored)
 	collect_once(n.url, path("dst"));
 	CHECK_EQ(compare(path("src"), path("dst"), "real", 1), 3000);
 	CHECK_EQ(count_lines(path("col.err"), "claim another origin than the "
-	                     "subject's (host real shard 0)"), 300);
+	                     "subject's (host real shard 0)"), 150);
+	CHECK_EQ(count_lines(path("col.err"), "the subject is not "
+	                     "PREFIX.HOSTTOKEN.SHARD"), 150);
 	CHECK_EQ(origin_dir(path("dst"), "fake-0", 0), -1);
 	CHECK_EQ(stream_msgs(js, "LOGS_DEAD"), 300);
 	CHECK_EQ(js_GetMsg(&dead, js, "LOGS_DEAD", 1, NULL, NULL), NATS_OK);
@@ -1291,18 +1304,12 @@ TEST(message_ids_published_by_another_host_do_not_suppress_its_messages)
 	struct wopts w = {.shards = 1};
 	natsConnection *nc;
 	jsCtx *js;
-	jsStreamConfig sc;
-	const char *subj[] = {"logs.>"};
 
 	setup();
 	server(&n, NULL);
 	write_log(path("src"), 3000, &w);
 	js_open(&n, &nc, &js);
-	jsStreamConfig_Init(&sc);
-	sc.Name = "LOGS";
-	sc.Subjects = subj;
-	sc.SubjectsLen = 1;
-	CHECK_EQ(js_AddStream(NULL, js, &sc, NULL, NULL), NATS_OK);
+	add_stream(js, "LOGS", "logs.>");
 	for (int k = 1; k <= 3000; k++) {
 		char id[64];
 		snprintf(id, sizeof id, "real/0/%d", k);
@@ -1321,6 +1328,222 @@ TEST(message_ids_published_by_another_host_do_not_suppress_its_messages)
 	CHECK_EQ(compare(path("src"), path("dst"), "real", 1), 3000);
 	CHECK_EQ(count_lines(path("col.err"), "header Le-Format missing"), 3000);
 	js_close(nc, js);
+	t_nats_stop(&n);
+	t_rmrf(base);
+}
+
+/* ---- gap claims ---- */
+
+/* Publish a gap message for host's shard 0 (headers NULL: left out). */
+static void publish_gap(const t_nats *n, const char *host, const char *seq,
+                        const char *gap, const char *ts, const char *id)
+{
+	natsConnection *nc;
+	jsCtx *js;
+	natsMsg *m;
+	jsStreamConfig sc;
+	const char *subj[] = {"logs.>"};
+	char subject[300];
+
+	js_open(n, &nc, &js);
+	jsStreamConfig_Init(&sc);
+	sc.Name = "LOGS";
+	sc.Subjects = subj;
+	sc.SubjectsLen = 1;
+	js_AddStream(NULL, js, &sc, NULL, NULL); /* made now, or there */
+	snprintf(subject, sizeof subject, "logs.%s.0", host);
+	CHECK_EQ(natsMsg_Create(&m, subject, NULL, NULL, 0), NATS_OK);
+	natsMsgHeader_Set(m, "Nats-Msg-Id", id);
+	natsMsgHeader_Set(m, "Le-Format", "1");
+	natsMsgHeader_Set(m, "Le-Host", host);
+	natsMsgHeader_Set(m, "Le-Shard", "0");
+	natsMsgHeader_Set(m, "Le-Seq", seq);
+	natsMsgHeader_Set(m, "Le-Fields", "31");
+	natsMsgHeader_Set(m, "Le-Gap", gap);
+	if (ts)
+		natsMsgHeader_Set(m, "Le-Ts", ts);
+	CHECK_EQ(js_PublishMsg(NULL, js, m, NULL, NULL), NATS_OK);
+	natsMsg_Destroy(m);
+	js_close(nc, js);
+}
+
+/* Every record of src's shard 0 (records 1..n) is in dst once, as the
+ * origin's record seq, with its time and bytes: in the chain or among
+ * the late records.  @return the markers dst holds besides. */
+static long each_once(const char *src, const char *dst, const char *host,
+                      long n)
+{
+	struct want {
+		uint64_t ts;
+		uint32_t crc;
+		int seen;
+	} *w = calloc((size_t)n + 1, sizeof *w);
+	le_record r;
+	long marks = 0, missing = 0;
+	int rc;
+
+	le_reader *x = reader(src, 0);
+	while ((rc = le_reader_next(x, &r)) == 1) {
+		CHECK(r.seq >= 1 && r.seq <= (uint64_t)n);
+		w[r.seq].ts = r.ts_ns;
+		w[r.seq].crc = le__crc32c_extend(0, r.payload, r.len);
+	}
+	CHECK_EQ(rc, 0);
+	le_reader_close(x);
+	x = reader(dst, -1);
+	while ((rc = le_reader_next(x, &r)) == 1) {
+		if (r.flags & LE_REC_MARKER) {
+			marks++;
+			continue;
+		}
+		CHECK(!strcmp(r.host, host) && r.origin_shard == 0);
+		CHECK(r.origin_seq >= 1 && r.origin_seq <= (uint64_t)n);
+		struct want *e = &w[r.origin_seq];
+		CHECK_EQ(e->seen++, 0);
+		CHECK_EQ(r.ts_ns, e->ts);
+		CHECK_EQ(le__crc32c_extend(0, r.payload, r.len), e->crc);
+	}
+	CHECK_EQ(rc, 0);
+	le_reader_close(x);
+	for (long i = 1; i <= n; i++)
+		missing += !w[i].seen;
+	if (missing)
+		fprintf(stderr, "  %ld of %ld records missing from %s\n",
+		        missing, n, dst);
+	CHECK_EQ(missing, 0);
+	free(w);
+	return marks;
+}
+
+/* `logengine cat DIR` (default mode): exit 0, nothing on stderr.
+ * @return the lines it printed. */
+static long cat_lines(const char *dir, const char *must_show)
+{
+	char cmd[1400];
+	snprintf(cmd, sizeof cmd, "'%s' cat '%s' > '%s' 2> '%s'", cli(), dir,
+	         path("cat.out"), path("cat.err"));
+	int rc = system(cmd);
+	char *out = slurp(path("cat.out")), *err = slurp(path("cat.err"));
+	long lines = 0;
+	for (char *p = out; *p; p++)
+		lines += *p == '\n';
+	if (rc != 0 || *err)
+		fprintf(stderr, "  cat: exit %d after %ld lines: %s", rc, lines,
+		        err);
+	CHECK_EQ(rc, 0);
+	CHECK_STR_EQ(err, "");
+	CHECK(strstr(out, must_show));
+	free(out);
+	free(err);
+	return lines;
+}
+
+static void collect_durable(const char *url, const char *dst,
+                            const char *durable)
+{
+	int rc = TOOL(120, path("col.err"), "collect", "--nats", url, "--once",
+	              "--verbose", "--durable", durable, "--ack-wait-ms",
+	              "2000", "--gap-wait-ms", "10000", dst);
+	if (rc != 0)
+		fprintf(stderr, "  collect: exit %d: %s", rc,
+		        slurp(path("col.err")));
+	CHECK_EQ(rc, 0);
+}
+
+TEST(forged_gap_inside_a_real_range_erases_no_record)
+{
+	t_nats n;
+	struct wopts w = {.shards = 1};
+	char ts[32];
+
+	setup();
+	write_log(path("src"), 1000, &w);
+	server(&n, NULL);
+	forward_once(&n, path("src"), "web-1");
+	/* In the stream between 1..1000 and 1001..2000: a claim that
+	 * 1001..1010 were lost. */
+	snprintf(ts, sizeof ts, "%" PRIu64, le__now_ns());
+	publish_gap(&n, "web-1", "1001-1010", "10", ts, "forged/1001");
+	write_log(path("src"), 1000, &w);
+	forward_once(&n, path("src"), "web-1");
+	collect_durable(n.url, path("dst"), "c1");
+	CHECK_EQ(each_once(path("src"), path("dst"), "web-1", 2000), 1);
+	CHECK_EQ(cat_lines(path("dst"), "10 records lost before shipping"),
+	         2001);
+	char *err = slurp(path("col.err"));
+	CHECK(strstr(err, "host web-1 shard 0: records 1001-1010 came after a "
+	                  "marker said they were lost: 10 stored (gap claim "
+	                  "contradicted)"));
+	CHECK(strstr(err, " 10 records came inside a gap claim"));
+	free(err);
+	/* A restart, then every message of the stream again (a new
+	 * consumer): nothing is stored twice. */
+	collect_durable(n.url, path("dst"), "c1");
+	collect_durable(n.url, path("dst"), "c2");
+	err = slurp(path("col.err"));
+	CHECK(strstr(err, " 0 records (0 bytes) stored"));
+	CHECK(strstr(err, " 0 records came inside a gap claim"));
+	free(err);
+	CHECK_EQ(each_once(path("src"), path("dst"), "web-1", 2000), 1);
+	CHECK_EQ(cat_lines(path("dst"), "10 records lost before shipping"),
+	         2001);
+	t_nats_stop(&n);
+	t_rmrf(base);
+}
+
+/* Did the collector's stderr err say it rejected stream message k of
+ * subject logs.x.0 for `why`? */
+static int refused(const char *err, int k, const char *why)
+{
+	char line[512];
+
+	snprintf(line, sizeof line, "message %d rejected (subject logs.x.0; "
+	         "nothing of it stored): %s", k, why);
+	return strstr(err, line) != NULL;
+}
+
+TEST(gap_claim_beyond_the_sequence_range_is_refused)
+{
+	t_nats n;
+	char now[32], ahead[32];
+	le_record r;
+
+	setup();
+	server(&n, NULL);
+	snprintf(now, sizeof now, "%" PRIu64, le__now_ns());
+	snprintf(ahead, sizeof ahead, "%" PRIu64,
+	         le__now_ns() + 2 * LE_GAP_TS_AHEAD_NS);
+	/* 2^63 - 1 and 2^62 + 1 records; no time, time 0, a time two
+	 * days ahead; then one that is sound. */
+	publish_gap(&n, "x", "1-9223372036854775807", "9223372036854775807",
+	            now, "x/1");
+	publish_gap(&n, "x", "1-4611686018427387905", "4611686018427387905",
+	            now, "x/2");
+	publish_gap(&n, "x", "1-5", "5", NULL, "x/3");
+	publish_gap(&n, "x", "1-5", "5", "0", "x/4");
+	publish_gap(&n, "x", "1-5", "5", ahead, "x/5");
+	publish_gap(&n, "x", "1-5", "5", now, "x/6");
+	collect_once(n.url, path("dst"));
+	char *err = slurp(path("col.err"));
+	CHECK(refused(err, 1, "header Le-Seq beyond 2^62"));
+	CHECK(refused(err, 2, "header Le-Seq beyond 2^62"));
+	CHECK(refused(err, 3, "host x shard 0 records 1-5: a gap message "
+	              "without a time"));
+	CHECK(refused(err, 4, "host x shard 0 records 1-5: a gap message "
+	              "without a time"));
+	CHECK(refused(err, 5, "host x shard 0 records 1-5: a gap message "
+	              "dated more than a day ahead"));
+	CHECK(!strstr(err, "message 6 rejected"));
+	free(err);
+	le_reader *x = reader(path("dst"), -1);
+	CHECK_EQ(le_reader_next(x, &r), 1);
+	CHECK(r.flags & LE_REC_MARKER);
+	CHECK_EQ(r.origin_seq, 5);
+	CHECK_EQ(r.ts_ns, strtoull(now, NULL, 10));
+	CHECK(r.len == 30 && !memcmp(r.payload, "5 records lost before "
+	                                        "shipping", 30));
+	CHECK_EQ(le_reader_next(x, &r), 0);
+	le_reader_close(x);
 	t_nats_stop(&n);
 	t_rmrf(base);
 }
@@ -2002,6 +2225,8 @@ int main(int argc, char **argv)
 	RUN(collector_rejects_a_message_with_one_bad_frame_whole);
 	RUN(forged_origins_are_dead_lettered_and_every_real_record_stored);
 	RUN(message_ids_published_by_another_host_do_not_suppress_its_messages);
+	RUN(forged_gap_inside_a_real_range_erases_no_record);
+	RUN(gap_claim_beyond_the_sequence_range_is_refused);
 	RUN(wrong_url_is_a_clear_error);
 	RUN(bad_credentials_are_a_clear_error);
 	RUN(stream_with_conflicting_settings_is_a_clear_error);

@@ -8,6 +8,7 @@
 #include "segfile.h"
 
 #include <fcntl.h>
+#include <sys/wait.h>
 
 #include "logengine.h"
 #include "defer.h"
@@ -107,6 +108,26 @@ TEST(origin_matches_the_test_vector)
 	CHECK_STR_EQ(d.host, "web-1");
 	CHECK_EQ(d.shard, 2);
 	CHECK_EQ(le__origin_decode(b, 24, &d), LE_ECORRUPT);
+}
+
+TEST(late_origin_is_version_2_with_its_kind_and_version_1_reads_as_a_chain)
+{
+	le__origin o = {.host = "web-1", .shard = 2, .kind = LE_ORIGIN_LATE}, d;
+	unsigned char b[LE_ORIGIN_MAX_BYTES];
+
+	CHECK_EQ(le__origin_encode(b, &o), 29);
+	hex_eq(b, "4c4f4745 4e474f52 02000500 02000000 01000000 7765622d "
+	          "31ea881a 8a");
+	CHECK_RC(le__origin_decode(b, 29, &d));
+	CHECK_STR_EQ(d.host, "web-1");
+	CHECK_EQ(d.shard, 2);
+	CHECK_EQ(d.kind, LE_ORIGIN_LATE);
+	CHECK_EQ(le__origin_decode(b, 28, &d), LE_ECORRUPT);
+	o.kind = LE_ORIGIN_CHAIN; /* written as version 1, read as a chain */
+	CHECK_EQ(le__origin_encode(b, &o), 25);
+	d.kind = 7;
+	CHECK_RC(le__origin_decode(b, 25, &d));
+	CHECK_EQ(d.kind, LE_ORIGIN_CHAIN);
 }
 
 TEST(origin_host_outside_the_alphabet_is_refused)
@@ -427,6 +448,324 @@ TEST(gap_marker_says_how_many_and_the_chain_goes_on)
 	CHECK_STR_EQ(sn.msg[2], "7 records lost before shipping");
 	CHECK_EQ(sn.seq[2], 9);
 	CHECK_EQ(sn.seq[3], 10);
+	t_rmrf(dir);
+}
+
+/* Records of a message of records first..first+n-1 that are below o's
+ * next sequence, to le__cstore_late.  @return how many it stored. */
+static uint64_t redeliver(le__cstore *s, le__cstore_origin *o, uint64_t first,
+                          int n, le__late *out)
+{
+	unsigned char b[8192];
+	size_t len = body(b, LE_FIELD_ALL, first, n);
+	le__ship_body from = {b, len, UINT64_MAX, LE_FIELD_ALL};
+	uint64_t below = o->next_seq - first;
+
+	CHECK_RC(le__cstore_late(s, o, first, b, len,
+	                         below < (uint64_t)n ? below : (uint64_t)n,
+	                         &from, out));
+	return out->n;
+}
+
+struct probs {
+	int n, gaps;
+};
+
+static void on_prob(void *arg, const char *file, uint64_t off,
+                    const char *what)
+{
+	struct probs *p = arg;
+	(void)file, (void)off;
+	p->n++;
+	p->gaps += strstr(what, "sequence gap") != NULL;
+	fprintf(stderr, "  problem: %s\n", what);
+}
+
+/* Every record of dir in mode (ABSOLUTE: the read must end cleanly),
+ * with the problems the reader reported.  @return the count. */
+static long read_probs(const char *dir, int mode, struct seen *sn,
+                       struct probs *p)
+{
+	le_reader *r;
+	le_reader_opts o;
+	le_record rec;
+	long n = 0;
+	int rc;
+
+	le_reader_opts_init(&o);
+	o.mode = mode;
+	o.on_problem = on_prob;
+	o.arg = p;
+	CHECK_RC(le_reader_open(&r, dir, &o));
+	while ((rc = le_reader_next(r, &rec)) == 1) {
+		if (sn)
+			see(&rec, sn);
+		n++;
+	}
+	le_reader_close(r);
+	return rc < 0 ? rc : n;
+}
+
+/* Records 1..2, a claim "7 records <why>" for 3..9, records 10..11. */
+static le__cstore *claimed_store(char *dir, le__cstore_origin **o,
+                                 const char *why)
+{
+	unsigned char b[4096];
+	le__cstore *s = store_open(t_tmpdir(dir), 1 << 20);
+	size_t len = body(b, LE_FIELD_ALL, 1, 2);
+
+	*o = origin(s, "h", 2);
+	CHECK_RC(le__cstore_append(s, *o, LE_FIELD_ALL, b, len, 2, NULL));
+	CHECK_RC(le__cstore_gap(s, *o, LE_FIELD_ALL, 3, 9, TS0 + 2, why));
+	len = body(b, LE_FIELD_ALL, 10, 2);
+	CHECK_RC(le__cstore_append(s, *o, LE_FIELD_ALL, b + 0, len, 2, NULL));
+	return s;
+}
+
+TEST(records_inside_a_gap_claim_are_stored_when_they_come_and_only_once)
+{
+	char dir[256], err[256];
+	le__late out;
+	struct seen sn = {0};
+	struct probs pr = {0};
+	le__cstore_origin *o;
+	le__cstore *s = claimed_store(dir, &o, LE_GAP_LOST);
+
+	/* 4..6 come first, then the whole message 1..11 again: 3 and 7..9
+	 * are what is left of the claim; 1, 2, 10, 11 are in the chain. */
+	CHECK_EQ(redeliver(s, o, 4, 3, &out), 3);
+	CHECK_EQ(out.lo, 4);
+	CHECK_EQ(out.hi, 6);
+	CHECK_EQ(redeliver(s, o, 1, 11, &out), 4);
+	CHECK_EQ(out.lo, 3);
+	CHECK_EQ(out.hi, 9);
+	CHECK_EQ(redeliver(s, o, 1, 11, &out), 0);
+	CHECK_EQ(o->next_seq, 12);
+	le__cstore_close(s);
+	/* What is stored and what is claimed come back from the store. */
+	s = store_open(dir, 1 << 20);
+	o = le__cstore_origin_get(s, "h", 2, 0, err, sizeof err);
+	CHECK(o);
+	CHECK_EQ(redeliver(s, o, 1, 11, &out), 0);
+	le__cstore_close(s);
+	/* Every record once, the marker too, merged by time, and no
+	 * problem even in ABSOLUTE mode: the late runs are no chain. */
+	CHECK_EQ(read_probs(dir, LE_RECOVER_ABSOLUTE, &sn, &pr), 12);
+	CHECK_EQ(pr.n, 0);
+	int times[12] = {0}, marks = 0;
+	for (int i = 0; i < 12; i++) {
+		CHECK(sn.seq[i] >= 1 && sn.seq[i] <= 11);
+		times[sn.seq[i]]++;
+		marks += sn.flags[i] == LE_REC_MARKER;
+		CHECK_STR_EQ(sn.host[i], "h");
+	}
+	for (int q = 1; q <= 11; q++) /* 9: the marker and the record */
+		CHECK_EQ(times[q], q == 9 ? 2 : 1);
+	CHECK_EQ(marks, 1);
+	t_rmrf(dir);
+}
+
+TEST(records_missing_from_the_stream_that_come_after_a_reopen_are_stored)
+{
+	char dir[256], err[256];
+	le__late out;
+	le__cstore_origin *o;
+	le__cstore *s = claimed_store(dir, &o, LE_GAP_MISSING);
+
+	le__cstore_close(s);
+	s = store_open(dir, 1 << 20);
+	o = le__cstore_origin_get(s, "h", 2, 0, err, sizeof err);
+	CHECK(o);
+	CHECK_EQ(redeliver(s, o, 1, 11, &out), 7);
+	le__cstore_close(s);
+	CHECK_EQ(count_records(dir), 11);
+	t_rmrf(dir);
+}
+
+TEST(marker_text_in_an_origins_own_record_claims_nothing)
+{
+	char dir[256], err[256];
+	unsigned char b[4096];
+	const char *txt = "3 records " LE_GAP_LOST;
+	le__late out;
+	le__cstore *s = store_open(t_tmpdir(dir), 200);
+	le__cstore_origin *o = origin(s, "h", 2);
+	size_t len = body(b, LE_FIELD_ALL, 1, 4);
+
+	/* 1..4, then (segment_bytes 200: a segment of its own) a record 5
+	 * that looks like a collector's marker for 3..5. */
+	CHECK_RC(le__cstore_append(s, o, LE_FIELD_ALL, b, len, 4, NULL));
+	len = le__frame_encode(b, LE_FIELD_ALL, LE_REC_MARKER, LE_WARN, 2, 5,
+	                       TS0 + 5, txt, (uint32_t)strlen(txt));
+	CHECK_RC(le__cstore_append(s, o, LE_FIELD_ALL, b, len, 1, NULL));
+	le__cstore_close(s);
+	s = store_open(dir, 1 << 20);
+	o = le__cstore_origin_get(s, "h", 2, 0, err, sizeof err);
+	CHECK(o);
+	/* 3 and 4 are in the chain: only 5, which the frame took, is left
+	 * of the "claim", and it is stored already by its own frame. */
+	CHECK_EQ(redeliver(s, o, 1, 4, &out), 0);
+	le__cstore_close(s);
+	t_rmrf(dir);
+}
+
+TEST(claims_past_the_bound_forget_the_lowest)
+{
+	char dir[256];
+	unsigned char b[256];
+	le__late out;
+	le__cstore *s;
+	le__cstore_opts op = {.segment_bytes = 1 << 20, .sync = 0};
+	char err[256];
+
+	CHECK_RC(le__cstore_open(&s, t_tmpdir(dir), &op, err, sizeof err));
+	le__cstore_origin *o = origin(s, "h", 2);
+	/* LE_CLAIM_RANGES + 1 claims of two records each, a record between
+	 * each two. */
+	for (uint64_t i = 0; i <= LE_CLAIM_RANGES; i++) {
+		CHECK_RC(le__cstore_gap(s, o, LE_FIELD_ALL, 3 * i + 1,
+		                        3 * i + 2, TS0, LE_GAP_LOST));
+		size_t len = body(b, LE_FIELD_ALL, 3 * i + 3, 1);
+		CHECK_RC(le__cstore_append(s, o, LE_FIELD_ALL, b, len, 1, NULL));
+	}
+	CHECK_EQ(o->forgotten, 2);
+	CHECK_EQ(redeliver(s, o, 1, 1, &out), 0); /* forgotten */
+	CHECK_EQ(redeliver(s, o, 4, 1, &out), 1); /* the second claim */
+	le__cstore_close(s);
+	t_rmrf(dir);
+}
+
+/* `logengine cat DIR` to files; @return its exit status. */
+static int cat(const char *dir, char *out, char *err)
+{
+	char cmd[1400];
+	snprintf(out, 300, "%s.out", dir);
+	snprintf(err, 300, "%s.err", dir);
+	snprintf(cmd, sizeof cmd, "'%s' cat '%s' > '%s' 2> '%s'",
+	         t_build_tool("LE_CLI", "logengine"), dir, out, err);
+	int rc = system(cmd);
+	return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+}
+
+static int lines(const char *text)
+{
+	int n = 0;
+	for (; *text; text++)
+		n += *text == '\n';
+	return n;
+}
+
+TEST(cat_reads_across_a_gap_marker_and_shows_it)
+{
+	char dir[256], out[300], err[300];
+	struct probs pr = {0};
+	le__cstore_origin *o;
+
+	le__cstore_close(claimed_store(dir, &o, LE_GAP_LOST));
+	CHECK_EQ(cat(dir, out, err), 0);
+	char *o_txt = t_slurp_text(out), *e_txt = t_slurp_text(err);
+	CHECK_EQ(lines(o_txt), 5);
+	CHECK(strstr(o_txt, "7 records lost before shipping"));
+	CHECK(strstr(o_txt, "rec 1")); /* record 11 */
+	CHECK_STR_EQ(e_txt, "");
+	CHECK_EQ(read_probs(dir, LE_RECOVER_ABSOLUTE, NULL, &pr), 5);
+	CHECK_EQ(pr.n, 0);
+	free(o_txt);
+	free(e_txt);
+	unlink(out);
+	unlink(err);
+	t_rmrf(dir);
+}
+
+TEST(chain_gap_without_a_marker_is_still_reported)
+{
+	char dir[256], out[300], err[300];
+	unsigned char b[4096];
+	/* the frames after the hole without a CRC: another field set, so
+	 * they start a segment of their own */
+	const uint32_t f2 = LE_FIELD_ALL & ~LE_FIELD_CRC;
+
+	for (int marked = 0; marked < 2; marked++) {
+		le__cstore *s = store_open(t_tmpdir(dir), 1 << 20);
+		le__cstore_origin *o = origin(s, "h", 2);
+		size_t len = body(b, LE_FIELD_ALL, 1, 2);
+		CHECK_RC(le__cstore_append(s, o, LE_FIELD_ALL, b, len, 2, NULL));
+		/* 3..4 missing: what follows starts a segment at 5, with no
+		 * marker, or with one that counts only itself */
+		o->next_seq = 5;
+		if (marked)
+			CHECK_RC(le__cstore_gap(s, o, f2, 5, 5, TS0,
+			                        LE_GAP_LOST));
+		len = body(b, f2, o->next_seq, 2);
+		CHECK_RC(le__cstore_append(s, o, f2, b, len, 2, NULL));
+		le__cstore_close(s);
+		CHECK(cat(dir, out, err) != 0);
+		char *e_txt = t_slurp_text(err);
+		if (!strstr(e_txt, "sequence gap: expected 3, segment starts "
+		                   "at 5"))
+			fprintf(stderr, "  cat said: %s\n", e_txt);
+		CHECK(strstr(e_txt, "sequence gap: expected 3, segment starts "
+		                    "at 5"));
+		free(e_txt);
+		struct probs pr = {0};
+		CHECK_EQ(read_probs(dir, LE_RECOVER_ABSOLUTE, NULL, &pr),
+		         LE_ECORRUPT);
+		CHECK_EQ(pr.gaps, 1);
+		unlink(out);
+		unlink(err);
+		t_rmrf(dir);
+	}
+}
+
+TEST(follower_waits_for_a_marker_being_written_rather_than_report_a_gap)
+{
+	char dir[256], path[400];
+	unsigned char b[4096], h[LE_SEG_HDR];
+	const char *txt = "7 records " LE_GAP_LOST;
+	struct probs pr = {0};
+	le__seg_hdr hdr = {.version = LE_SEG_VERSION, .fields = LE_FIELD_ALL,
+	                   .shard = 2, .index = 2, .base_seq = 9,
+	                   .created_ns = TS0};
+	le_reader_opts o;
+	le_reader *r;
+	le_record rec;
+	le__cstore *s = store_open(t_tmpdir(dir), 1 << 20);
+	size_t len = body(b, LE_FIELD_ALL, 1, 2);
+
+	CHECK_RC(le__cstore_append(s, origin(s, "h", 2), LE_FIELD_ALL, b, len,
+	                           2, NULL));
+	le__cstore_close(s);
+	/* What a follower may meet while the collector writes a marker:
+	 * the segment's header, not yet its first frame. */
+	snprintf(path, sizeof path, "%s/shard-000/%016x.seg", dir, 2);
+	le__seg_hdr_encode(h, &hdr);
+	int fd = open(path, O_WRONLY | O_CREAT | O_EXCL, 0644);
+	CHECK(fd >= 0);
+	CHECK_EQ(pwrite(fd, h, sizeof h, 0), (ssize_t)sizeof h);
+	le_reader_opts_init(&o);
+	o.on_problem = on_prob;
+	o.arg = &pr;
+	CHECK_RC(le_reader_open(&r, dir, &o));
+	CHECK_RC(le_reader_follow(r, 0));
+	CHECK_EQ(le_reader_next(r, &rec), 1);
+	CHECK_EQ(le_reader_next(r, &rec), 1);
+	CHECK_EQ(le_reader_next(r, &rec), 0);
+	CHECK_EQ(pr.n, 0);
+	len = le__frame_encode(b, LE_FIELD_ALL, LE_REC_MARKER, LE_WARN, 2, 9,
+	                       TS0 + 5, txt, (uint32_t)strlen(txt));
+	CHECK_EQ(pwrite(fd, b, len, LE_SEG_HDR), (ssize_t)len);
+	close(fd);
+	int rc = 0;
+	for (int i = 0; i < 100 && rc == 0; i++) { /* up to 5 s */
+		rc = le_reader_next(r, &rec);
+		if (rc == 0)
+			CHECK(le_reader_wait(r, 50) >= 0);
+	}
+	CHECK_EQ(rc, 1);
+	CHECK(rec.flags & LE_REC_MARKER);
+	CHECK_EQ(rec.origin_seq, 9);
+	CHECK_EQ(pr.n, 0);
+	le_reader_close(r);
 	t_rmrf(dir);
 }
 
@@ -762,6 +1101,7 @@ int main(int argc, char **argv)
 	RUN(torn_forward_slot_falls_back_to_the_other);
 	RUN(short_forward_file_reads_as_zero_filled);
 	RUN(origin_matches_the_test_vector);
+	RUN(late_origin_is_version_2_with_its_kind_and_version_1_reads_as_a_chain);
 	RUN(origin_host_outside_the_alphabet_is_refused);
 	RUN(body_of_valid_frames_passes);
 	RUN(body_with_one_bad_crc_is_rejected_at_that_frame);
@@ -773,6 +1113,13 @@ int main(int argc, char **argv)
 	RUN(torn_tail_of_a_killed_collector_is_cut_at_open);
 	RUN(segment_a_killed_collector_created_but_never_wrote_is_removed_at_open);
 	RUN(gap_marker_says_how_many_and_the_chain_goes_on);
+	RUN(records_inside_a_gap_claim_are_stored_when_they_come_and_only_once);
+	RUN(records_missing_from_the_stream_that_come_after_a_reopen_are_stored);
+	RUN(marker_text_in_an_origins_own_record_claims_nothing);
+	RUN(claims_past_the_bound_forget_the_lowest);
+	RUN(cat_reads_across_a_gap_marker_and_shows_it);
+	RUN(chain_gap_without_a_marker_is_still_reported);
+	RUN(follower_waits_for_a_marker_being_written_rather_than_report_a_gap);
 	RUN(store_rotates_at_segment_bytes_between_frames);
 	RUN(collector_relinks_deferred_frames_to_its_own_segments);
 	RUN(collector_memory_stays_flat_over_origins_with_many_descriptors);
