@@ -182,7 +182,7 @@ static void hide_passwords(const char *url, char *out, size_t cap)
 	for (const char *p = url; o < cap;) {
 		size_t len = strcspn(p, ",");
 		const char *sl = strstr(p, "://");
-		const char *at = memchr(p, '@', len);
+		const char *at = memrchr(p, '@', len); /* a password may hold one */
 		const char *pw = sl && at && sl < at
 		                 ? memchr(sl + 3, ':', (size_t)(at - sl - 3)) : NULL;
 		if (pw)
