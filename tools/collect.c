@@ -1065,7 +1065,8 @@ static const char usage[] =
 	"  --stream NAME         stream (LOGS), created if missing\n"
 	"  --subject FILTER      subjects to take (logs.>)\n"
 	"  --durable NAME        durable consumer (logengine-collect)\n"
-	"  --creds FILE, --tls, --tls-ca FILE, --tls-cert FILE, --tls-key FILE\n"
+	"  --creds FILE, --user NAME --password-file FILE: who this is\n"
+	"  --tls, --tls-ca FILE, --tls-cert FILE, --tls-key FILE\n"
 	"  --sync batch|none     fdatasync before acknowledging (batch)\n"
 	"  --segment-bytes N     rotate segments past N bytes (64M)\n"
 	"  --max-origins N       origins (host, shard) DIR takes, at most\n"
@@ -1303,8 +1304,12 @@ int cmd_collect(int argc, char **argv)
 	status = parse(&c, argc, argv);
 	if (status)
 		return status > 0 ? 0 : SHIP_EXIT_USAGE;
-	if (ship_check_url(CMD, c.conn.url) < 0)
+	if (ship_check_conn(CMD, &c.conn) < 0)
 		return SHIP_EXIT_USAGE;
+	/* Without the dead-letter permissions, refused messages stay in the
+	 * stream (dead_letter()); the others are still stored. */
+	ship_may_refuse(c.dead, ".>");
+	ship_may_refuse("$JS.API.STREAM.*.", c.dead_stream);
 	if (pipe2(c.wake, O_NONBLOCK | O_CLOEXEC) < 0) {
 		fprintf(stderr, "logengine %s: %s\n", CMD, strerror(errno));
 		return SHIP_EXIT_FAIL;
@@ -1335,6 +1340,6 @@ int cmd_collect(int argc, char **argv)
 	le__cstore_close(c.st);
 	close(c.wake[0]);
 	close(c.wake[1]);
-	return status;
+	return ship_exit(status);
 }
 #endif

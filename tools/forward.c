@@ -1150,7 +1150,8 @@ static const char usage[] =
 	"                          go to SUBJ.SHARD (logs.HOST, dots in HOST\n"
 	"                          written as '~')\n"
 	"  --host NAME             origin name (the host name)\n"
-	"  --creds FILE            NATS credentials file\n"
+	"  --creds FILE            NATS credentials file, or\n"
+	"  --user NAME --password-file FILE\n"
 	"  --tls, --tls-ca FILE, --tls-cert FILE, --tls-key FILE\n"
 	"  --max-batch-bytes N     message body limit (server max_payload - "
 	"1 KiB)\n"
@@ -1372,7 +1373,7 @@ int cmd_forward(int argc, char **argv)
 	status = parse(&f, argc, argv);
 	if (status)
 		return status > 0 ? 0 : SHIP_EXIT_USAGE;
-	if (names(&f) < 0 || ship_check_url(CMD, f.conn.url) < 0)
+	if (names(&f) < 0 || ship_check_conn(CMD, &f.conn) < 0)
 		return SHIP_EXIT_USAGE;
 	if (f.max_batch && f.max_record + LE_FRAME_FIXED_MAX > f.max_batch) {
 		fprintf(stderr, "logengine %s: --max-record-bytes %" PRIu64
@@ -1406,6 +1407,6 @@ int cmd_forward(int argc, char **argv)
 	if (f.verbose)
 		summary(&f);
 	cleanup(&f);
-	return status;
+	return ship_exit(status);
 }
 #endif

@@ -28,6 +28,9 @@ int cmd_collect(int argc, char **argv);
 struct ship_conn {
 	const char *url;     /* --nats */
 	const char *creds;   /* --creds FILE: a NATS credentials file */
+	const char *user;    /* --user NAME */
+	const char *password_file; /* --password-file FILE: the password,
+	                              kept out of argv and the environment */
 	int tls;             /* --tls: require TLS */
 	const char *tls_ca;  /* --tls-ca FILE */
 	const char *tls_cert, *tls_key; /* --tls-cert, --tls-key */
@@ -64,6 +67,26 @@ int ship_usage(const char *cmd, const char *fmt, const char *what);
  * separated, each with a host that resolves and a port.  @return 0, or -1
  * after a message naming the URL. */
 int ship_check_url(const char *cmd, const char *url);
+
+/* Check the connection options before any connection: the URLs
+ * (ship_check_url), --tls-cert with --tls-key, --password-file with
+ * --user, one way of saying who we are.  Warns (one line) when a host
+ * off this machine would be reached without TLS.  @return 0, or -1 after
+ * a message (a usage error). */
+int ship_check_conn(const char *cmd, const struct ship_conn *c);
+
+/* Set (with ship_stop) when the server refused something a retry cannot
+ * cure while connected: a permission violation, an authorization that
+ * expired or was revoked.  One line on stderr said what. */
+extern volatile sig_atomic_t ship_refused;
+/* The command's exit status: status, else SHIP_EXIT_FAIL when the server
+ * refused (ship_refused), else 0. */
+int ship_exit(int status);
+/* A publish to a subject matching the pattern a + b that the server
+ * refuses is said once but does not stop the command: it copes without
+ * (collect: a refused message's dead-letter copy).  Four at most; call
+ * before ship_connect.  @return 0, -1 (no room). */
+int ship_may_refuse(const char *a, const char *b);
 
 /*
  * Connect, retrying a server that does not answer with a backoff from

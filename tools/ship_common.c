@@ -31,10 +31,13 @@ int cmd_collect(int argc, char **argv)
 }
 #else
 
+#include <dlfcn.h>
 #include <errno.h>
 #include <malloc.h>
 #include <netdb.h>
+#include <netinet/in.h>
 #include <poll.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -43,6 +46,7 @@ int cmd_collect(int argc, char **argv)
 #include <unistd.h>
 
 volatile sig_atomic_t ship_stop;
+volatile sig_atomic_t ship_refused;
 static int wake_write_fd = -1;
 
 static void on_signal(int sig)
@@ -147,6 +151,8 @@ int ship_conn_opt(const char *cmd, int argc, char **argv, int *i,
 		{"--nats", offsetof(struct ship_conn, url)},
 		{"--stream", offsetof(struct ship_conn, stream)},
 		{"--creds", offsetof(struct ship_conn, creds)},
+		{"--user", offsetof(struct ship_conn, user)},
+		{"--password-file", offsetof(struct ship_conn, password_file)},
 		{"--tls-ca", offsetof(struct ship_conn, tls_ca)},
 		{"--tls-cert", offsetof(struct ship_conn, tls_cert)},
 		{"--tls-key", offsetof(struct ship_conn, tls_key)},
@@ -166,10 +172,64 @@ int ship_conn_opt(const char *cmd, int argc, char **argv, int *i,
 	return 0;
 }
 
-/* One URL of the list: scheme://[user[:pass]@]host[:port]. */
-static int check_one_url(const char *cmd, const char *u, size_t len)
+/* url with each "user:password@" written "user:***@": error lines end
+ * up in logs that others read. */
+static void hide_passwords(const char *url, char *out, size_t cap)
 {
-	char buf[512], host[256], port[16] = "4222";
+	size_t o = 0;
+
+	out[0] = '\0';
+	for (const char *p = url; o < cap;) {
+		size_t len = strcspn(p, ",");
+		const char *sl = strstr(p, "://");
+		const char *at = memrchr(p, '@', len); /* a password may hold one */
+		const char *pw = sl && at && sl < at
+		                 ? memchr(sl + 3, ':', (size_t)(at - sl - 3)) : NULL;
+		if (pw)
+			o += (size_t)snprintf(out + o, cap - o, "%.*s:***%.*s",
+			                      (int)(pw - p), p,
+			                      (int)(p + len - at), at);
+		else
+			o += (size_t)snprintf(out + o, cap - o, "%.*s", (int)len, p);
+		if (!p[len] || o >= cap)
+			break;
+		o += (size_t)snprintf(out + o, cap - o, ",");
+		p += len + 1;
+	}
+}
+
+/* Whether every address of res is this machine's loopback (127/8, ::1,
+ * ::ffff:127.0.0.0/104): traffic to it never crosses a network. */
+static int all_loopback(const struct addrinfo *res)
+{
+	for (const struct addrinfo *a = res; a; a = a->ai_next) {
+		const unsigned char *b;
+		if (a->ai_family == AF_INET) {
+			b = (const unsigned char *)&((const struct sockaddr_in *)
+			                             a->ai_addr)->sin_addr;
+			if (b[0] != 127)
+				return 0;
+		} else if (a->ai_family == AF_INET6) {
+			const struct in6_addr *x =
+				&((const struct sockaddr_in6 *)a->ai_addr)->sin6_addr;
+			b = x->s6_addr;
+			if (!IN6_IS_ADDR_LOOPBACK(x) &&
+			    !(IN6_IS_ADDR_V4MAPPED(x) && b[12] == 127))
+				return 0;
+		} else {
+			return 0;
+		}
+	}
+	return res != NULL;
+}
+
+/* One URL of the list: scheme://[user[:pass]@]host[:port].  *clear is
+ * set when it is a nats:// URL whose host is not (or may not be, being
+ * unresolved yet) a loopback address. */
+static int check_one_url(const char *cmd, const char *u, size_t len,
+                         int *clear)
+{
+	char buf[512], shown[512], host[256], port[16] = "4222";
 	const char *p, *at, *h, *colon;
 	struct addrinfo hints, *res = NULL;
 
@@ -201,33 +261,71 @@ static int check_one_url(const char *cmd, const char *u, size_t len)
 	memset(&hints, 0, sizeof hints);
 	hints.ai_socktype = SOCK_STREAM;
 	int rc = getaddrinfo(host, port, &hints, &res);
+	*clear = p == buf + 7 && (rc != 0 || !all_loopback(res));
 	if (res)
 		freeaddrinfo(res);
 	if (rc == 0 || rc == EAI_AGAIN) /* a DNS hiccup: retry later */
 		return 0;
+	hide_passwords(buf, shown, sizeof shown);
 	fprintf(stderr, "logengine %s: --nats %s: cannot resolve host '%s': "
-	        "%s\n", cmd, buf, host, gai_strerror(rc));
+	        "%s\n", cmd, shown, host, gai_strerror(rc));
 	return -1;
 bad:
-	fprintf(stderr, "logengine %s: --nats '%.*s': not a NATS URL "
+	snprintf(buf, sizeof buf, "%.*s", (int)len, u);
+	hide_passwords(buf, shown, sizeof shown);
+	fprintf(stderr, "logengine %s: --nats '%s': not a NATS URL "
 	        "(nats://HOST[:PORT] or tls://HOST[:PORT], comma separated)\n",
-	        cmd, (int)len, u);
+	        cmd, shown);
 	return -1;
 }
 
-int ship_check_url(const char *cmd, const char *url)
+/* Check every URL of the list; *clear: some URL goes off this machine
+ * in clear text (check_one_url). */
+static int check_urls(const char *cmd, const char *url, int *clear)
 {
 	const char *p = url;
 
+	*clear = 0;
 	for (;;) {
 		const char *comma = strchr(p, ',');
 		size_t len = comma ? (size_t)(comma - p) : strlen(p);
-		if (check_one_url(cmd, p, len) < 0)
+		int c = 0;
+		if (check_one_url(cmd, p, len, &c) < 0)
 			return -1;
+		*clear |= c;
 		if (!comma)
 			return 0;
 		p = comma + 1;
 	}
+}
+
+int ship_check_url(const char *cmd, const char *url)
+{
+	int clear;
+	return check_urls(cmd, url, &clear);
+}
+
+int ship_check_conn(const char *cmd, const struct ship_conn *c)
+{
+	int clear;
+
+	if (check_urls(cmd, c->url, &clear) < 0)
+		return -1;
+	if (!c->tls_cert != !c->tls_key)
+		return ship_usage(cmd, "%s", "--tls-cert and --tls-key go "
+		                  "together (a client certificate and its key)");
+	if (c->password_file && !c->user)
+		return ship_usage(cmd, "%s", "--password-file needs --user NAME");
+	if (c->user && c->creds)
+		return ship_usage(cmd, "%s", "--user and --creds are two ways to "
+		                  "say who this is: give one");
+	/* --tls and its files make every URL a TLS one. */
+	if (clear && !c->tls && !c->tls_ca && !c->tls_cert)
+		fprintf(stderr, "logengine %s: warning: --nats reaches a host off "
+		        "this machine without TLS: credentials and records cross "
+		        "the network in clear text (use tls:// and --tls-ca; see "
+		        "\"Shipping across hosts\" in logengine(1))\n", cmd);
+	return 0;
 }
 
 uint64_t ship_mono_ms(void)
@@ -288,7 +386,135 @@ static natsStatus set_servers(natsOptions *o, const char *url)
 	return natsOptions_SetServers(o, list, n);
 }
 
-static natsStatus conn_options(const struct ship_conn *c, natsOptions **out)
+/* cmd and --nats with any password hidden, for the lines the connection
+ * says (the error handler runs on a libnats thread: set before). */
+static const char *conn_cmd = "";
+static char conn_shown[512];
+
+/* The first line of path into buf (without its line end).  @return 0,
+ * or -1 after a message. */
+static int read_secret(const char *cmd, const char *path, char *buf,
+                       size_t cap)
+{
+	FILE *f = fopen(path, "r");
+	int ok = f && fgets(buf, (int)cap, f);
+
+	if (f)
+		fclose(f);
+	if (ok)
+		buf[strcspn(buf, "\r\n")] = '\0';
+	if (ok && *buf && strlen(buf) + 1 < cap)
+		return 0;
+	fprintf(stderr, "logengine %s: --password-file %s: %s\n", cmd, path,
+	        !f ? strerror(errno) : "no password on its first line");
+	return -1;
+}
+
+/* Subjects whose refused publishes the command copes with
+ * (ship_may_refuse); set before the connection, read by its thread. */
+#define SOFT_MAX 4
+static char soft[SOFT_MAX][300];
+static atomic_int soft_said[SOFT_MAX];
+
+int ship_may_refuse(const char *a, const char *b)
+{
+	for (int i = 0; i < SOFT_MAX; i++) {
+		if (soft[i][0])
+			continue;
+		snprintf(soft[i], sizeof soft[i], "%s%s", a, b);
+		return 0;
+	}
+	return -1;
+}
+
+/* The pattern (ship_may_refuse) that the subject of a refused publish
+ * matches, from the server's text ("Permissions Violation for Publish
+ * to \"SUBJ\""), or -1. */
+static int soft_refusal(const char *text)
+{
+	const char *p = text ? strstr(text, "Publish to \"") : NULL;
+	char subj[300];
+
+	if (!p || sscanf(p + 12, "%299[^\"]", subj) != 1)
+		return -1;
+	for (int i = 0; i < SOFT_MAX && soft[i][0]; i++)
+		if (ship_subject_match(soft[i], subj))
+			return i;
+	return -1;
+}
+
+/* Errors the server sends on a live connection (libnats's thread).  A
+ * permission violation or a refused authorization would come again on
+ * every retry: say it once, and stop the command (ship_refused), which
+ * then exits 1 instead of resending for ever without a word; unless the
+ * command copes without what was refused (soft_refusal), which is said
+ * once too. */
+static void on_async_error(natsConnection *nc, natsSubscription *sub,
+                           natsStatus err, void *closure)
+{
+	static atomic_int said;
+	const char *text = NULL;
+	char b = 1;
+
+	(void)sub;
+	(void)closure;
+	if (err != NATS_NOT_PERMITTED && err != NATS_CONNECTION_AUTH_FAILED)
+		return;
+	natsConnection_GetLastError(nc, &text);
+	if (!text || !*text)
+		text = natsStatus_GetText(err);
+	int k = soft_refusal(text);
+	if (k >= 0 && !atomic_exchange(&soft_said[k], 1))
+		fprintf(stderr, "logengine %s: %s: the server refused: %s (the "
+		        "credentials do not allow it: see \"Shipping across "
+		        "hosts\" in logengine(1)); going on without it\n",
+		        conn_cmd, conn_shown, text);
+	if (k >= 0)
+		return;
+	if (!atomic_exchange(&said, 1))
+		fprintf(stderr, "logengine %s: %s: the server refused: %s (the "
+		        "credentials do not allow it: see \"Shipping across "
+		        "hosts\" in logengine(1)); stopping\n", conn_cmd,
+		        conn_shown, text);
+	ship_refused = 1;
+	ship_stop = 1;
+	if (wake_write_fd >= 0 && write(wake_write_fd, &b, 1) < 0) {
+		/* full: the main loop wakes anyway */
+	}
+}
+
+int ship_exit(int status)
+{
+	return status ? status : ship_refused ? SHIP_EXIT_FAIL : 0;
+}
+
+/* Who we are: a credentials file, or a user with the password pw
+ * (NULL: none). */
+static natsStatus conn_auth(const struct ship_conn *c, const char *pw,
+                            natsOptions *o)
+{
+	if (c->creds)
+		return natsOptions_SetUserCredentialsFromFiles(o, c->creds, NULL);
+	if (c->user)
+		return natsOptions_SetUserInfo(o, c->user, pw);
+	return NATS_OK;
+}
+
+static natsStatus conn_tls(const struct ship_conn *c, natsOptions *o)
+{
+	natsStatus s = NATS_OK;
+
+	if (c->tls || c->tls_ca || c->tls_cert)
+		s = natsOptions_SetSecure(o, true);
+	if (s == NATS_OK && c->tls_ca)
+		s = natsOptions_LoadCATrustedCertificates(o, c->tls_ca);
+	if (s == NATS_OK && (c->tls_cert || c->tls_key))
+		s = natsOptions_LoadCertificatesChain(o, c->tls_cert, c->tls_key);
+	return s;
+}
+
+static natsStatus conn_options(const struct ship_conn *c, const char *pw,
+                               natsOptions **out)
 {
 	natsOptions *o = NULL;
 	natsStatus s = natsOptions_Create(&o);
@@ -303,25 +529,77 @@ static natsStatus conn_options(const struct ship_conn *c, natsOptions **out)
 		s = natsOptions_SetMaxReconnect(o, -1);
 	if (s == NATS_OK)
 		s = natsOptions_SetReconnectWait(o, 250);
-	if (s == NATS_OK && c->creds)
-		s = natsOptions_SetUserCredentialsFromFiles(o, c->creds, NULL);
-	if (s == NATS_OK && (c->tls || c->tls_ca || c->tls_cert))
-		s = natsOptions_SetSecure(o, true);
-	if (s == NATS_OK && c->tls_ca)
-		s = natsOptions_LoadCATrustedCertificates(o, c->tls_ca);
-	if (s == NATS_OK && (c->tls_cert || c->tls_key))
-		s = natsOptions_LoadCertificatesChain(o, c->tls_cert, c->tls_key);
+	if (s == NATS_OK)
+		s = natsOptions_SetErrorHandler(o, on_async_error, NULL);
+	if (s == NATS_OK)
+		s = conn_auth(c, pw, o);
+	if (s == NATS_OK)
+		s = conn_tls(c, o);
 	if (s != NATS_OK)
 		natsOptions_Destroy(o);
 	*out = s == NATS_OK ? o : NULL;
 	return s;
 }
 
-/* The library's last error text, or the status's name. */
+/* The library's last error text, or the status's name, without the
+ * "(file.c:123): " libnats puts first. */
 static const char *last_error(natsStatus s)
 {
 	const char *t = nats_GetLastError(NULL);
+	if (t && t[0] == '(' && strstr(t, "): "))
+		t = strstr(t, "): ") + 3;
 	return t && *t ? t : natsStatus_GetText(s);
+}
+
+/*
+ * With TLS 1.3 the server checks the client's certificate after the
+ * client has finished its handshake: a server that requires one and got
+ * none (or one its CA did not sign) closes the connection, which libnats
+ * reports as a protocol error ("Expected 'PONG', got ''"), a retry away
+ * from success for all it knows.  The server's alert saying why stays in
+ * this thread's OpenSSL error queue.  Its functions are looked up by
+ * name: libnats brought libcrypto into the process, and the build needs
+ * no OpenSSL headers.
+ */
+struct ssl_err {
+	unsigned long (*get)(void);
+	void (*string)(unsigned long, char *, size_t);
+};
+
+static struct ssl_err ssl_err_fns(void)
+{
+	struct ssl_err e;
+	void *g = dlsym(RTLD_DEFAULT, "ERR_get_error");
+	void *t = dlsym(RTLD_DEFAULT, "ERR_error_string_n");
+
+	/* POSIX: a data pointer from dlsym converts to a function's. */
+	memcpy(&e.get, &g, sizeof g);
+	memcpy(&e.string, &t, sizeof t);
+	if (!g || !t)
+		e.get = NULL;
+	return e;
+}
+
+/* Empty the queue (before a try), or (buf) keep its last alert.
+ * @return 1 when an alert from the server was there. */
+static int ssl_alert(char *buf, size_t cap)
+{
+	struct ssl_err e = ssl_err_fns();
+	unsigned long v;
+	int found = 0;
+
+	while (e.get && (v = e.get()) != 0) {
+		char t[256];
+		e.string(v, t, sizeof t);
+		const char *a = strstr(t, " alert ");
+		if (!a || !buf)
+			continue;
+		/* "error:0A000412:SSL routines::sslv3 alert bad certificate" */
+		const char *r = strrchr(t, ':');
+		snprintf(buf, cap, "%s", r && r < a ? r + 1 : t);
+		found = 1;
+	}
+	return found;
 }
 
 /* A refusal that trying again cannot cure; anything else (no server, a
@@ -334,14 +612,79 @@ static int connect_refused(natsStatus s)
 	       s == NATS_NO_MEMORY || s == NATS_ILLEGAL_STATE;
 }
 
+/* Say why the server refused; what the operator should look at. */
+static void say_refused(const char *cmd, const struct ship_conn *c,
+                        natsStatus s, const char *alert)
+{
+	const char *hint = "";
+
+	/* Alerts about our certificate, or a drop that can only be one. */
+	if (alert && (strstr(alert, "certificate") || strstr(alert, "unknown "
+	              "ca") || strstr(alert, "after the handshake")))
+		hint = c->tls_cert ? "; does the server's CA sign --tls-cert?"
+		                   : "; the server requires a client certificate "
+		                     "(--tls-cert FILE --tls-key FILE)";
+	else if (s == NATS_SSL_ERROR)
+		hint = c->tls_ca ? "; is the server's certificate signed by a CA "
+		                   "of --tls-ca, for this host name?"
+		                 : "; --tls-ca FILE names the CA that signed the "
+		                   "server's certificate";
+	if (alert)
+		fprintf(stderr, "logengine %s: %s: TLS: the server refused the "
+		        "connection (%s)%s\n", cmd, conn_shown, alert, hint);
+	else
+		fprintf(stderr, "logengine %s: %s: %s%s\n", cmd, conn_shown,
+		        last_error(s), hint);
+}
+
+/* Dropped right after the TLS handshake this many times in a row, with
+ * no alert to read (OpenSSL's functions not found): taken as a refusal
+ * of our certificate all the same (a missing one; one the server's CA
+ * did not sign can show as an I/O error, which is retried).  A server
+ * restarting at that moment drops one try, not three. */
+#define TLS_DROPS_REFUSED 3
+
+/* One try; *drops counts the tries in a row that TLS ended so.
+ * @return NATS_OK, a status to retry, or (*refused set) one that ends
+ * it, with the server's TLS alert in alert when it sent one. */
+static natsStatus try_connect(const struct ship_conn *c, natsOptions *o,
+                              natsConnection **nc, char *alert, size_t cap,
+                              int *drops, int *refused)
+{
+	ssl_alert(NULL, 0);
+	natsStatus s = natsConnection_Connect(nc, o);
+	int tls = c->tls || c->tls_ca || c->tls_cert ||
+	          strstr(c->url, "tls://") != NULL;
+
+	*alert = '\0';
+	*drops = tls && s == NATS_PROTOCOL_ERROR ? *drops + 1 : 0;
+	if (*drops >= TLS_DROPS_REFUSED)
+		snprintf(alert, cap, "it closed the connection after the "
+		         "handshake, %d times", *drops);
+	if (s != NATS_OK && tls && (ssl_alert(alert, cap) || *alert))
+		*refused = 1;
+	else
+		*refused = s != NATS_OK && connect_refused(s);
+	return s;
+}
+
 natsConnection *ship_connect(const char *cmd, const struct ship_conn *c,
                              int wake_fd, int *status)
 {
 	natsConnection *nc = NULL;
 	natsOptions *o;
-	int backoff = SHIP_BACKOFF_MIN_MS, said = 0;
-	natsStatus s = conn_options(c, &o);
+	int backoff = SHIP_BACKOFF_MIN_MS, said = 0, refused, drops = 0;
+	char alert[256], pw[1024];
 
+	conn_cmd = cmd;
+	hide_passwords(c->url, conn_shown, sizeof conn_shown);
+	if (c->password_file &&
+	    read_secret(cmd, c->password_file, pw, sizeof pw) < 0) {
+		*status = SHIP_EXIT_USAGE;
+		return NULL;
+	}
+	natsStatus s = conn_options(c, c->password_file ? pw : NULL, &o);
+	memset(pw, 0, sizeof pw); /* libnats keeps its own copy */
 	*status = 0;
 	if (s != NATS_OK) {
 		fprintf(stderr, "logengine %s: connection options: %s\n", cmd,
@@ -350,18 +693,18 @@ natsConnection *ship_connect(const char *cmd, const struct ship_conn *c,
 		return NULL;
 	}
 	while (!ship_stop) {
-		s = natsConnection_Connect(&nc, o);
+		s = try_connect(c, o, &nc, alert, sizeof alert, &drops,
+		                &refused);
 		if (s == NATS_OK)
 			break;
-		if (connect_refused(s)) {
-			fprintf(stderr, "logengine %s: %s: %s\n", cmd, c->url,
-			        last_error(s));
+		if (refused) {
+			say_refused(cmd, c, s, *alert ? alert : NULL);
 			*status = SHIP_EXIT_FAIL;
 			break;
 		}
 		if (!said++)
 			fprintf(stderr, "logengine %s: %s: %s; retrying (every "
-			        "%d s at most)\n", cmd, c->url, last_error(s),
+			        "%d s at most)\n", cmd, conn_shown, last_error(s),
 			        SHIP_BACKOFF_MAX_MS / 1000);
 		ship_wait(wake_fd, backoff);
 		backoff = backoff * 2 > SHIP_BACKOFF_MAX_MS ? SHIP_BACKOFF_MAX_MS
@@ -369,7 +712,7 @@ natsConnection *ship_connect(const char *cmd, const struct ship_conn *c,
 	}
 	natsOptions_Destroy(o);
 	if (nc && said)
-		fprintf(stderr, "logengine %s: %s: connected\n", cmd, c->url);
+		fprintf(stderr, "logengine %s: %s: connected\n", cmd, conn_shown);
 	return nc;
 }
 

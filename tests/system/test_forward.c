@@ -1721,10 +1721,12 @@ TEST(wrong_url_is_a_clear_error)
 	              "--once", path("src")), 2);
 	CHECK(strstr(slurp(path("err")), "not a NATS URL"));
 	CHECK_EQ(TOOL(30, path("err"), "forward", "--nats",
-	              "nats://no-such-host.invalid:4222", "--once", path("src")),
+	              "nats://u:secret@no-such-host.invalid:4222", "--once",
+	              path("src")),
 	         2);
 	CHECK(strstr(slurp(path("err")), "cannot resolve host "
 	                                 "'no-such-host.invalid'"));
+	CHECK(!strstr(slurp(path("err")), "secret"));
 	CHECK_EQ(TOOL(30, path("err"), "collect", "--nats", "nats://:x",
 	              "--once", path("dst")), 2);
 	untouched(path("src"), 100);
@@ -1751,10 +1753,27 @@ TEST(bad_credentials_are_a_clear_error)
 	if (!strstr(err, "uthorization"))
 		fprintf(stderr, "  %s", err);
 	CHECK(strstr(err, "uthorization"));
+	CHECK(!strstr(err, "wrong")); /* a password is never shown */
 	untouched(path("src"), 100);
 	CHECK_EQ(TOOL(30, path("err"), "collect", "--nats", url, "--once",
 	              path("dst")), 1);
 	CHECK(strstr(slurp(path("err")), "uthorization"));
+	/* The password from a file (not in argv): wrong, missing, or
+	 * without a user. */
+	FILE *pw = fopen(path("pw"), "w");
+	CHECK(pw && fputs("wrong\n", pw) >= 0 && fclose(pw) == 0);
+	CHECK_EQ(TOOL(30, path("err"), "forward", "--nats", n.url, "--user",
+	              "shipper", "--password-file", path("pw"), "--once",
+	              path("src")), 1);
+	CHECK(strstr(slurp(path("err")), "uthorization"));
+	CHECK_EQ(TOOL(30, path("err"), "collect", "--nats", n.url, "--user",
+	              "shipper", "--password-file", path("none"), "--once",
+	              path("dst")), 2);
+	CHECK(strstr(slurp(path("err")), "No such file"));
+	CHECK_EQ(TOOL(30, path("err"), "collect", "--nats", n.url,
+	              "--password-file", path("pw"), "--once", path("dst")), 2);
+	CHECK(strstr(slurp(path("err")), "--password-file needs --user"));
+	untouched(path("src"), 100);
 	t_nats_stop(&n);
 	t_rmrf(base);
 }
@@ -1801,51 +1820,428 @@ TEST(stream_with_conflicting_settings_is_a_clear_error)
 	t_rmrf(base);
 }
 
-/* A CA and a certificate for 127.0.0.1 signed by it, in base. */
+/* In base: a CA (ca.pem) and, signed by it, a server certificate for
+ * 127.0.0.1 and localhost (srv.pem, srv.key) and a client certificate
+ * (cli.pem, cli.key); another CA (ca2.pem) and a client certificate it
+ * signed (cli2.pem, cli2.key). */
 static void make_certs(void)
 {
-	char cmd[2400];
+	char cmd[3000];
 	snprintf(cmd, sizeof cmd,
 	         "(cd '%s' && "
-	         "openssl req -x509 -newkey rsa:2048 -nodes -keyout ca.key "
-	         "-out ca.pem -days 2 -subj /CN=le-test-ca && "
-	         "openssl req -newkey rsa:2048 -nodes -keyout srv.key "
-	         "-out srv.csr -subj /CN=127.0.0.1 && "
-	         "printf 'subjectAltName=IP:127.0.0.1\\n' > ext && "
-	         "openssl x509 -req -in srv.csr -CA ca.pem -CAkey ca.key "
-	         "-CAcreateserial -out srv.pem -days 2 -extfile ext) "
-	         ">/dev/null 2>&1", base);
+	         "for ca in ca ca2; do openssl req -x509 -newkey ec -pkeyopt "
+	         "ec_paramgen_curve:prime256v1 -nodes -keyout $ca.key -out "
+	         "$ca.pem -days 2 -subj /CN=le-$ca "
+	         "|| exit 1; done && "
+	         "printf 'subjectAltName=IP:127.0.0.1,DNS:localhost\\n' > srv.ext "
+	         "&& printf 'extendedKeyUsage=clientAuth\\n' > cli.ext && "
+	         "for c in srv:ca cli:ca cli2:ca2; do n=${c%%:*} ca=${c#*:} && "
+	         "openssl req -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 "
+	         "-nodes -keyout $n.key -out $n.csr "
+	         "-subj /CN=le-$n && openssl x509 -req -in $n.csr -CA $ca.pem "
+	         "-CAkey $ca.key -CAcreateserial -out $n.pem -days 2 -extfile "
+	         "${n%%2}.ext || exit 1; done) >/dev/null 2>&1", base);
 	CHECK_EQ(system(cmd), 0);
 }
+
+/* A TLS server with srv.pem; verify: clients must show a certificate
+ * that ca.pem signed. */
+static void tls_server(t_nats *n, int verify)
+{
+	char conf[1600];
+
+	snprintf(conf, sizeof conf, "tls { cert_file: \"%s\", key_file: "
+	         "\"%s\", ca_file: \"%s\", verify: %s, timeout: 2 }\n",
+	         path("srv.pem"), path("srv.key"), path("ca.pem"),
+	         verify ? "true" : "false");
+	t_nats_init(n, base);
+	CHECK_EQ(t_nats_conf(n, conf), 0);
+	CHECK_EQ(t_nats_run(n), 0);
+}
+
+/* Run the tool (NULL-terminated arguments), which must exit with
+ * status `want` within 10 s, the TLS handshake's failure named on
+ * stderr by `says`. */
+#define TLS_REFUSED(want, says, ...)                                          \
+	do {                                                                  \
+		double t0_ = t_now();                                         \
+		int rc_ = TOOL(30, path("err"), __VA_ARGS__);                 \
+		char *e_ = slurp(path("err"));                                \
+		if (rc_ != (want) || !strstr(e_, says))                       \
+			fprintf(stderr, "  exit %d after %.1f s: %s", rc_,    \
+			        t_now() - t0_, e_);                           \
+		CHECK_EQ(rc_, want);                                          \
+		CHECK(strstr(e_, says));                                      \
+		CHECK(t_now() - t0_ < 10);                                    \
+		free(e_);                                                     \
+	} while (0)
 
 TEST(tls_with_the_servers_ca_ships_and_without_it_is_a_clear_error)
 {
 	t_nats n;
 	struct wopts w = {.shards = 1};
-	char conf[1200], url[64];
+	char url[64];
 
 	setup();
 	write_log(path("src"), 3000, &w);
 	make_certs();
-	snprintf(conf, sizeof conf, "tls { cert_file: \"%s\", key_file: "
-	         "\"%s\" }\n", path("srv.pem"), path("srv.key"));
-	t_nats_init(&n, base);
-	CHECK_EQ(t_nats_conf(&n, conf), 0);
-	CHECK_EQ(t_nats_run(&n), 0);
+	tls_server(&n, 0);
 	snprintf(url, sizeof url, "tls://127.0.0.1:%d", n.port);
-	CHECK_EQ(TOOL(30, path("err"), "forward", "--nats", url, "--host", "h",
-	              "--once", path("src")), 1);
-	char *err = slurp(path("err"));
-	if (!strstr(err, url))
-		fprintf(stderr, "  %s", err);
-	CHECK(strstr(err, url) && strstr(err, "SSL"));
+	/* No CA: the system's do not know ours; a CA that did not sign the
+	 * server's certificate: the same, for both tools, at once. */
+	TLS_REFUSED(1, "SSL handshake error", "forward", "--nats", url,
+	            "--host", "h", "--once", path("src"));
+	TLS_REFUSED(1, "--tls-ca", "forward", "--nats", url, "--host", "h",
+	            "--tls-ca", path("ca2.pem"), "--once", path("src"));
+	TLS_REFUSED(1, "SSL handshake error", "collect", "--nats", url,
+	            "--tls-ca", path("ca2.pem"), "--once", path("dst"));
 	untouched(path("src"), 3000);
+	CHECK(strstr(slurp(path("err")), url));
 	CHECK_EQ(TOOL(60, path("err"), "forward", "--nats", url, "--host", "h",
 	              "--tls-ca", path("ca.pem"), "--once", path("src")), 0);
 	CHECK_EQ(TOOL(60, path("err"), "collect", "--nats", url, "--tls-ca",
 	              path("ca.pem"), "--once", "--ack-wait-ms", "2000",
 	              "--gap-wait-ms", "10000", path("dst")), 0);
 	CHECK_EQ(compare(path("src"), path("dst"), "h", 1), 3000);
+	t_nats_stop(&n);
+	t_rmrf(base);
+}
+
+TEST(mutual_tls_without_the_client_certificate_is_a_clear_error_not_a_hang)
+{
+	t_nats n;
+	struct wopts w = {.shards = 1};
+	char url[64], local[64];
+
+	setup();
+	write_log(path("src"), 2000, &w);
+	make_certs();
+	tls_server(&n, 1);
+	snprintf(url, sizeof url, "tls://127.0.0.1:%d", n.port);
+	snprintf(local, sizeof local, "nats://localhost:%d", n.port);
+	/* With TLS 1.3 the server refuses the client after the client's
+	 * handshake is done: without a certificate, or with one another CA
+	 * signed, both tools must say so, not retry a protocol error. */
+	TLS_REFUSED(1, "requires a client certificate", "forward", "--nats",
+	            url, "--host", "h", "--tls-ca", path("ca.pem"), "--once",
+	            path("src"));
+	TLS_REFUSED(1, "requires a client certificate", "collect", "--nats",
+	            url, "--tls-ca", path("ca.pem"), "--once", path("dst"));
+	TLS_REFUSED(1, "TLS: the server refused", "forward", "--nats", url,
+	            "--host", "h", "--tls-ca", path("ca.pem"), "--tls-cert",
+	            path("cli2.pem"), "--tls-key", path("cli2.key"), "--once",
+	            path("src"));
+	TLS_REFUSED(2, "--tls-cert and --tls-key go together", "collect",
+	            "--nats", url, "--tls-ca", path("ca.pem"), "--tls-cert",
+	            path("cli.pem"), "--once", path("dst"));
+	untouched(path("src"), 2000);
+	/* The certificate: ships; --tls-ca makes a nats:// URL a TLS one, and
+	 * the server's certificate holds the name localhost. */
+	CHECK_EQ(TOOL(60, path("err"), "forward", "--nats", url, "--host", "h",
+	              "--tls-ca", path("ca.pem"), "--tls-cert", path("cli.pem"),
+	              "--tls-key", path("cli.key"), "--once", path("src")), 0);
+	CHECK_EQ(TOOL(60, path("err"), "collect", "--nats", local, "--tls-ca",
+	              path("ca.pem"), "--tls-cert", path("cli.pem"), "--tls-key",
+	              path("cli.key"), "--once", "--ack-wait-ms", "2000",
+	              "--gap-wait-ms", "10000", path("dst")), 0);
+	CHECK_EQ(compare(path("src"), path("dst"), "h", 1), 2000);
+	t_nats_stop(&n);
+	t_rmrf(base);
+}
+
+/* Poll errf until it holds `text` or ms pass.  @return whether it does. */
+static int err_says(const char *errf, const char *text, int ms)
+{
+	for (double end = t_now() + ms / 1000.0;; t_sleep_ms(20)) {
+		char *e = slurp(errf);
+		int yes = strstr(e, text) != NULL;
+		free(e);
+		if (yes || t_now() > end)
+			return yes;
+	}
+}
+
+/* Start forward towards url (with the option opt, when not NULL), wait
+ * for its first connection attempt to be reported, stop it.  @return
+ * whether it warned about clear text. */
+static int warns_clear(const char *url, const char *opt)
+{
+	unlink(path("err")); /* not the last run's lines */
+	pid_t f = start_tool(path("err"), "forward", "--nats", url, "--host",
+	                     "h", opt ? opt : "--once", path("src"),
+	                     (const char *)NULL);
+	CHECK(err_says(path("err"), "retrying", 10000));
+	kill(f, SIGTERM);
+	CHECK_EQ(t_wait(f, 10, NULL), 0);
+	return err_says(path("err"), "without TLS", 0);
+}
+
+TEST(url_off_this_machine_without_tls_warns_at_start)
+{
+	t_nats n;
+	struct wopts w = {.shards = 1};
+	char url[64];
+
+	setup();
+	write_log(path("src"), 100, &w);
+	/* 192.0.2.1 (TEST-NET-1) is never this machine, and never answers. */
+	CHECK(warns_clear("nats://u:secret@192.0.2.1:4222", NULL));
+	char *e = slurp(path("err"));
+	CHECK(!strstr(e, "secret")); /* the password is not shown */
+	CHECK(!strstr(strstr(e, "without TLS") + 1, "without TLS")); /* once */
+	free(e);
+	CHECK(!warns_clear("tls://192.0.2.1:4222", NULL));
+	CHECK(!warns_clear("nats://192.0.2.1:4222", "--tls"));
+	/* Loopback, by address or by name: no warning. */
+	server(&n, NULL);
+	snprintf(url, sizeof url, "nats://localhost:%d", n.port);
+	CHECK_EQ(TOOL(60, path("err"), "forward", "--nats", url, "--host", "h",
+	              "--once", path("src")), 0);
+	CHECK(!err_says(path("err"), "warning", 0));
+	CHECK_EQ(TOOL(60, path("err"), "collect", "--nats", n.url, "--once",
+	              path("dst")), 0);
+	CHECK(!err_says(path("err"), "warning", 0));
+	CHECK_EQ(compare(path("src"), path("dst"), "h", 1), 100);
+	t_nats_stop(&n);
+	t_rmrf(base);
+}
+
+/* ---- per-host credentials ---- */
+
+/* The permissions of docs/logengine.1, "Shipping across hosts": host h
+ * may publish its own subjects and read the stream's settings and its
+ * messages; the collector may create the stream and consume it with
+ * its durable.  Each replies on an inbox. */
+static const char host_perms[] =
+	"{ user: %s, password: pw-%s, permissions: { publish: [ "
+	"\"logs.%s.*\", \"$JS.API.STREAM.INFO.LOGS\", "
+	"\"$JS.API.STREAM.MSG.GET.LOGS\" ], subscribe: \"_INBOX.>\" } }\n";
+static const char collector_perms[] =
+	"{ user: collector, password: pw-collector, permissions: { publish: [ "
+	"\"$JS.API.STREAM.INFO.LOGS\", \"$JS.API.STREAM.CREATE.LOGS\", "
+	"\"$JS.API.CONSUMER.INFO.LOGS.logengine-collect\", "
+	"\"$JS.API.CONSUMER.DURABLE.CREATE.LOGS.logengine-collect\", "
+	"\"$JS.API.CONSUMER.MSG.NEXT.LOGS.logengine-collect\", "
+	"\"$JS.ACK.LOGS.logengine-collect.>\"%s ], subscribe: \"_INBOX.>\" "
+	"} }\n";
+static const char dead_perms[] =
+	", \"logs-dead.>\", \"$JS.API.STREAM.CREATE.LOGS_DEAD\"";
+
+/* A server whose users are the collector (allowed to dead-letter when
+ * dead) and hosts a and b; user u's password in base/u.pw. */
+static void auth_server(t_nats *n, int dead)
+{
+	static const char *users[] = {"a", "b", "collector"};
+	char conf[4096], f[64];
+	int len = snprintf(conf, sizeof conf, "authorization { users = [\n");
+
+	for (int i = 0; i < 2; i++)
+		len += snprintf(conf + len, sizeof conf - (size_t)len, host_perms,
+		                users[i], users[i], users[i]);
+	len += snprintf(conf + len, sizeof conf - (size_t)len,
+	                collector_perms, dead ? dead_perms : "");
+	len += snprintf(conf + len, sizeof conf - (size_t)len, "] }\n");
+	CHECK(len < (int)sizeof conf);
+	for (int i = 0; i < 3; i++) {
+		snprintf(f, sizeof f, "%s.pw", users[i]);
+		FILE *pw = fopen(path(f), "w");
+		CHECK(pw && fprintf(pw, "pw-%s\n", users[i]) > 0 &&
+		      fclose(pw) == 0);
+	}
+	t_nats_init(n, base); /* no JetStream probe: it has no password */
+	CHECK_EQ(t_nats_conf(n, conf), 0);
+	CHECK_EQ(t_nats_run(n), 0);
+}
+
+/* collect --once into dst as the collector. */
+static void collect_as_collector(const t_nats *n, const char *dst)
+{
+	int rc = TOOL(60, path("col.err"), "collect", "--nats", n->url,
+	              "--user", "collector", "--password-file",
+	              path("collector.pw"), "--once", "--ack-wait-ms", "2000",
+	              "--gap-wait-ms", "10000", dst);
+	if (rc)
+		say_file("collect", path("col.err"));
+	CHECK_EQ(rc, 0);
+}
+
+TEST(a_hosts_credentials_cannot_ship_as_another_host)
+{
+	t_nats n;
+	struct wopts w1 = {.shards = 1}, w2 = {.shards = 2};
+
+	setup();
+	write_log(path("src-a"), 1000, &w1);
+	write_log(path("src-b"), 500, &w2);
+	auth_server(&n, 1);
+	collect_as_collector(&n, path("dst")); /* creates the stream */
+	/* a's credentials, b's name: the server refuses the publish; the
+	 * forwarder says so and exits (a retry would meet the same
+	 * refusal), its cursors where they were. */
+	double t0 = t_now();
+	CHECK_EQ(TOOL(30, path("err"), "forward", "--nats", n.url, "--host",
+	              "b", "--user", "a", "--password-file", path("a.pw"),
+	              "--ack-wait-ms", "2000", "--once", path("src-b")), 1);
+	char *e = slurp(path("err"));
+	if (!strstr(e, "Permissions Violation for Publish to \"logs.b"))
+		fprintf(stderr, "  %s", e);
+	CHECK(strstr(e, "Permissions Violation for Publish to \"logs.b"));
+	CHECK(t_now() - t0 < 10);
+	untouched(path("src-b"), 500);
+	collect_as_collector(&n, path("dst"));
+	CHECK_EQ(origin_dir(path("dst"), "b", 0), -1); /* nothing under b */
+	CHECK_EQ(origin_dir(path("dst"), "b", 1), -1);
+	/* Each host with its own credentials: stored untouched. */
+	CHECK_EQ(TOOL(60, path("err"), "forward", "--nats", n.url, "--host",
+	              "b", "--user", "b", "--password-file", path("b.pw"),
+	              "--once", path("src-b")), 0);
+	CHECK_EQ(TOOL(60, path("err"), "forward", "--nats", n.url, "--host",
+	              "a", "--user", "a", "--password-file", path("a.pw"),
+	              "--once", path("src-a")), 0);
+	collect_as_collector(&n, path("dst"));
+	CHECK_EQ(compare(path("src-b"), path("dst"), "b", 2), 500);
+	CHECK_EQ(compare(path("src-a"), path("dst"), "a", 1), 1000);
+	t_nats_stop(&n);
+	t_rmrf(base);
+}
+
+/* Connect to n's JetStream as user u (password from base/u.pw). */
+static void js_as(const t_nats *n, const char *u, natsConnection **nc,
+                  jsCtx **js)
+{
+	natsOptions *o;
+	char pw[32];
+
+	snprintf(pw, sizeof pw, "pw-%s", u);
+	CHECK_EQ(natsOptions_Create(&o), NATS_OK);
+	CHECK_EQ(natsOptions_SetURL(o, n->url), NATS_OK);
+	CHECK_EQ(natsOptions_SetUserInfo(o, u, pw), NATS_OK);
+	CHECK_EQ(natsConnection_Connect(nc, o), NATS_OK);
+	natsOptions_Destroy(o);
+	CHECK_EQ(natsConnection_JetStream(js, *nc, NULL), NATS_OK);
+}
+
+/* As host a, with its own credentials: publish records 1-3 claiming host
+ * b's shard 0 on a's subject (the server takes it), then on b's and on
+ * one ending in b's (it must refuse both). */
+static void publish_as_a_claiming_b(const t_nats *n)
+{
+	natsConnection *nc;
+	jsCtx *js;
+	natsMsg *m;
+	jsPubOptions po;
+	unsigned char b[1024];
+	size_t len = 0;
+	char pl[32];
+	static const char *subj[] = {"logs.a.0", "logs.b.0", "logs.a.b.0"};
+
+	for (int i = 0; i < 3; i++) {
+		int k = snprintf(pl, sizeof pl, "forged by a %d", i);
+		len += le__frame_encode(b + len, LE_FIELD_ALL, 0, LE_INFO, 0,
+		                        (uint64_t)i + 1, 1000u + (unsigned)i, pl,
+		                        (uint32_t)k);
+	}
+	js_as(n, "a", &nc, &js);
+	jsPubOptions_Init(&po);
+	po.MaxWait = 500; /* a refused publish gets no PubAck */
+	for (int i = 0; i < 3; i++) {
+		CHECK_EQ(natsMsg_Create(&m, subj[i], NULL, (const char *)b,
+		                        (int)len), NATS_OK);
+		natsMsgHeader_Set(m, "Nats-Msg-Id", subj[i]);
+		natsMsgHeader_Set(m, "Le-Format", "1");
+		natsMsgHeader_Set(m, "Le-Host", "b");
+		natsMsgHeader_Set(m, "Le-Shard", "0");
+		natsMsgHeader_Set(m, "Le-Seq", "1-3");
+		natsMsgHeader_Set(m, "Le-Fields", "31");
+		/* "logs.a.>" would allow the third: its last two tokens name
+		 * host b. */
+		CHECK_EQ(js_PublishMsg(NULL, js, m, &po, NULL) == NATS_OK, i == 0);
+		natsMsg_Destroy(m);
+	}
+	jsCtx_Destroy(js);
+	natsConnection_Destroy(nc);
+}
+
+/* Host a, with its own credentials on its own subject, publishes
+ * records 1-3 of host b's shard 0 before b ships them: the collector must
+ * refuse the claim (the subject says a), or b's own records 1-3 would
+ * come too late and be dropped as already stored. */
+TEST(a_message_claiming_another_host_on_its_own_subject_is_refused)
+{
+	t_nats n;
+	struct wopts w = {.shards = 2};
+
+	setup();
+	write_log(path("src-b"), 500, &w);
+	auth_server(&n, 1);
+	collect_as_collector(&n, path("dst")); /* creates the stream */
+	publish_as_a_claiming_b(&n);
+	CHECK_EQ(TOOL(60, path("err"), "forward", "--nats", n.url, "--host",
+	              "b", "--user", "b", "--password-file", path("b.pw"),
+	              "--once", path("src-b")), 0);
+	collect_as_collector(&n, path("dst"));
+	CHECK_EQ(compare(path("src-b"), path("dst"), "b", 2), 500);
+	CHECK_EQ(count_lines(path("col.err"), "the headers claim another "
+	                     "origin than the subject's (host a shard 0)"), 1);
+	CHECK_EQ(origin_dir(path("dst"), "a", 0), -1);
+	t_nats_stop(&n);
+	t_rmrf(base);
+}
+
+/* Messages the collector's durable has neither delivered nor had
+ * acknowledged, read as the collector; -1 when it cannot be read. */
+static long unacked(const t_nats *n)
+{
+	natsConnection *nc;
+	jsCtx *js;
+	jsConsumerInfo *ci = NULL;
+	long v = -1;
+
+	js_as(n, "collector", &nc, &js);
+	if (js_GetConsumerInfo(&ci, js, "LOGS", "logengine-collect", NULL,
+	                       NULL) == NATS_OK)
+		v = (long)(ci->NumPending + (uint64_t)ci->NumAckPending);
+	jsConsumerInfo_Destroy(ci);
+	jsCtx_Destroy(js);
+	natsConnection_Destroy(nc);
+	return v;
+}
+
+/* A forged message the collector may not copy to the dead-letter stream
+ * (its permissions lack it) stays in the stream; the refused publish must
+ * not stop the collector, or it would stop at that message on every
+ * restart and store no other host's records again. */
+TEST(collector_not_allowed_to_dead_letter_still_stores_the_other_hosts)
+{
+	t_nats n;
+	struct wopts w = {.shards = 2};
+
+	setup();
+	write_log(path("src-b"), 500, &w);
+	auth_server(&n, 0);
+	collect_as_collector(&n, path("dst")); /* creates the stream */
+	publish_as_a_claiming_b(&n);
+	CHECK_EQ(TOOL(60, path("err"), "forward", "--nats", n.url, "--host",
+	              "b", "--user", "b", "--password-file", path("b.pw"),
+	              "--once", path("src-b")), 0);
+	pid_t c = start_tool(path("col.err"), "collect", "--nats", n.url,
+	                     "--user", "collector", "--password-file",
+	                     path("collector.pw"), "--ack-wait-ms", "2000",
+	                     "--gap-wait-ms", "10000", path("dst"),
+	                     (const char *)NULL);
+	CHECK(err_says(path("col.err"), "Publish to \"logs-dead.forged\"",
+	               10000));
+	/* Everything acknowledged but the forged message, kept for a later
+	 * copy; the collector still running. */
+	double end = t_now() + 20;
+	while (unacked(&n) != 1 && t_now() < end)
+		t_sleep_ms(50);
+	CHECK_EQ(unacked(&n), 1);
+	CHECK_EQ(waitpid(c, NULL, WNOHANG), 0);
+	kill(c, SIGTERM);
+	CHECK_EQ(t_wait(c, 30, NULL), 0);
+	CHECK(err_says(path("col.err"), "going on without it", 0));
+	CHECK_EQ(compare(path("src-b"), path("dst"), "b", 2), 500);
 	t_nats_stop(&n);
 	t_rmrf(base);
 }
@@ -1986,6 +2382,11 @@ int main(int argc, char **argv)
 	RUN(bad_credentials_are_a_clear_error);
 	RUN(stream_with_conflicting_settings_is_a_clear_error);
 	RUN(tls_with_the_servers_ca_ships_and_without_it_is_a_clear_error);
+	RUN(mutual_tls_without_the_client_certificate_is_a_clear_error_not_a_hang);
+	RUN(url_off_this_machine_without_tls_warns_at_start);
+	RUN(a_hosts_credentials_cannot_ship_as_another_host);
+	RUN(a_message_claiming_another_host_on_its_own_subject_is_refused);
+	RUN(collector_not_allowed_to_dead_letter_still_stores_the_other_hosts);
 	RUN(memory_is_the_same_for_a_20mb_and_a_100mb_backlog);
 	if (getenv("LE_LONG")) { /* make check-long */
 		RUN(memory_is_the_same_for_a_100mb_and_a_1gb_backlog);
