@@ -91,6 +91,7 @@ static const char *const reason_token[R_COUNT] = {
 #define DEFAULT_DEAD "logs-dead"
 #define DEAD_HDR_MAX 512 /* bytes of a header value copied, at most */
 #define DEAD_ROOM 8192   /* headers of a dead-letter copy, at most */
+#define DEAD_BACKOFF_MAX_MS 60000 /* between tries of a failing copy */
 
 /* The headers of a message (docs/INTERFACES.md, "Message"). */
 struct hdrs {
@@ -137,6 +138,8 @@ struct col {
 	char dead_stream_buf[128];
 	uint64_t dead_bytes;     /* --dead-letter-bytes: that stream's size */
 	int dead_said;           /* a failing dead-letter copy was reported */
+	uint64_t dead_retry_ms;  /* no copy tried before (mono ms) */
+	uint64_t dead_backoff_ms; /* since the last failed copy */
 	uint64_t segment_bytes, fetch_bytes, ack_wait_ms, gap_wait_ms;
 	uint64_t max_origins; /* le__cstore_opts.max_origins */
 	int sync, once, verbose;
@@ -337,6 +340,14 @@ static int dead_letter(struct col *c, natsMsg *m, enum reason r,
 	jsPubAck *pa = NULL;
 	jsErrCode je = 0;
 	jsPubOptions po;
+	uint64_t now = ship_mono_ms();
+
+	/* After a failed copy, the next ones wait for a backoff: a flood of
+	 * bad messages while the dead-letter stream cannot take them (no
+	 * quorum, no permission) must not cost each one a publish timeout
+	 * and hold up the good ones behind it. */
+	if (now < c->dead_retry_ms)
+		return -1;
 	natsStatus s = dead_msg(c, m, r, why, sseq, &d);
 
 	jsPubOptions_Init(&po);
@@ -355,8 +366,14 @@ static int dead_letter(struct col *c, natsMsg *m, enum reason r,
 	if (s == NATS_OK) {
 		c->dead_copies++;
 		c->dead_said = 0;
+		c->dead_backoff_ms = 0;
 		return 0;
 	}
+	c->dead_backoff_ms = c->dead_backoff_ms ? 2 * c->dead_backoff_ms
+	                                        : SHIP_BACKOFF_MAX_MS;
+	if (c->dead_backoff_ms > DEAD_BACKOFF_MAX_MS)
+		c->dead_backoff_ms = DEAD_BACKOFF_MAX_MS;
+	c->dead_retry_ms = ship_mono_ms() + c->dead_backoff_ms;
 	if (!c->dead_said++)
 		fprintf(stderr, "logengine %s: dead-letter stream %s: %s; "
 		        "refused messages are left in %s and tried again\n",
