@@ -767,7 +767,8 @@ static void failed(struct fwd *f, struct fshard *s, const char *why)
 	s->rewind = 1;
 	s->backoff = 1;
 	f->rewinds++;
-	if (!s->said++)
+	/* Refused by the server: that was said, and nothing goes again. */
+	if (!s->said++ && !ship_refused)
 		fprintf(stderr, "logengine %s: shard %" PRIu32 ": %s; sending "
 		        "again from record %" PRIu64 "\n", CMD, s->id, why,
 		        s->cur.next_seq);

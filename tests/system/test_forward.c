@@ -2086,6 +2086,7 @@ TEST(a_hosts_credentials_cannot_ship_as_another_host)
 	if (!strstr(e, "Permissions Violation for Publish to \"logs.b"))
 		fprintf(stderr, "  %s", e);
 	CHECK(strstr(e, "Permissions Violation for Publish to \"logs.b"));
+	CHECK(!strstr(e, "sending again")); /* nothing goes again */
 	CHECK(t_now() - t0 < 10);
 	untouched(path("src-b"), 500);
 	collect_as_collector(&n, path("dst"));
