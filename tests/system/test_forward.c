@@ -243,7 +243,8 @@ static void forward_once(const t_nats *n, const char *src, const char *host)
 static void collect_once(const char *url, const char *dst)
 {
 	int rc = TOOL(120, path("col.err"), "collect", "--nats", url, "--once",
-	              "--ack-wait-ms", "2000", "--gap-wait-ms", "10000", dst);
+	              "--ack-wait-ms", "2000", "--gap-wait-ms", "10000",
+	              "--verbose", dst);
 	if (rc != 0)
 		fprintf(stderr, "  collect: exit %d: %s", rc,
 		        slurp(path("col.err")));
@@ -1428,6 +1429,105 @@ TEST(cluster_of_three_loses_a_node_mid_stream)
 	t_rmrf(base);
 }
 
+/* ---- a cluster losing its quorum ---- */
+
+/* Wait until file f says `text` or `alt` (NULL: none; lines the tool
+ * prints), or pid exits, or timeout_s passes.  @return 1 said and pid
+ * still running, 0 not. */
+static int says(pid_t pid, const char *f, const char *text, const char *alt,
+                double timeout_s)
+{
+	double end = t_now() + timeout_s;
+
+	for (;;) {
+		char *b = slurp(f);
+		int yes = strstr(b, text) || (alt && strstr(b, alt));
+		free(b);
+		if (yes || waitpid(pid, NULL, WNOHANG) != 0 || t_now() > end)
+			return yes && kill(pid, 0) == 0;
+		t_sleep_ms(50);
+	}
+}
+
+/* How many times text is in file f. */
+static int count_in(const char *f, const char *text)
+{
+	char *b = slurp(f);
+	int n = 0;
+
+	for (const char *p = b; (p = strstr(p, text)) != NULL; p++)
+		n++;
+	free(b);
+	return n;
+}
+
+/* Nodes 1 and 2 of n down: the stream (R3) and JetStream's own leader
+ * lose their quorum; node 0 still takes connections. */
+static void two_of_three_down(t_nats n[3])
+{
+	t_nats_stop(&n[1]);
+	t_nats_stop(&n[2]);
+}
+
+static void two_of_three_back(t_nats n[3], const char *urls)
+{
+	CHECK_EQ(t_nats_run(&n[1]), 0);
+	CHECK_EQ(t_nats_run(&n[2]), 0);
+	CHECK_EQ(t_js_ready(urls, 30000), 0);
+}
+
+/* A collector (or its supervisor's restart of it) that starts while the
+ * stream has no quorum must wait for it, not exit: and so must a
+ * forwarder.  Once the nodes are back, both finish their work. */
+TEST(collector_started_while_two_of_three_nodes_are_down_waits_and_stores_everything)
+{
+	t_nats n[3];
+	struct wopts w = {.shards = 1, .payload = 100};
+	char urls[256];
+
+	setup();
+	write_log(path("src1"), 20000, &w);
+	write_log(path("src2"), 20000, &w);
+	CHECK_EQ(t_nats_cluster(n, base), 0);
+	t_nats_urls(n, urls);
+	CHECK_EQ(TOOL(60, path("fwd.err"), "forward", "--nats", urls, "--host",
+	              "h1", "--once", "--replicas", "3", path("src1")), 0);
+	two_of_three_down(n);
+	pid_t c = start_tool(path("col.err"), "collect", "--nats", urls,
+	                     "--once", "--ack-wait-ms", "2000", "--gap-wait-ms",
+	                     "10000", "--verbose", path("dst"),
+	                     (const char *)NULL);
+	pid_t f = start_tool(path("fwd2.err"), "forward", "--nats", urls,
+	                     "--host", "h2", "--once", path("src2"),
+	                     (const char *)NULL);
+	int waits = says(c, path("col.err"), "unreachable", NULL, 30);
+	if (!waits)
+		say_file("collector", path("col.err"));
+	CHECK(waits);
+	/* at start-up, or once its first batch went unanswered */
+	waits = says(f, path("fwd2.err"), "unreachable", "sending again", 30);
+	if (!waits)
+		say_file("forwarder", path("fwd2.err"));
+	CHECK(waits);
+	two_of_three_back(n, urls);
+	int rc = t_wait(f, 120, NULL);
+	if (rc)
+		say_file("forwarder", path("fwd2.err"));
+	CHECK_EQ(rc, 0);
+	rc = t_wait(c, 120, NULL);
+	if (rc)
+		say_file("collector", path("col.err"));
+	CHECK_EQ(rc, 0);
+	CHECK_EQ(count_in(path("col.err"), "unreachable"), 1);
+	CHECK_EQ(count_in(path("col.err"), "reachable again"), 1);
+	collect_once(urls, path("dst")); /* what h2 shipped after that */
+	CHECK_EQ(compare(path("src1"), path("dst"), "h1", 1), 20000);
+	CHECK_EQ(compare(path("src2"), path("dst"), "h2", 1), 20000);
+	for (int i = 0; i < 3; i++)
+		t_nats_stop(&n[i]);
+	t_rmrf(base);
+}
+
 int main(int argc, char **argv)
 {
 	T_INIT(argc, argv);
@@ -1460,6 +1560,7 @@ int main(int argc, char **argv)
 	RUN(stream_with_conflicting_settings_is_a_clear_error);
 	RUN(tls_with_the_servers_ca_ships_and_without_it_is_a_clear_error);
 	RUN(memory_is_the_same_for_a_20mb_and_a_100mb_backlog);
+	RUN(collector_started_while_two_of_three_nodes_are_down_waits_and_stores_everything);
 	if (getenv("LE_LONG")) { /* make check-long */
 		RUN(memory_is_the_same_for_a_100mb_and_a_1gb_backlog);
 		RUN(cluster_of_three_loses_a_node_mid_stream);
