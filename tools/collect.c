@@ -118,6 +118,8 @@ struct col {
 	natsSubscription *sub; /* [start(), then the fetching thread] made
 	                          again when the server lost our consumer */
 	struct ship_outage out; /* [same] the stream out of reach since */
+	uint64_t quiet_ms;    /* [the fetching thread] when a fetch last
+	                         brought messages or the consumer answered */
 	le__cstore *st;
 	int wake[2];
 	uint64_t max_msg;    /* largest message seen (max_payload at first) */
@@ -297,15 +299,25 @@ static uint64_t in_hand_count(struct col *c)
 	return k;
 }
 
-/* Is ci the state of a running consumer?  In a cluster, a server that
- * has only heard of the consumer (its creation proposed while the
- * cluster had no quorum, and not carried out) answers without a leader
- * and with every count zero: "nothing pending" from it means nothing.
- * A single server names no leader at all. */
+/* Is ci the state of a running consumer?  In a cluster: a leader, and
+ * with it a majority of its replicas current.  A server that has only
+ * heard of the consumer (its creation proposed while the cluster had no
+ * quorum, and not carried out) answers without a leader and with every
+ * count zero: "nothing pending" from it means nothing; a leader whose
+ * replicas are down answers but cannot deliver.  A single server names
+ * no leader at all. */
 static int consumer_live(const struct col *c, const jsConsumerInfo *ci)
 {
-	return !c->clustered ||
-	       (ci->Cluster && ci->Cluster->Leader && *ci->Cluster->Leader);
+	const jsClusterInfo *ki = ci->Cluster;
+	int current = 1; /* the leader */
+
+	if (!c->clustered)
+		return 1;
+	if (!ki || !ki->Leader || !*ki->Leader)
+		return 0;
+	for (int i = 0; i < ki->ReplicasLen; i++)
+		current += ki->Replicas[i]->Current && !ki->Replicas[i]->Offline;
+	return 2 * current > 1 + ki->ReplicasLen;
 }
 
 /* Is every message the consumer delivered and has not had acknowledged
@@ -613,7 +625,8 @@ static int consumer_runs(struct col *c, char *why, size_t cap)
 			ci = NULL;
 			js_AddConsumer(&ci, c->js, c->conn.stream, &cc, NULL, &je);
 			jsConsumerInfo_Destroy(ci);
-			snprintf(why, cap, "consumer %s has no leader", c->durable);
+			snprintf(why, cap, "consumer %s has no leader with a "
+			         "quorum", c->durable);
 			return -1;
 		}
 		ship_js_why(s, je, why, cap);
@@ -673,6 +686,27 @@ static void fetch_back(struct col *c, int count)
 	}
 }
 
+/* An empty fetch is also what a consumer whose leader lost its quorum
+ * gives (the request times out): after SHIP_BACKOFF_MAX_MS of them, ask
+ * whether it still runs, and if not, the stream is out of reach. */
+static void fetch_quiet(struct col *c, int count)
+{
+	char why[512];
+	uint64_t now = ship_mono_ms();
+
+	if (count > 0 || now - c->quiet_ms < SHIP_BACKOFF_MAX_MS) {
+		if (count > 0)
+			c->quiet_ms = now;
+		return;
+	}
+	int rc = consumer_runs(c, why, sizeof why);
+	c->quiet_ms = ship_mono_ms();
+	if (rc == SHIP_EXIT_FAIL)
+		atomic_store(&c->ah.fatal, 1);
+	else if (rc < 0)
+		fetch_lost(c, why, 0);
+}
+
 /* Ask the server for what is there (batch messages, --fetch-bytes); when
  * nothing is, wait up to wait_ms for the first message to come (a fetch
  * of N waits for N, or its expiry: a stream that trickles would pay
@@ -718,6 +752,8 @@ static natsMsgList fetch_list(struct col *c, int batch, uint64_t wait_ms)
 	}
 	if (c->out.since)
 		fetch_back(c, list.Count);
+	else
+		fetch_quiet(c, list.Count);
 	return list;
 }
 

@@ -462,6 +462,10 @@ const char *ship_js_why(natsStatus s, jsErrCode je, char *buf, size_t cap)
 {
 	const char *t = nats_GetLastError(NULL);
 
+	/* "(js.c:1750): Leadership Change": the place in libnats says
+	 * nothing to an operator */
+	if (t && t[0] == '(' && strstr(t, "): "))
+		t = strstr(t, "): ") + 3;
 	if ((!t || !*t) && s == NATS_TIMEOUT)
 		t = "no answer in time (Timeout)";
 	if (!t || !*t)

@@ -1431,6 +1431,12 @@ TEST(cluster_of_three_loses_a_node_mid_stream)
 
 /* ---- a cluster losing its quorum ---- */
 
+/* A forwarder's batch that failed in the outage can land in the stream
+ * behind the next one (sent again after its --ack-wait-ms, here
+ * OUTAGE_ACK_WAIT): collectors wait for it longer than that. */
+#define OUTAGE_ACK_WAIT "3000"
+#define OUTAGE_GAP_WAIT "30000"
+
 /* Wait until file f says `text` or `alt` (NULL: none; lines the tool
  * prints), or pid exits, or timeout_s passes.  @return 1 said and pid
  * still running, 0 not. */
@@ -1495,11 +1501,11 @@ TEST(collector_started_while_two_of_three_nodes_are_down_waits_and_stores_everyt
 	two_of_three_down(n);
 	pid_t c = start_tool(path("col.err"), "collect", "--nats", urls,
 	                     "--once", "--ack-wait-ms", "2000", "--gap-wait-ms",
-	                     "10000", "--verbose", path("dst"),
+	                     OUTAGE_GAP_WAIT, "--verbose", path("dst"),
 	                     (const char *)NULL);
 	pid_t f = start_tool(path("fwd2.err"), "forward", "--nats", urls,
-	                     "--host", "h2", "--once", path("src2"),
-	                     (const char *)NULL);
+	                     "--host", "h2", "--once", "--ack-wait-ms",
+	                     OUTAGE_ACK_WAIT, path("src2"), (const char *)NULL);
 	int waits = says(c, path("col.err"), "unreachable", NULL, 30);
 	if (!waits)
 		say_file("collector", path("col.err"));
@@ -1523,6 +1529,123 @@ TEST(collector_started_while_two_of_three_nodes_are_down_waits_and_stores_everyt
 	collect_once(urls, path("dst")); /* what h2 shipped after that */
 	CHECK_EQ(compare(path("src1"), path("dst"), "h1", 1), 20000);
 	CHECK_EQ(compare(path("src2"), path("dst"), "h2", 1), 20000);
+	for (int i = 0; i < 3; i++)
+		t_nats_stop(&n[i]);
+	t_rmrf(base);
+}
+
+/* A collector of durable `durable` into dst, running until stopped. */
+static pid_t collector(const char *urls, const char *durable, const char *dst,
+                       const char *errf)
+{
+	return start_tool(errf, "collect", "--nats", urls, "--durable", durable,
+	                  "--ack-wait-ms", "2000", "--gap-wait-ms",
+	                  OUTAGE_GAP_WAIT, "--verbose", dst, (const char *)NULL);
+}
+
+/* Wait (up to timeout_s) until durable has taken everything while its
+ * collector pid keeps running.  @return 1, 0 not. */
+static int collector_done(const char *urls, const char *durable, pid_t pid,
+                          double timeout_s)
+{
+	double end = t_now() + timeout_s;
+
+	while (t_now() < end && waitpid(pid, NULL, WNOHANG) == 0) {
+		if (t_consumer_done(urls, "LOGS", durable, 1) == 1)
+			return 1;
+		t_sleep_ms(200);
+	}
+	return 0;
+}
+
+/* Each loss of the stream said once, and its end once. */
+static void one_line_each(const char *who, const char *errf, int least)
+{
+	int lost = count_in(errf, "unreachable");
+	int back = count_in(errf, "reachable again");
+
+	if (lost < least || lost != back || lost > 3)
+		say_file(who, errf);
+	CHECK(lost >= least);
+	CHECK_EQ(lost, back);
+	CHECK(lost <= 3); /* the outage, and elections as the nodes return */
+}
+
+/* The issue's goal: two of three nodes gone for 20 s while a forwarder
+ * ships and a collector stores; a second collector (its own durable and
+ * store) and a second forwarder start during the outage.  Nobody exits;
+ * afterwards both stores hold both hosts' records exactly once. */
+TEST(collector_running_through_a_twenty_second_two_of_three_outage_loses_and_duplicates_nothing)
+{
+	t_nats n[3];
+	struct wopts w1 = {.shards = 2, .payload = 100};
+	struct wopts w2 = {.shards = 1, .payload = 100};
+	char urls[256];
+
+	setup();
+	write_log(path("src1"), 500000, &w1);
+	write_log(path("src2"), 20000, &w2);
+	CHECK_EQ(t_nats_cluster(n, base), 0);
+	t_nats_urls(n, urls);
+	pid_t f1 = start_tool(path("fwd1.err"), "forward", "--nats", urls,
+	                      "--host", "h1", "--once", "--replicas", "3",
+	                      "--max-batch-bytes", "64K", "--max-record-bytes",
+	                      "4K", "--ack-wait-ms", OUTAGE_ACK_WAIT,
+	                      path("src1"), (const char *)NULL);
+	/* A starts on the stream f1 made (it would make one of 1 replica) */
+	double end = t_now() + 30;
+	while (t_stream_msgs(urls, "LOGS") <= 0 && t_now() < end)
+		t_sleep_ms(50);
+	pid_t a = collector(urls, "a", path("dstA"), path("colA.err"));
+	while (t_consumer_acked(urls, "LOGS", "a") <= 0 && t_now() < end)
+		t_sleep_ms(50);
+	CHECK(t_consumer_acked(urls, "LOGS", "a") > 0);
+	/* f1 most likely still ships: it must ride the outage out too */
+	double t0 = t_now();
+	two_of_three_down(n);
+	pid_t b = collector(urls, "b", path("dstB"), path("colB.err"));
+	pid_t f2 = start_tool(path("fwd2.err"), "forward", "--nats", urls,
+	                      "--host", "h2", "--once", "--ack-wait-ms",
+	                      OUTAGE_ACK_WAIT, path("src2"), (const char *)NULL);
+	CHECK(says(b, path("colB.err"), "unreachable", NULL, 20));
+	CHECK(says(f2, path("fwd2.err"), "unreachable", "sending again", 20));
+	double left = 20 - (t_now() - t0); /* the outage lasts 20 s */
+	if (left > 0)
+		t_sleep_ms((int)(left * 1000));
+	CHECK(kill(a, 0) == 0 && kill(b, 0) == 0);
+	two_of_three_back(n, urls);
+	int rc = t_wait(f1, 180, NULL);
+	if (rc)
+		say_file("forwarder h1", path("fwd1.err"));
+	CHECK_EQ(rc, 0);
+	rc = t_wait(f2, 120, NULL);
+	if (rc)
+		say_file("forwarder h2", path("fwd2.err"));
+	CHECK_EQ(rc, 0);
+	int done = collector_done(urls, "a", a, 120);
+	if (!done)
+		say_file("collector a", path("colA.err"));
+	CHECK(done);
+	done = collector_done(urls, "b", b, 120);
+	if (!done)
+		say_file("collector b", path("colB.err"));
+	CHECK(done);
+	kill(a, SIGTERM);
+	kill(b, SIGTERM);
+	CHECK_EQ(t_wait(a, 30, NULL), 0);
+	CHECK_EQ(t_wait(b, 30, NULL), 0);
+	if (getenv("LE_SAY")) { /* the lines each printed */
+		say_file("collector a", path("colA.err"));
+		say_file("collector b", path("colB.err"));
+		say_file("forwarder h1", path("fwd1.err"));
+		say_file("forwarder h2", path("fwd2.err"));
+	}
+	one_line_each("collector a", path("colA.err"), 0);
+	one_line_each("collector b", path("colB.err"), 1);
+	CHECK_EQ(compare(path("src1"), path("dstA"), "h1", 2), 500000);
+	CHECK_EQ(compare(path("src2"), path("dstA"), "h2", 1), 20000);
+	CHECK_EQ(compare(path("src1"), path("dstB"), "h1", 2), 500000);
+	CHECK_EQ(compare(path("src2"), path("dstB"), "h2", 1), 20000);
 	for (int i = 0; i < 3; i++)
 		t_nats_stop(&n[i]);
 	t_rmrf(base);
@@ -1564,6 +1687,7 @@ int main(int argc, char **argv)
 	if (getenv("LE_LONG")) { /* make check-long */
 		RUN(memory_is_the_same_for_a_100mb_and_a_1gb_backlog);
 		RUN(cluster_of_three_loses_a_node_mid_stream);
+		RUN(collector_running_through_a_twenty_second_two_of_three_outage_loses_and_duplicates_nothing);
 	}
 	return t_done();
 }
