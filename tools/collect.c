@@ -589,7 +589,10 @@ static int subscribe(struct col *c, char *why, size_t cap)
 		return 0;
 	c->sub = NULL;
 	ship_js_why(s, je, why, cap);
-	if (ship_js_transient(c->nc, s, je))
+	/* A server's refusal carries a JetStream code; without one, the
+	 * error is libnats's own: the durable there does not take our
+	 * subject or settings (final). */
+	if (ship_js_transient(c->nc, s, je) && !(s == NATS_ERR && !je))
 		return -1;
 	fprintf(stderr, "logengine %s: durable consumer %s on stream %s "
 	        "(subjects %s): %s\n", CMD, c->durable, c->conn.stream,

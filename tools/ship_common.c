@@ -317,11 +317,23 @@ static natsStatus conn_options(const struct ship_conn *c, natsOptions **out)
 	return s;
 }
 
+/* The library's last error text without the place in libnats it was
+ * set at ("(js.c:1750): Leadership Change": the place says nothing to
+ * an operator); "" when there is none. */
+static const char *lib_error(void)
+{
+	const char *t = nats_GetLastError(NULL);
+
+	if (t && t[0] == '(' && strstr(t, "): "))
+		t = strstr(t, "): ") + 3;
+	return t ? t : "";
+}
+
 /* The library's last error text, or the status's name. */
 static const char *last_error(natsStatus s)
 {
-	const char *t = nats_GetLastError(NULL);
-	return t && *t ? t : natsStatus_GetText(s);
+	const char *t = lib_error();
+	return *t ? t : natsStatus_GetText(s);
 }
 
 /* A refusal that trying again cannot cure; anything else (no server, a
@@ -435,6 +447,10 @@ int ship_js_transient(natsConnection *nc, natsStatus s, jsErrCode je)
 {
 	if (js_denied(nc))
 		return 0;
+	/* libnats reports no responders as "JetStream not enabled"; it is
+	 * also a server whose JetStream has not started yet */
+	if (s == NATS_NO_RESPONDERS)
+		return 1;
 	if (je)
 		return js_code_transient(je);
 	/* No JetStream code: the request did not get a verdict from the
@@ -460,15 +476,14 @@ int ship_js_transient(natsConnection *nc, natsStatus s, jsErrCode je)
 
 const char *ship_js_why(natsStatus s, jsErrCode je, char *buf, size_t cap)
 {
-	const char *t = nats_GetLastError(NULL);
+	const char *t = lib_error();
 
-	/* "(js.c:1750): Leadership Change": the place in libnats says
-	 * nothing to an operator */
-	if (t && t[0] == '(' && strstr(t, "): "))
-		t = strstr(t, "): ") + 3;
-	if ((!t || !*t) && s == NATS_TIMEOUT)
+	if (!*t && s == NATS_TIMEOUT)
 		t = "no answer in time (Timeout)";
-	if (!t || !*t)
+	if (s == NATS_NO_RESPONDERS)
+		t = "no JetStream server answers (no responders: its servers "
+		    "down, or JetStream not enabled)";
+	if (!*t)
 		t = natsStatus_GetText(s);
 	if (je)
 		snprintf(buf, cap, "%s (JetStream error %d)", t, (int)je);

@@ -1534,6 +1534,47 @@ TEST(collector_started_while_two_of_three_nodes_are_down_waits_and_stores_everyt
 	t_rmrf(base);
 }
 
+/* collect --once with --outage-deadline-ms 3000 against url: exits 1,
+ * not before the deadline and not long after, naming what it waited
+ * for (`text`). */
+static void gives_up_after_three_seconds(const char *url, const char *text)
+{
+	double t0 = t_now();
+	int rc = TOOL(60, path("col.err"), "collect", "--nats", url, "--once",
+	              "--outage-deadline-ms", "3000", path("dst"));
+	double took = t_now() - t0;
+	char *err = slurp(path("col.err"));
+
+	if (rc != 1 || took < 3 || took > 15 || !strstr(err, text))
+		fprintf(stderr, "  exit %d after %.1f s: %s", rc, took, err);
+	CHECK_EQ(rc, 1);
+	CHECK(took >= 3 && took <= 15);
+	CHECK(strstr(err, text));
+	free(err);
+}
+
+/* --once is for a job that must end: it waits for an outage to pass as
+ * long as --outage-deadline-ms, then fails (a supervisor that runs
+ * collect without --once gets a collector that waits for ever). */
+TEST(collector_once_gives_up_at_the_outage_deadline_not_before)
+{
+	t_nats n;
+
+	setup();
+	t_nats_init(&n, base); /* a server without JetStream: no responders */
+	FILE *f = fopen(n.conf, "w");
+	CHECK(f != NULL);
+	fprintf(f, "listen: 127.0.0.1:%d\n", n.port);
+	fclose(f);
+	CHECK_EQ(t_nats_run(&n), 0);
+	gives_up_after_three_seconds(n.url, "no JetStream server answers");
+	CHECK_EQ(count_in(path("col.err"), "unreachable:"), 1);
+	CHECK(count_in(path("col.err"), "giving up"));
+	t_nats_stop(&n); /* and no server at all */
+	gives_up_after_three_seconds(n.url, "given up after");
+	t_rmrf(base);
+}
+
 /* A collector of durable `durable` into dst, running until stopped. */
 static pid_t collector(const char *urls, const char *durable, const char *dst,
                        const char *errf)
@@ -1684,6 +1725,7 @@ int main(int argc, char **argv)
 	RUN(tls_with_the_servers_ca_ships_and_without_it_is_a_clear_error);
 	RUN(memory_is_the_same_for_a_20mb_and_a_100mb_backlog);
 	RUN(collector_started_while_two_of_three_nodes_are_down_waits_and_stores_everything);
+	RUN(collector_once_gives_up_at_the_outage_deadline_not_before);
 	if (getenv("LE_LONG")) { /* make check-long */
 		RUN(memory_is_the_same_for_a_100mb_and_a_1gb_backlog);
 		RUN(cluster_of_three_loses_a_node_mid_stream);
