@@ -6,8 +6,9 @@
  * its bytes intact: compare() walks both logs side by side, record by
  * record.
  *
- * LE_LONG=1 adds the 3-node cluster and the 1 GB backlog (make
- * check-long).  The tool is $LE_CLI, else $BUILD/logengine.
+ * LE_LONG=1 adds the 3-node cluster losing a node, and two of its
+ * three nodes for 20 s, and the 1 GB backlog (make check-long).  The
+ * tool is $LE_CLI, else $BUILD/logengine.
  */
 #include "harness.h"
 
@@ -1553,23 +1554,37 @@ static void gives_up_after_three_seconds(const char *url, const char *text)
 	free(err);
 }
 
-/* --once is for a job that must end: it waits for an outage to pass as
- * long as --outage-deadline-ms, then fails (a supervisor that runs
- * collect without --once gets a collector that waits for ever). */
+/* --once is for a job that must end: collect waits for an outage to
+ * pass as long as --outage-deadline-ms, then fails (a supervisor that
+ * runs collect without --once gets a collector that waits for ever, as
+ * forward always does). */
 TEST(collector_once_gives_up_at_the_outage_deadline_not_before)
 {
 	t_nats n;
 
 	setup();
 	t_nats_init(&n, base); /* a server without JetStream: no responders */
-	FILE *f = fopen(n.conf, "w");
-	CHECK(f != NULL);
-	fprintf(f, "listen: 127.0.0.1:%d\n", n.port);
-	fclose(f);
+	FILE *conf = fopen(n.conf, "w");
+	CHECK(conf != NULL);
+	fprintf(conf, "listen: 127.0.0.1:%d\n", n.port);
+	fclose(conf);
 	CHECK_EQ(t_nats_run(&n), 0);
 	gives_up_after_three_seconds(n.url, "no JetStream server answers");
 	CHECK_EQ(count_in(path("col.err"), "unreachable:"), 1);
 	CHECK(count_in(path("col.err"), "giving up"));
+	/* forward --once waits as long as it takes, saying so once */
+	struct wopts w = {.shards = 1};
+	write_log(path("src"), 100, &w);
+	pid_t f = start_tool(path("fwd.err"), "forward", "--nats", n.url,
+	                     "--host", "h", "--once", path("src"),
+	                     (const char *)NULL);
+	int waits = says(f, path("fwd.err"), "unreachable:", NULL, 10);
+	if (!waits)
+		say_file("forwarder", path("fwd.err"));
+	CHECK(waits);
+	kill(f, SIGTERM);
+	CHECK_EQ(t_wait(f, 10, NULL), 0);
+	CHECK_EQ(count_in(path("fwd.err"), "unreachable:"), 1);
 	t_nats_stop(&n); /* and no server at all */
 	gives_up_after_three_seconds(n.url, "given up after");
 	t_rmrf(base);
