@@ -65,6 +65,7 @@
 #define DEFAULT_ACK_WAIT_MS 10000
 #define DEFAULT_GAP_WAIT_MS 60000
 #define DEFAULT_OUTAGE_MS 60000    /* --outage-deadline-ms with --once */
+#define PEER_HEARD_MS 5000         /* a consumer's replica still up */
 #define ASK_POLL_MS 200            /* the consumer asked, at most */
 #define HOLD_MSGS (2 * FETCH_MSGS) /* messages held behind a hole */
 
@@ -300,7 +301,9 @@ static uint64_t in_hand_count(struct col *c)
 }
 
 /* Is ci the state of a running consumer?  In a cluster: a leader, and
- * with it a majority of its replicas current.  A server that has only
+ * with it a majority of its replicas up (current, or heard from within
+ * the last PEER_HEARD_MS: a follower of a consumer just made, or under
+ * load, lags a little and is still there).  A server that has only
  * heard of the consumer (its creation proposed while the cluster had no
  * quorum, and not carried out) answers without a leader and with every
  * count zero: "nothing pending" from it means nothing; a leader whose
@@ -315,8 +318,11 @@ static int consumer_live(const struct col *c, const jsConsumerInfo *ci)
 		return 1;
 	if (!ki || !ki->Leader || !*ki->Leader)
 		return 0;
-	for (int i = 0; i < ki->ReplicasLen; i++)
-		current += ki->Replicas[i]->Current && !ki->Replicas[i]->Offline;
+	for (int i = 0; i < ki->ReplicasLen; i++) {
+		const jsPeerInfo *p = ki->Replicas[i];
+		current += !p->Offline &&
+		           (p->Current || p->Active < PEER_HEARD_MS * 1000000LL);
+	}
 	return 2 * current > 1 + ki->ReplicasLen;
 }
 
@@ -803,6 +809,7 @@ static int ahead_start(struct col *c)
 	pthread_cond_init(&c->ah.cv, &ca);
 	pthread_condattr_destroy(&ca);
 	ahead_params(c);
+	c->quiet_ms = ship_mono_ms(); /* the consumer just answered */
 	if (pthread_create(&c->ah.t, NULL, ahead_main, c) != 0) {
 		fprintf(stderr, "logengine %s: cannot start a thread\n", CMD);
 		return SHIP_EXIT_FAIL;
