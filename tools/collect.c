@@ -625,15 +625,20 @@ static int consumer_runs(struct col *c, char *why, size_t cap)
 		natsStatus s = js_GetConsumerInfo(&ci, c->js, c->conn.stream,
 		                                  c->durable, NULL, &je);
 		int live = s == NATS_OK && consumer_live(c, ci);
+		int known_only = s == NATS_OK && c->clustered &&
+		                 (!ci->Cluster || !ci->Cluster->Leader ||
+		                  !*ci->Cluster->Leader);
 		jsConsumerInfo_Destroy(ci);
 		if (live)
 			return 0;
-		if (s == NATS_OK) {
+		if (known_only) {
 			/* The same settings: a running one is left as it is. */
 			consumer_config(c, &cc);
 			ci = NULL;
 			js_AddConsumer(&ci, c->js, c->conn.stream, &cc, NULL, &je);
 			jsConsumerInfo_Destroy(ci);
+		}
+		if (s == NATS_OK) {
 			snprintf(why, cap, "consumer %s has no leader with a "
 			         "quorum", c->durable);
 			return -1;
@@ -1019,7 +1024,6 @@ static const char usage[] =
 	"                        leader election, servers down); 0: wait for\n"
 	"                        ever (60000 with --once, else 0)\n"
 	"  --verbose             a summary on stderr at the end\n"
-	"\n"
 	"\n"
 	"While the stream is out of reach, collect retries every 0.1 s to 5 s\n"
 	"and says so once when it goes and once when it is back.\n"

@@ -1525,6 +1525,10 @@ TEST(collector_started_while_two_of_three_nodes_are_down_waits_and_stores_everyt
 	if (rc)
 		say_file("collector", path("col.err"));
 	CHECK_EQ(rc, 0);
+	if (getenv("LE_SAY")) { /* the lines each printed */
+		say_file("collector", path("col.err"));
+		say_file("forwarder h2", path("fwd2.err"));
+	}
 	CHECK_EQ(count_in(path("col.err"), "unreachable"), 1);
 	CHECK_EQ(count_in(path("col.err"), "reachable again"), 1);
 	collect_once(urls, path("dst")); /* what h2 shipped after that */
