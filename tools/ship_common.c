@@ -557,6 +557,7 @@ static int stream_create(const char *cmd, natsConnection *nc, jsCtx *js,
 	        replicas == 1 ? "" : "s", why);
 	return SHIP_EXIT_FAIL;
 }
+
 /* An existing stream: does it take our subject and our messages? */
 static int stream_check(const char *cmd, const char *stream,
                         const jsStreamConfig *sc, const char *subject,
