@@ -8,7 +8,8 @@
  *
  * LE_LONG=1 adds the 3-node cluster losing a node, and two of its
  * three nodes for 20 s, and the 1 GB backlog (make check-long).  The
- * tool is $LE_CLI, else $BUILD/logengine.
+ * tool is $LE_CLI, else $BUILD/logengine.  LE_SAY=1: the outage tests
+ * print what the tools said.
  */
 #include "harness.h"
 
