@@ -69,6 +69,8 @@
 #define DEFAULT_FILTER "logs.>"
 #define DEFAULT_ACK_WAIT_MS 10000
 #define DEFAULT_GAP_WAIT_MS 60000
+#define DEFAULT_OUTAGE_MS 60000    /* --outage-deadline-ms with --once */
+#define PEER_HEARD_MS 5000         /* a consumer's replica still up */
 #define ASK_POLL_MS 200            /* the consumer asked, at most */
 #define HOLD_MSGS (2 * FETCH_MSGS) /* messages held behind a hole */
 
@@ -117,7 +119,8 @@ struct ahead {
 	int asked;            /* the batch it was fetched with */
 	int batch;            /* the next request, set by the main thread */
 	uint64_t wait_ms;     /* how long it may wait for a first message */
-	int said;             /* a failing fetch was reported */
+	_Atomic uint64_t lost_ms; /* out.since, for the main thread */
+	_Atomic int fatal;    /* our consumer could not be made again */
 };
 
 /* A message held behind a hole of its origin: checked, not stored. */
@@ -142,10 +145,17 @@ struct col {
 	uint64_t dead_backoff_ms; /* since the last failed copy */
 	uint64_t segment_bytes, fetch_bytes, ack_wait_ms, gap_wait_ms;
 	uint64_t max_origins; /* le__cstore_opts.max_origins */
+	uint64_t outage_ms;  /* --outage-deadline-ms; 0: never give up */
 	int sync, once, verbose;
+	int clustered;       /* [start()] the stream's servers are a cluster:
+	                        its consumer has a leader when it runs */
 	natsConnection *nc;
 	jsCtx *js;
-	natsSubscription *sub;
+	natsSubscription *sub; /* [start(), then the fetching thread] made
+	                          again when the server lost our consumer */
+	struct ship_outage out; /* [same] the stream out of reach since */
+	uint64_t quiet_ms;    /* [the fetching thread] when a fetch last
+	                         brought messages or the consumer answered */
 	le__cstore *st;
 	int wake[2];
 	uint64_t max_msg;    /* largest message seen (max_payload at first) */
@@ -502,6 +512,32 @@ static uint64_t in_hand_count(struct col *c)
 	return k;
 }
 
+/* Is ci the state of a running consumer?  In a cluster: a leader, and
+ * with it a majority of its replicas up (current, or heard from within
+ * the last PEER_HEARD_MS: a follower of a consumer just made, or under
+ * load, lags a little and is still there).  A server that has only
+ * heard of the consumer (its creation proposed while the cluster had no
+ * quorum, and not carried out) answers without a leader and with every
+ * count zero: "nothing pending" from it means nothing; a leader whose
+ * replicas are down answers but cannot deliver.  A single server names
+ * no leader at all. */
+static int consumer_live(const struct col *c, const jsConsumerInfo *ci)
+{
+	const jsClusterInfo *ki = ci->Cluster;
+	int current = 1; /* the leader */
+
+	if (!c->clustered)
+		return 1;
+	if (!ki || !ki->Leader || !*ki->Leader)
+		return 0;
+	for (int i = 0; i < ki->ReplicasLen; i++) {
+		const jsPeerInfo *p = ki->Replicas[i];
+		current += !p->Offline &&
+		           (p->Current || p->Active < PEER_HEARD_MS * 1000000LL);
+	}
+	return 2 * current > 1 + ki->ReplicasLen;
+}
+
 /* Is every message the consumer delivered and has not had acknowledged
  * one we hold (or are handling now)?  Then nothing before a held
  * message can still come from the stream but a resend, which is what
@@ -525,7 +561,7 @@ static int in_hand(struct col *c, uint64_t now)
 	if (natsConnection_FlushTimeout(c->nc, 5000) == NATS_OK &&
 	    js_GetConsumerInfo(&ci, c->js, c->conn.stream, c->durable, NULL,
 	                       &je) == NATS_OK)
-		yes = (uint64_t)ci->NumAckPending <= mine;
+		yes = consumer_live(c, ci) && (uint64_t)ci->NumAckPending <= mine;
 	jsConsumerInfo_Destroy(ci);
 	return c->asked_yes = yes;
 }
@@ -763,7 +799,8 @@ static int drained(struct col *c)
 
 	if (js_GetConsumerInfo(&ci, c->js, c->conn.stream, c->durable, NULL,
 	                       &je) == NATS_OK)
-		done = ci->NumPending == 0 && ci->NumAckPending == 0;
+		done = consumer_live(c, ci) && ci->NumPending == 0 &&
+		       ci->NumAckPending == 0;
 	jsConsumerInfo_Destroy(ci);
 	return done;
 }
@@ -816,6 +853,160 @@ static void keep_held(struct col *c)
 		natsMsg_InProgress(c->hold[i].m, NULL);
 }
 
+/* Our durable consumer's settings. */
+static void consumer_config(const struct col *c, jsConsumerConfig *cc)
+{
+	jsConsumerConfig_Init(cc);
+	cc->Durable = c->durable;
+	cc->FilterSubject = c->subject;
+	cc->AckPolicy = js_AckExplicit;
+	cc->AckWait = (int64_t)c->ack_wait_ms * 1000000;
+	cc->MaxAckPending = MAX_ACK_PENDING;
+}
+
+/* Our durable consumer on the stream, made if missing, bound if there.
+ * @return 0; -1 out of reach for now, why[cap] saying what the server
+ * answered; SHIP_EXIT_FAIL after a message (refused, or settings the
+ * server rejects). */
+static int subscribe(struct col *c, char *why, size_t cap)
+{
+	jsSubOptions so;
+	jsErrCode je = 0;
+
+	jsSubOptions_Init(&so);
+	so.Stream = c->conn.stream;
+	consumer_config(c, &so.Config);
+	natsStatus s = js_PullSubscribe(&c->sub, c->js, c->subject, c->durable,
+	                                NULL, &so, &je);
+	if (s == NATS_OK)
+		return 0;
+	c->sub = NULL;
+	ship_js_why(s, je, why, cap);
+	/* A server's refusal carries a JetStream code; without one, the
+	 * error is libnats's own: the durable there does not take our
+	 * subject or settings (final). */
+	if (ship_js_transient(c->nc, s, je) && !(s == NATS_ERR && !je))
+		return -1;
+	fprintf(stderr, "logengine %s: durable consumer %s on stream %s "
+	        "(subjects %s): %s\n", CMD, c->durable, c->conn.stream,
+	        c->subject, why);
+	return SHIP_EXIT_FAIL;
+}
+
+/*
+ * Does our consumer run?  Asked before the collector says the stream is
+ * reachable, and while it is not.  Made again when the servers lost it
+ * (a store wiped, a server restarted alone: the store already has what
+ * it delivers again) or only know of it (in a cluster, no leader: its
+ * creation was proposed without quorum and not carried out).
+ * @return 0 it runs; -1 not yet, why[cap] saying why; SHIP_EXIT_FAIL
+ * after a message (making it again was refused).
+ */
+static int consumer_runs(struct col *c, char *why, size_t cap)
+{
+	jsConsumerInfo *ci = NULL;
+	jsConsumerConfig cc;
+	jsErrCode je = 0;
+
+	if (c->sub) {
+		natsStatus s = js_GetConsumerInfo(&ci, c->js, c->conn.stream,
+		                                  c->durable, NULL, &je);
+		int live = s == NATS_OK && consumer_live(c, ci);
+		int known_only = s == NATS_OK && c->clustered &&
+		                 (!ci->Cluster || !ci->Cluster->Leader ||
+		                  !*ci->Cluster->Leader);
+		jsConsumerInfo_Destroy(ci);
+		if (live)
+			return 0;
+		if (known_only) {
+			/* The same settings: a running one is left as it is. */
+			consumer_config(c, &cc);
+			ci = NULL;
+			js_AddConsumer(&ci, c->js, c->conn.stream, &cc, NULL, &je);
+			jsConsumerInfo_Destroy(ci);
+		}
+		if (s == NATS_OK) {
+			snprintf(why, cap, "consumer %s has no leader with a "
+			         "quorum", c->durable);
+			return -1;
+		}
+		ship_js_why(s, je, why, cap);
+		if (s != NATS_NOT_FOUND && je != JSConsumerNotFoundErr)
+			return -1;
+		natsSubscription_Destroy(c->sub);
+		c->sub = NULL;
+	}
+	int rc = subscribe(c, why, cap);
+	if (rc == 0)
+		snprintf(why, cap, "consumer %s made again", c->durable);
+	return rc ? rc : -1; /* the next probe sees it run */
+}
+
+/* The fetching thread's outage began (why), or goes on: said once, then
+ * the backoff waited, less waited_ms spent since the try. */
+static void fetch_lost(struct col *c, const char *why, int waited_ms)
+{
+	ship_outage_lost(CMD, &c->out, c->conn.stream, why, c->wake[0],
+	                 waited_ms);
+	atomic_store(&c->ah.lost_ms, c->out.since);
+}
+
+/* A fetch failed with status s: the stream is out of reach (a leader
+ * election answers 409, a stream without quorum has no responders, the
+ * connection is being made again).  Retried for ever: a setting cannot
+ * have changed under a running collector, and --outage-deadline-ms is
+ * the main thread's to apply. */
+static void fetch_failed(struct col *c, natsStatus s)
+{
+	char why[512], probe[512];
+	uint64_t t0 = ship_mono_ms();
+
+	ship_js_why(s, 0, why, sizeof why);
+	/* Said at once; from the second failure on, the consumer is asked
+	 * whether it is still there (made again if not) within the wait. */
+	if (c->out.since &&
+	    consumer_runs(c, probe, sizeof probe) == SHIP_EXIT_FAIL)
+		atomic_store(&c->ah.fatal, 1);
+	fetch_lost(c, why, (int)(ship_mono_ms() - t0));
+}
+
+/* A fetch came back without an error after an outage: back once it
+ * brought messages or the consumer answers. */
+static void fetch_back(struct col *c, int count)
+{
+	char why[512];
+	int rc = count > 0 ? 0 : consumer_runs(c, why, sizeof why);
+
+	if (rc == 0) {
+		ship_outage_back(CMD, &c->out, c->conn.stream);
+		atomic_store(&c->ah.lost_ms, 0);
+	} else if (rc == SHIP_EXIT_FAIL) {
+		atomic_store(&c->ah.fatal, 1);
+	} else {
+		fetch_lost(c, why, 0);
+	}
+}
+
+/* An empty fetch is also what a consumer whose leader lost its quorum
+ * gives (the request times out): after SHIP_BACKOFF_MAX_MS of them, ask
+ * whether it still runs, and if not, the stream is out of reach. */
+static void fetch_quiet(struct col *c, int count)
+{
+	char why[512];
+	uint64_t now = ship_mono_ms();
+
+	if (count > 0 || now - c->quiet_ms < SHIP_BACKOFF_MAX_MS) {
+		if (count > 0)
+			c->quiet_ms = now;
+		return;
+	}
+	int rc = consumer_runs(c, why, sizeof why);
+	c->quiet_ms = ship_mono_ms();
+	if (rc == SHIP_EXIT_FAIL)
+		atomic_store(&c->ah.fatal, 1);
+	else if (rc < 0)
+		fetch_lost(c, why, 0);
+}
 
 /* Ask the server for what is there (batch messages, --fetch-bytes); when
  * nothing is, wait up to wait_ms for the first message to come (a fetch
@@ -826,6 +1017,10 @@ static natsMsgList fetch_list(struct col *c, int batch, uint64_t wait_ms)
 	natsMsgList list = {0};
 	jsFetchRequest req;
 
+	if (!c->sub) { /* lost with its consumer, not made again yet */
+		fetch_back(c, 0);
+		return list;
+	}
 	jsFetchRequest_Init(&req);
 	req.Batch = batch;
 	req.MaxBytes = (int64_t)c->fetch_bytes;
@@ -852,15 +1047,14 @@ static natsMsgList fetch_list(struct col *c, int batch, uint64_t wait_ms)
 	}
 	if (s != NATS_OK && s != NATS_TIMEOUT && s != NATS_NOT_FOUND) {
 		natsMsgList_Destroy(&list);
-		if (atomic_load(&c->ah.stop))
-			return (natsMsgList){0}; /* the connection was closed */
-		if (!c->ah.said++)
-			fprintf(stderr, "logengine %s: fetch: %s; retrying\n", CMD,
-			        nats_GetLastError(NULL));
-		ship_wait(c->wake[0], SHIP_BACKOFF_MIN_MS * 5);
+		if (!atomic_load(&c->ah.stop)) /* else: we closed it */
+			fetch_failed(c, s);
 		return (natsMsgList){0};
 	}
-	c->ah.said = 0;
+	if (c->out.since)
+		fetch_back(c, list.Count);
+	else
+		fetch_quiet(c, list.Count);
 	return list;
 }
 
@@ -870,7 +1064,7 @@ static void *ahead_main(void *arg)
 	struct ahead *a = &c->ah;
 
 	pthread_mutex_lock(&a->mu);
-	while (!a->stop) {
+	while (!a->stop && !atomic_load(&a->fatal)) {
 		if (a->full) {
 			pthread_cond_wait(&a->cv, &a->mu);
 			continue;
@@ -907,6 +1101,7 @@ static int ahead_start(struct col *c)
 	pthread_cond_init(&c->ah.cv, &ca);
 	pthread_condattr_destroy(&ca);
 	ahead_params(c);
+	c->quiet_ms = ship_mono_ms(); /* the consumer just answered */
 	if (pthread_create(&c->ah.t, NULL, ahead_main, c) != 0) {
 		fprintf(stderr, "logengine %s: cannot start a thread\n", CMD);
 		return SHIP_EXIT_FAIL;
@@ -926,6 +1121,9 @@ static void ahead_stop(struct col *c)
 	c->ah.stop = 1;
 	pthread_cond_broadcast(&c->ah.cv);
 	pthread_mutex_unlock(&c->ah.mu);
+	if (write(c->wake[1], "", 1) < 0) {
+		/* full: it wakes anyway */
+	}
 	natsConnection_Close(c->nc);
 	pthread_join(c->ah.t, NULL);
 	c->ah.running = 0;
@@ -1048,11 +1246,27 @@ static int fetch_once(struct col *c)
 	return n;
 }
 
+/* Out of reach since `since` (0: it is not) for longer than
+ * --outage-deadline-ms?  Then say so.  @return 1 give up, 0 go on. */
+static int given_up(const struct col *c, uint64_t since)
+{
+	uint64_t now = ship_mono_ms();
+
+	if (!c->outage_ms || !since || now - since < c->outage_ms)
+		return 0;
+	fprintf(stderr, "logengine %s: stream %s unreachable for %.1f s "
+	        "(--outage-deadline-ms %" PRIu64 "): giving up; what was not "
+	        "acknowledged comes again to the next run\n", CMD,
+	        c->conn.stream, (double)(now - since) / 1000, c->outage_ms);
+	return 1;
+}
+
 static int run(struct col *c)
 {
 	while (!ship_stop) {
 		int n = fetch_once(c);
-		if (n < 0)
+		if (n < 0 || atomic_load(&c->ah.fatal) ||
+		    given_up(c, atomic_load(&c->ah.lost_ms)))
 			return SHIP_EXIT_FAIL;
 		/* A short fetch may have been the last: once the server has
 		 * our acks (a flush is a round trip behind them), ask. */
@@ -1103,9 +1317,18 @@ static const char usage[] =
 	"                        if missing (STREAM_DEAD)\n"
 	"  --dead-letter-bytes N its size; the oldest copies go first (1G)\n"
 	"  --once                exit 0 when nothing is left to take\n"
+	"  --outage-deadline-ms N  exit 1 once the server or the stream has\n"
+	"                        been out of reach this long (lost quorum, a\n"
+	"                        leader election, servers down); 0: wait for\n"
+	"                        ever (60000 with --once, else 0)\n"
 	"  --verbose             a summary on stderr at the end\n"
 	"\n"
-	"exit status: 0 ok; 1 refused by the server, store I/O error; 2 usage.\n";
+	"While the stream is out of reach, collect retries every 0.1 s to 5 s\n"
+	"and says so once when it goes and once when it is back.\n"
+	"\n"
+	"exit status: 0 ok; 1 refused by the server (authorization, settings\n"
+	"that conflict), out of reach past --outage-deadline-ms, store I/O\n"
+	"error; 2 usage.\n";
 
 /* The dead-letter stream's name (STREAM_DEAD unless given) and subject
  * prefix: tokens without wildcards, outside what the collector takes
@@ -1147,6 +1370,7 @@ static int parse(struct col *c, int argc, char **argv)
 		{"--gap-wait-ms", &c->gap_wait_ms},
 		{"--dead-letter-bytes", &c->dead_bytes},
 		{"--max-origins", &c->max_origins},
+		{"--outage-deadline-ms", &c->outage_ms},
 	};
 	const char *v;
 	int m;
@@ -1210,6 +1434,8 @@ static int parse(struct col *c, int argc, char **argv)
 		                  "end in HOSTTOKEN.SHARD (logs.>)", c->subject);
 	if (c->max_origins < 1 || c->max_origins > LE_ORIGINS_MAX)
 		return ship_usage(CMD, "%s", "--max-origins: 1 to 100000");
+	if (c->outage_ms == UINT64_MAX)
+		c->outage_ms = c->once ? DEFAULT_OUTAGE_MS : 0;
 	if (c->segment_bytes < 4096 || c->ack_wait_ms < 100 ||
 	    c->gap_wait_ms < 2 * c->ack_wait_ms)
 		return ship_usage(CMD, "%s", "--segment-bytes is at least 4K, "
@@ -1240,30 +1466,40 @@ static int open_store(struct col *c)
 	return 0;
 }
 
-static int subscribe(struct col *c)
+/* The stream (made if missing) and our consumer on it, tried until both
+ * answer: an outage said once, and once more when it ends.  @return 0
+ * (also when a signal ended the wait: c->sub NULL), SHIP_EXIT_FAIL
+ * after a message (refused, or out of reach past the deadline). */
+static int attach(struct col *c)
 {
-	jsSubOptions so;
-	jsErrCode je = 0;
+	char why[512];
 
-	jsSubOptions_Init(&so);
-	so.Stream = c->conn.stream;
-	so.Config.AckPolicy = js_AckExplicit;
-	so.Config.AckWait = (int64_t)c->ack_wait_ms * 1000000;
-	so.Config.MaxAckPending = MAX_ACK_PENDING;
-	natsStatus s = js_PullSubscribe(&c->sub, c->js, c->subject, c->durable,
-	                                NULL, &so, &je);
-	if (s == NATS_OK)
-		return 0;
-	fprintf(stderr, "logengine %s: durable consumer %s on stream %s "
-	        "(subjects %s): %s\n", CMD, c->durable, c->conn.stream,
-	        c->subject, nats_GetLastError(NULL));
-	return SHIP_EXIT_FAIL;
+	while (!ship_stop) {
+		int rc = ship_stream_try(CMD, c->nc, c->js, c->conn.stream,
+		                         c->subject, 1, 0, 0, &c->clustered, why,
+		                         sizeof why);
+		if (rc == 0 && !c->sub)
+			rc = subscribe(c, why, sizeof why);
+		/* bound to it: does it run? */
+		if (rc == 0)
+			rc = consumer_runs(c, why, sizeof why);
+		if (rc == 0)
+			ship_outage_back(CMD, &c->out, c->conn.stream);
+		if (rc >= 0)
+			return rc;
+		if (given_up(c, c->out.since))
+			return SHIP_EXIT_FAIL;
+		ship_outage_lost(CMD, &c->out, c->conn.stream, why, c->wake[0],
+		                 0);
+	}
+	return 0;
 }
 
 static int start(struct col *c)
 {
 	int status;
 
+	c->conn.give_up_ms = c->outage_ms;
 	c->nc = ship_connect(CMD, &c->conn, c->wake[0], &status);
 	if (!c->nc)
 		return status;
@@ -1272,14 +1508,12 @@ static int start(struct col *c)
 		        nats_GetLastError(NULL));
 		return SHIP_EXIT_FAIL;
 	}
-	status = ship_stream(CMD, c->js, c->conn.stream, c->subject, 1, 0, 0,
-	                     c->wake[0]);
 	int64_t mp = natsConnection_GetMaxPayload(c->nc);
 	if (!c->fetch_bytes)
 		c->fetch_bytes = (uint64_t)(2 * mp > (16 << 20) ? 2 * mp
 		                                                : (16 << 20));
 	c->max_msg = c->recent_msg = (uint64_t)mp;
-	return status ? status : subscribe(c);
+	return attach(c);
 }
 
 static void summary(const struct col *c)
@@ -1315,6 +1549,7 @@ int cmd_collect(int argc, char **argv)
 	c.ack_wait_ms = DEFAULT_ACK_WAIT_MS;
 	c.gap_wait_ms = DEFAULT_GAP_WAIT_MS;
 	c.max_origins = LE_ORIGINS_DEFAULT;
+	c.outage_ms = UINT64_MAX; /* unset: by --once */
 	c.sync = 1;
 	c.wake[0] = c.wake[1] = -1;
 	pthread_mutex_init(&c.ah.mu, NULL);
@@ -1336,7 +1571,7 @@ int cmd_collect(int argc, char **argv)
 	status = open_store(&c);
 	if (status == 0)
 		status = start(&c);
-	if (status == 0 && c.nc && (status = ahead_start(&c)) == 0)
+	if (status == 0 && c.sub && (status = ahead_start(&c)) == 0)
 		status = run(&c);
 	ahead_stop(&c);
 	if (c.verbose)

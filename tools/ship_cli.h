@@ -13,6 +13,7 @@ int cmd_collect(int argc, char **argv);
 
 #ifndef LE_NO_NATS
 #include <signal.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include <nats/nats.h>
@@ -35,6 +36,18 @@ struct ship_conn {
 	const char *tls_ca;  /* --tls-ca FILE */
 	const char *tls_cert, *tls_key; /* --tls-cert, --tls-key */
 	const char *stream;  /* --stream */
+	uint64_t give_up_ms; /* stop trying to connect after this long, ms
+	                        (0: never) */
+};
+
+/*
+ * A stream out of reach: said once when it goes, once when it is back,
+ * and retried in between with a backoff from SHIP_BACKOFF_MIN_MS doubling
+ * to SHIP_BACKOFF_MAX_MS.  Zeroed: reachable.
+ */
+struct ship_outage {
+	uint64_t since; /* ship_mono_ms() when it went; 0 while reachable */
+	int backoff;    /* ms before the next try */
 };
 
 /* SIGINT/SIGTERM seen; the handler also writes a byte to the wake
@@ -101,12 +114,50 @@ natsConnection *ship_connect(const char *cmd, const struct ship_conn *c,
 
 /* Create the stream when missing (file storage, subjects "TOKEN.>" for a
  * subject "TOKEN.rest", replicas), or check that it takes messages of
- * max_msg bytes and (check) `subject`.  JetStream not answering yet is
- * waited for, a minute at most.  @return 0 (also when ship_stop ended
- * the wait), or SHIP_EXIT_FAIL after a message naming the setting. */
+ * max_msg bytes and (check) `subject`.  JetStream out of reach (no
+ * quorum, a leader election, a server restarting: ship_js_transient) is
+ * waited for as long as it takes, said once (ship_outage_lost) and once
+ * more when it is back.  @return 0 (also when ship_stop ended the wait),
+ * or SHIP_EXIT_FAIL after a message naming the setting or the refusal. */
 int ship_stream(const char *cmd, jsCtx *js, const char *stream,
                 const char *subject, int replicas, int64_t max_msg,
                 int check, int wake_fd);
+/* One try of ship_stream on js, a context of nc (NULL: a permissions
+ * violation the server reported on the connection is not looked for,
+ * and the request it made time out counts as transient).  @return 0
+ * ready, *clustered (unless NULL) saying whether the stream lives in a
+ * cluster (its info names one: its consumers have leaders); SHIP_EXIT_FAIL
+ * after a message (a refusal or a conflicting setting: final); -1 out of
+ * reach for now, why[cap] saying what the server answered. */
+int ship_stream_try(const char *cmd, natsConnection *nc, jsCtx *js,
+                    const char *stream, const char *subject, int replicas,
+                    int64_t max_msg, int check, int *clustered, char *why,
+                    size_t cap);
+
+/* Whether a failed JetStream request may succeed later without anyone
+ * changing a setting: a timeout, no responders, a cluster without
+ * quorum or electing a leader ("JetStream system temporarily
+ * unavailable"), a stream or consumer offline, a server restarting, a
+ * consumer not found (gone with a restarted server's store: made again
+ * by the caller).  Not: an authorization refusal (on nc, NULL: not
+ * checked), a setting the server rejects. */
+int ship_js_transient(natsConnection *nc, natsStatus s, jsErrCode je);
+/* What a failed request s (JetStream error je, 0 if none) ran into, in
+ * buf[cap]: the library's last error text, else the status's name, and
+ * the JetStream error code.  Never empty.  @return buf. */
+const char *ship_js_why(natsStatus s, jsErrCode je, char *buf, size_t cap);
+
+/* The stream is out of reach (why): the first time since it was last
+ * reachable, say so on stderr; then wait the backoff less waited_ms
+ * (spent already since the try, on a probe), woken by a signal on
+ * wake_fd, and double it. */
+void ship_outage_lost(const char *cmd, struct ship_outage *o,
+                      const char *stream, const char *why, int wake_fd,
+                      int waited_ms);
+/* The stream answered: if it was out of reach, say for how long, and
+ * start the backoff again from its minimum. */
+void ship_outage_back(const char *cmd, struct ship_outage *o,
+                      const char *stream);
 
 /* Whether NATS subject pattern p (tokens, '*', '>') matches subject s. */
 int ship_subject_match(const char *p, const char *s);

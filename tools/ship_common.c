@@ -541,14 +541,23 @@ static natsStatus conn_options(const struct ship_conn *c, const char *pw,
 	return s;
 }
 
-/* The library's last error text, or the status's name, without the
- * "(file.c:123): " libnats puts first. */
-static const char *last_error(natsStatus s)
+/* The library's last error text without the place in libnats it was
+ * set at ("(js.c:1750): Leadership Change": the place says nothing to
+ * an operator); "" when there is none. */
+static const char *lib_error(void)
 {
 	const char *t = nats_GetLastError(NULL);
+
 	if (t && t[0] == '(' && strstr(t, "): "))
 		t = strstr(t, "): ") + 3;
-	return t && *t ? t : natsStatus_GetText(s);
+	return t ? t : "";
+}
+
+/* The library's last error text, or the status's name. */
+static const char *last_error(natsStatus s)
+{
+	const char *t = lib_error();
+	return *t ? t : natsStatus_GetText(s);
 }
 
 /*
@@ -675,6 +684,7 @@ natsConnection *ship_connect(const char *cmd, const struct ship_conn *c,
 	natsOptions *o;
 	int backoff = SHIP_BACKOFF_MIN_MS, said = 0, refused, drops = 0;
 	char alert[256], pw[1024];
+	uint64_t t0 = ship_mono_ms();
 
 	conn_cmd = cmd;
 	hide_passwords(c->url, conn_shown, sizeof conn_shown);
@@ -699,6 +709,13 @@ natsConnection *ship_connect(const char *cmd, const struct ship_conn *c,
 			break;
 		if (refused) {
 			say_refused(cmd, c, s, *alert ? alert : NULL);
+			*status = SHIP_EXIT_FAIL;
+			break;
+		}
+		if (c->give_up_ms && ship_mono_ms() - t0 >= c->give_up_ms) {
+			fprintf(stderr, "logengine %s: %s: %s; given up after "
+			        "%.1f s\n", cmd, conn_shown, last_error(s),
+			        (double)(ship_mono_ms() - t0) / 1000);
 			*status = SHIP_EXIT_FAIL;
 			break;
 		}
@@ -733,16 +750,119 @@ int ship_subject_match(const char *p, const char *s)
 	}
 }
 
-/* JetStream not there yet: a server just started, a cluster electing
- * its leaders.  A retry may find it. */
-static int js_transient(natsStatus s, jsErrCode je)
+/* JetStream errors a wait may cure: the cluster without quorum or
+ * electing (its meta leader, the stream's or the consumer's), a server
+ * restarting and catching up, placement short of the peers that are
+ * down, a consumer gone with a restarted server's store. */
+static int js_code_transient(jsErrCode je)
 {
-	return s == NATS_TIMEOUT || s == NATS_NO_RESPONDERS ||
-	       je == JSClusterNotAvailErr || je == JSClusterNoPeersErr;
+	switch ((int)je) {
+	case JSClusterIncompleteErr:
+	case JSClusterNoPeersErr:
+	case JSClusterNotAssignedErr:
+	case JSClusterNotAvailErr:
+	case JSClusterNotLeaderErr:
+	case JSInsufficientResourcesErr:
+	case JSRaftGeneralErr:
+	case JSStreamOfflineErr:
+	case JSConsumerOfflineErr:
+	case JSConsumerNotFoundErr:
+		return 1;
+	default:
+		return 0;
+	}
 }
 
-static int stream_create(const char *cmd, jsCtx *js, const char *stream,
-                         const char *subject, int replicas, int last)
+/* A permissions violation the server sent on nc for a JetStream request
+ * (or its reply inbox): the request itself only times out. */
+static int js_denied(natsConnection *nc)
+{
+	const char *t = NULL;
+
+	return nc && natsConnection_GetLastError(nc, &t) == NATS_NOT_PERMITTED &&
+	       t && (strstr(t, "$JS.") || strstr(t, "_INBOX."));
+}
+
+int ship_js_transient(natsConnection *nc, natsStatus s, jsErrCode je)
+{
+	if (js_denied(nc))
+		return 0;
+	/* libnats reports no responders as "JetStream not enabled"; it is
+	 * also a server whose JetStream has not started yet */
+	if (s == NATS_NO_RESPONDERS)
+		return 1;
+	if (je)
+		return js_code_transient(je);
+	/* No JetStream code: the request did not get a verdict from the
+	 * API.  Only what states a refusal or a programming error is
+	 * final; a server that answered nothing, or a status (409
+	 * Leadership Change, 503) in place of an answer, may answer
+	 * later. */
+	switch (s) {
+	case NATS_CONNECTION_AUTH_FAILED:
+	case NATS_NOT_PERMITTED:
+	case NATS_INVALID_ARG:
+	case NATS_INVALID_SUBJECT:
+	case NATS_INVALID_SUBSCRIPTION:
+	case NATS_ILLEGAL_STATE:
+	case NATS_NO_MEMORY:
+	case NATS_NO_SERVER_SUPPORT:
+	case NATS_CONNECTION_CLOSED:
+		return 0;
+	default:
+		return 1;
+	}
+}
+
+const char *ship_js_why(natsStatus s, jsErrCode je, char *buf, size_t cap)
+{
+	const char *t = lib_error();
+
+	if (!*t && s == NATS_TIMEOUT)
+		t = "no answer in time (Timeout)";
+	if (s == NATS_NO_RESPONDERS)
+		t = "no JetStream server answers (no responders: its servers "
+		    "down, or JetStream not enabled)";
+	if (!*t)
+		t = natsStatus_GetText(s);
+	if (je)
+		snprintf(buf, cap, "%s (JetStream error %d)", t, (int)je);
+	else
+		snprintf(buf, cap, "%s", t);
+	return buf;
+}
+
+void ship_outage_lost(const char *cmd, struct ship_outage *o,
+                      const char *stream, const char *why, int wake_fd,
+                      int waited_ms)
+{
+	if (!o->since) {
+		o->since = ship_mono_ms();
+		o->backoff = SHIP_BACKOFF_MIN_MS;
+		fprintf(stderr, "logengine %s: stream %s unreachable: %s; "
+		        "retrying (every %d s at most)\n", cmd, stream, why,
+		        SHIP_BACKOFF_MAX_MS / 1000);
+	}
+	if (waited_ms < o->backoff)
+		ship_wait(wake_fd, o->backoff - waited_ms);
+	o->backoff = o->backoff * 2 > SHIP_BACKOFF_MAX_MS ? SHIP_BACKOFF_MAX_MS
+	                                                  : o->backoff * 2;
+}
+
+void ship_outage_back(const char *cmd, struct ship_outage *o,
+                      const char *stream)
+{
+	if (o->since)
+		fprintf(stderr, "logengine %s: stream %s reachable again after "
+		        "%.1f s\n", cmd, stream,
+		        (double)(ship_mono_ms() - o->since) / 1000);
+	o->since = 0;
+	o->backoff = SHIP_BACKOFF_MIN_MS;
+}
+
+static int stream_create(const char *cmd, natsConnection *nc, jsCtx *js,
+                         const char *stream, const char *subject,
+                         int replicas, int *clustered, char *why, size_t cap)
 {
 	jsStreamConfig sc;
 	jsStreamInfo *si = NULL;
@@ -764,14 +884,17 @@ static int stream_create(const char *cmd, jsCtx *js, const char *stream,
 	sc.Storage = js_FileStorage;
 	sc.Replicas = replicas;
 	natsStatus s = js_AddStream(&si, js, &sc, NULL, &je);
+	if (s == NATS_OK && clustered)
+		*clustered = si && si->Cluster;
 	jsStreamInfo_Destroy(si);
 	if (s == NATS_OK)
 		return 0;
-	if (js_transient(s, je) && !last)
+	ship_js_why(s, je, why, cap);
+	if (ship_js_transient(nc, s, je))
 		return -1;
 	fprintf(stderr, "logengine %s: cannot create stream %s (subjects %s, "
 	        "%d replica%s): %s\n", cmd, stream, pattern, replicas,
-	        replicas == 1 ? "" : "s", last_error(s));
+	        replicas == 1 ? "" : "s", why);
 	return SHIP_EXIT_FAIL;
 }
 
@@ -810,9 +933,10 @@ static int stream_check(const char *cmd, const char *stream,
 	return 0;
 }
 
-static int stream_once(const char *cmd, jsCtx *js, const char *stream,
-                       const char *subject, int replicas, int64_t max_msg,
-                       int check, int last)
+int ship_stream_try(const char *cmd, natsConnection *nc, jsCtx *js,
+                    const char *stream, const char *subject, int replicas,
+                    int64_t max_msg, int check, int *clustered, char *why,
+                    size_t cap)
 {
 	jsStreamInfo *si = NULL;
 	jsErrCode je = 0;
@@ -820,15 +944,18 @@ static int stream_once(const char *cmd, jsCtx *js, const char *stream,
 	int rc;
 
 	if (s == NATS_NOT_FOUND || je == JSStreamNotFoundErr)
-		return stream_create(cmd, js, stream, subject, replicas, last);
-	if (s != NATS_OK && js_transient(s, je) && !last)
-		return -1;
+		return stream_create(cmd, nc, js, stream, subject, replicas,
+		                     clustered, why, cap);
 	if (s != NATS_OK) {
-		fprintf(stderr, "logengine %s: stream %s: %s%s\n", cmd, stream,
-		        last_error(s), je == 0 && s == NATS_TIMEOUT
-		                               ? " (is JetStream enabled?)" : "");
+		ship_js_why(s, je, why, cap);
+		if (ship_js_transient(nc, s, je))
+			return -1;
+		fprintf(stderr, "logengine %s: stream %s: %s\n", cmd, stream,
+		        why);
 		return SHIP_EXIT_FAIL;
 	}
+	if (clustered)
+		*clustered = si->Cluster != NULL;
 	rc = stream_check(cmd, stream, si->Config, check ? subject : NULL,
 	                  max_msg);
 	jsStreamInfo_Destroy(si);
@@ -839,17 +966,18 @@ int ship_stream(const char *cmd, jsCtx *js, const char *stream,
                 const char *subject, int replicas, int64_t max_msg,
                 int check, int wake_fd)
 {
-	int backoff = SHIP_BACKOFF_MIN_MS;
+	struct ship_outage o = {0, SHIP_BACKOFF_MIN_MS};
+	char why[512];
 
-	/* For a minute at most: past that, JetStream is not coming. */
-	for (uint64_t end = ship_mono_ms() + 60000; !ship_stop;) {
-		int rc = stream_once(cmd, js, stream, subject, replicas, max_msg,
-		                     check, ship_mono_ms() > end);
-		if (rc >= 0)
+	while (!ship_stop) {
+		int rc = ship_stream_try(cmd, NULL, js, stream, subject, replicas,
+		                         max_msg, check, NULL, why, sizeof why);
+		if (rc >= 0) {
+			if (rc == 0)
+				ship_outage_back(cmd, &o, stream);
 			return rc;
-		ship_wait(wake_fd, backoff);
-		backoff = backoff * 2 > SHIP_BACKOFF_MAX_MS ? SHIP_BACKOFF_MAX_MS
-		                                            : backoff * 2;
+		}
+		ship_outage_lost(cmd, &o, stream, why, wake_fd, 0);
 	}
 	return 0;
 }

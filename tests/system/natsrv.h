@@ -325,4 +325,48 @@ static inline long t_stream_msgs(const char *url, const char *name)
 	return n;
 }
 
+/* Whether durable consumer `durable` of stream `name` at url has taken
+ * everything: nothing pending, nothing unacknowledged, and (clustered)
+ * a leader running it, not only its name known.  @return 1, 0 not
+ * (yet), -1 it cannot be read. */
+static inline int t_consumer_done(const char *url, const char *name,
+                                  const char *durable, int clustered)
+{
+	natsConnection *nc = NULL;
+	jsCtx *js = NULL;
+	jsConsumerInfo *ci = NULL;
+	int done = -1;
+
+	if (natsConnection_ConnectTo(&nc, url) == NATS_OK &&
+	    natsConnection_JetStream(&js, nc, NULL) == NATS_OK &&
+	    js_GetConsumerInfo(&ci, js, name, durable, NULL, NULL) == NATS_OK)
+		done = ci->NumPending == 0 && ci->NumAckPending == 0 &&
+		       (!clustered || (ci->Cluster && ci->Cluster->Leader &&
+		                       *ci->Cluster->Leader));
+	jsConsumerInfo_Destroy(ci);
+	jsCtx_Destroy(js);
+	natsConnection_Destroy(nc);
+	return done;
+}
+
+/* Delivered and acknowledged messages of durable `durable` (its ack
+ * floor's stream sequence), or -1 when it cannot be read. */
+static inline long t_consumer_acked(const char *url, const char *name,
+                                    const char *durable)
+{
+	natsConnection *nc = NULL;
+	jsCtx *js = NULL;
+	jsConsumerInfo *ci = NULL;
+	long n = -1;
+
+	if (natsConnection_ConnectTo(&nc, url) == NATS_OK &&
+	    natsConnection_JetStream(&js, nc, NULL) == NATS_OK &&
+	    js_GetConsumerInfo(&ci, js, name, durable, NULL, NULL) == NATS_OK)
+		n = (long)ci->AckFloor.Stream;
+	jsConsumerInfo_Destroy(ci);
+	jsCtx_Destroy(js);
+	natsConnection_Destroy(nc);
+	return n;
+}
+
 #endif

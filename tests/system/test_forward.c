@@ -6,8 +6,10 @@
  * its bytes intact: compare() walks both logs side by side, record by
  * record.
  *
- * LE_LONG=1 adds the 3-node cluster and the 1 GB backlog (make
- * check-long).  The tool is $LE_CLI, else $BUILD/logengine.
+ * LE_LONG=1 adds the 3-node cluster losing a node, and two of its
+ * three nodes for 20 s, and the 1 GB backlog (make check-long).  The
+ * tool is $LE_CLI, else $BUILD/logengine.  LE_SAY=1: the outage tests
+ * print what the tools said.
  */
 #include "harness.h"
 
@@ -251,7 +253,8 @@ static void forward_once(const t_nats *n, const char *src, const char *host)
 static void collect_once(const char *url, const char *dst)
 {
 	int rc = TOOL(120, path("col.err"), "collect", "--nats", url, "--once",
-	              "--ack-wait-ms", "2000", "--gap-wait-ms", "10000", dst);
+	              "--ack-wait-ms", "2000", "--gap-wait-ms", "10000",
+	              "--verbose", dst);
 	if (rc != 0)
 		fprintf(stderr, "  collect: exit %d: %s", rc,
 		        slurp(path("col.err")));
@@ -2352,6 +2355,309 @@ TEST(cluster_of_three_loses_a_node_mid_stream)
 	t_rmrf(base);
 }
 
+/* ---- a cluster losing its quorum ---- */
+
+/* A forwarder's batch that failed in the outage can land in the stream
+ * behind the next one (sent again after its --ack-wait-ms, here
+ * OUTAGE_ACK_WAIT): collectors wait for it longer than that. */
+#define OUTAGE_ACK_WAIT "3000"
+#define OUTAGE_GAP_WAIT "30000"
+
+/* Wait until file f says `text` or `alt` (NULL: none; lines the tool
+ * prints), or pid exits, or timeout_s passes.  @return 1 said and pid
+ * still running, 0 not. */
+static int says(pid_t pid, const char *f, const char *text, const char *alt,
+                double timeout_s)
+{
+	double end = t_now() + timeout_s;
+
+	for (;;) {
+		char *b = slurp(f);
+		int yes = strstr(b, text) || (alt && strstr(b, alt));
+		free(b);
+		if (yes || waitpid(pid, NULL, WNOHANG) != 0 || t_now() > end)
+			return yes && kill(pid, 0) == 0;
+		t_sleep_ms(50);
+	}
+}
+
+/* How many times text is in file f. */
+static int count_in(const char *f, const char *text)
+{
+	char *b = slurp(f);
+	int n = 0;
+
+	for (const char *p = b; (p = strstr(p, text)) != NULL; p++)
+		n++;
+	free(b);
+	return n;
+}
+
+/* Nodes 1 and 2 of n down: the stream (R3) and JetStream's own leader
+ * lose their quorum; node 0 still takes connections. */
+static void two_of_three_down(t_nats n[3])
+{
+	t_nats_stop(&n[1]);
+	t_nats_stop(&n[2]);
+}
+
+static void two_of_three_back(t_nats n[3], const char *urls)
+{
+	CHECK_EQ(t_nats_run(&n[1]), 0);
+	CHECK_EQ(t_nats_run(&n[2]), 0);
+	CHECK_EQ(t_js_ready(urls, 30000), 0);
+}
+
+/* A collector (or its supervisor's restart of it) that starts while the
+ * stream has no quorum must wait for it, not exit: and so must a
+ * forwarder.  Once the nodes are back, both finish their work. */
+TEST(collector_started_while_two_of_three_nodes_are_down_waits_and_stores_everything)
+{
+	t_nats n[3];
+	struct wopts w = {.shards = 1, .payload = 100};
+	char urls[256];
+
+	setup();
+	write_log(path("src1"), 20000, &w);
+	write_log(path("src2"), 20000, &w);
+	CHECK_EQ(t_nats_cluster(n, base), 0);
+	t_nats_urls(n, urls);
+	CHECK_EQ(TOOL(60, path("fwd.err"), "forward", "--nats", urls, "--host",
+	              "h1", "--once", "--replicas", "3", path("src1")), 0);
+	two_of_three_down(n);
+	pid_t c = start_tool(path("col.err"), "collect", "--nats", urls,
+	                     "--once", "--ack-wait-ms", "2000", "--gap-wait-ms",
+	                     OUTAGE_GAP_WAIT, "--verbose", path("dst"),
+	                     (const char *)NULL);
+	pid_t f = start_tool(path("fwd2.err"), "forward", "--nats", urls,
+	                     "--host", "h2", "--once", "--ack-wait-ms",
+	                     OUTAGE_ACK_WAIT, path("src2"), (const char *)NULL);
+	int waits = says(c, path("col.err"), "unreachable", NULL, 30);
+	if (!waits)
+		say_file("collector", path("col.err"));
+	CHECK(waits);
+	/* at start-up, or once its first batch went unanswered */
+	waits = says(f, path("fwd2.err"), "unreachable", "sending again", 30);
+	if (!waits)
+		say_file("forwarder", path("fwd2.err"));
+	CHECK(waits);
+	two_of_three_back(n, urls);
+	int rc = t_wait(f, 120, NULL);
+	if (rc)
+		say_file("forwarder", path("fwd2.err"));
+	CHECK_EQ(rc, 0);
+	rc = t_wait(c, 120, NULL);
+	if (rc)
+		say_file("collector", path("col.err"));
+	CHECK_EQ(rc, 0);
+	if (getenv("LE_SAY")) { /* the lines each printed */
+		say_file("collector", path("col.err"));
+		say_file("forwarder h2", path("fwd2.err"));
+	}
+	CHECK_EQ(count_in(path("col.err"), "unreachable"), 1);
+	CHECK_EQ(count_in(path("col.err"), "reachable again"), 1);
+	collect_once(urls, path("dst")); /* what h2 shipped after that */
+	CHECK_EQ(compare(path("src1"), path("dst"), "h1", 1), 20000);
+	CHECK_EQ(compare(path("src2"), path("dst"), "h2", 1), 20000);
+	for (int i = 0; i < 3; i++)
+		t_nats_stop(&n[i]);
+	t_rmrf(base);
+}
+
+/* collect --once with --outage-deadline-ms 3000 against url: exits 1,
+ * not before the deadline and not long after, naming what it waited
+ * for (`text`). */
+static void gives_up_after_three_seconds(const char *url, const char *text)
+{
+	double t0 = t_now();
+	int rc = TOOL(60, path("col.err"), "collect", "--nats", url, "--once",
+	              "--outage-deadline-ms", "3000", path("dst"));
+	double took = t_now() - t0;
+	char *err = slurp(path("col.err"));
+
+	if (rc != 1 || took < 3 || took > 15 || !strstr(err, text))
+		fprintf(stderr, "  exit %d after %.1f s: %s", rc, took, err);
+	CHECK_EQ(rc, 1);
+	CHECK(took >= 3 && took <= 15);
+	CHECK(strstr(err, text));
+	free(err);
+}
+
+/* --once is for a job that must end: collect waits for an outage to
+ * pass as long as --outage-deadline-ms, then fails (a supervisor that
+ * runs collect without --once gets a collector that waits for ever, as
+ * forward always does). */
+TEST(collector_once_gives_up_at_the_outage_deadline_not_before)
+{
+	t_nats n;
+
+	setup();
+	t_nats_init(&n, base); /* a server without JetStream: no responders */
+	FILE *conf = fopen(n.conf, "w");
+	CHECK(conf != NULL);
+	fprintf(conf, "listen: 127.0.0.1:%d\n", n.port);
+	fclose(conf);
+	CHECK_EQ(t_nats_run(&n), 0);
+	gives_up_after_three_seconds(n.url, "no JetStream server answers");
+	CHECK_EQ(count_in(path("col.err"), "unreachable:"), 1);
+	CHECK(count_in(path("col.err"), "giving up"));
+	/* forward --once waits as long as it takes, saying so once */
+	struct wopts w = {.shards = 1};
+	write_log(path("src"), 100, &w);
+	pid_t f = start_tool(path("fwd.err"), "forward", "--nats", n.url,
+	                     "--host", "h", "--once", path("src"),
+	                     (const char *)NULL);
+	int waits = says(f, path("fwd.err"), "unreachable:", NULL, 10);
+	if (!waits)
+		say_file("forwarder", path("fwd.err"));
+	CHECK(waits);
+	kill(f, SIGTERM);
+	CHECK_EQ(t_wait(f, 10, NULL), 0);
+	CHECK_EQ(count_in(path("fwd.err"), "unreachable:"), 1);
+	t_nats_stop(&n); /* and no server at all */
+	gives_up_after_three_seconds(n.url, "given up after");
+	t_rmrf(base);
+}
+
+/* A collector of durable `durable` into dst, running until stopped. */
+static pid_t collector(const char *urls, const char *durable, const char *dst,
+                       const char *errf)
+{
+	return start_tool(errf, "collect", "--nats", urls, "--durable", durable,
+	                  "--ack-wait-ms", "2000", "--gap-wait-ms",
+	                  OUTAGE_GAP_WAIT, "--verbose", dst, (const char *)NULL);
+}
+
+/* Wait (up to timeout_s) until durable has taken everything while its
+ * collector pid keeps running.  @return 1, 0 not. */
+static int collector_done(const char *urls, const char *durable, pid_t pid,
+                          double timeout_s)
+{
+	double end = t_now() + timeout_s;
+
+	while (t_now() < end && waitpid(pid, NULL, WNOHANG) == 0) {
+		if (t_consumer_done(urls, "LOGS", durable, 1) == 1)
+			return 1;
+		t_sleep_ms(200);
+	}
+	return 0;
+}
+
+/* Each loss of the stream said once, and its end once. */
+static void one_line_each(const char *who, const char *errf, int least)
+{
+	int lost = count_in(errf, "unreachable");
+	int back = count_in(errf, "reachable again");
+
+	if (lost < least || lost != back || lost > 3)
+		say_file(who, errf);
+	CHECK(lost >= least);
+	CHECK_EQ(lost, back);
+	CHECK(lost <= 3); /* the outage, and elections as the nodes return */
+}
+
+/* Whether the forwarder of src (shards shards) has every one of its
+ * n records a shard acknowledged (its cursors past them). */
+static int forwarded_all(const char *src, unsigned shards, uint64_t n)
+{
+	char sdir[600];
+	le__fwd_cursor c;
+
+	for (unsigned i = 0; i < shards; i++) {
+		snprintf(sdir, sizeof sdir, "%s/shard-%03u", src, i);
+		if (le__fwd_read(sdir, &c) != 0 || c.next_seq != n + 1)
+			return 0;
+	}
+	return 1;
+}
+
+/* The issue's goal: two of three nodes gone for 20 s while a forwarder
+ * follows a log that grows during the outage and a collector stores; a
+ * second collector (its own durable and store) and a second forwarder
+ * start during the outage.  Nobody exits; afterwards both stores hold
+ * both hosts' records exactly once. */
+TEST(collector_running_through_a_twenty_second_two_of_three_outage_loses_and_duplicates_nothing)
+{
+	t_nats n[3];
+	struct wopts w1 = {.shards = 2, .payload = 100};
+	struct wopts w2 = {.shards = 1, .payload = 100};
+	char urls[256];
+
+	setup();
+	write_log(path("src1"), 200000, &w1);
+	write_log(path("src2"), 20000, &w2);
+	CHECK_EQ(t_nats_cluster(n, base), 0);
+	t_nats_urls(n, urls);
+	pid_t f1 = start_tool(path("fwd1.err"), "forward", "--nats", urls,
+	                      "--host", "h1", "--replicas", "3",
+	                      "--max-batch-bytes", "64K", "--max-record-bytes",
+	                      "4K", "--ack-wait-ms", OUTAGE_ACK_WAIT,
+	                      path("src1"), (const char *)NULL);
+	/* A starts on the stream f1 made (it would make one of 1 replica) */
+	double end = t_now() + 30;
+	while (t_stream_msgs(urls, "LOGS") <= 0 && t_now() < end)
+		t_sleep_ms(50);
+	pid_t a = collector(urls, "a", path("dstA"), path("colA.err"));
+	while (t_consumer_acked(urls, "LOGS", "a") <= 0 && t_now() < end)
+		t_sleep_ms(50);
+	CHECK(t_consumer_acked(urls, "LOGS", "a") > 0);
+	double t0 = t_now();
+	two_of_three_down(n);
+	write_log(path("src1"), 200000, &w1); /* f1 ships it into the outage */
+	pid_t b = collector(urls, "b", path("dstB"), path("colB.err"));
+	pid_t f2 = start_tool(path("fwd2.err"), "forward", "--nats", urls,
+	                      "--host", "h2", "--once", "--ack-wait-ms",
+	                      OUTAGE_ACK_WAIT, path("src2"), (const char *)NULL);
+	CHECK(says(b, path("colB.err"), "unreachable", NULL, 20));
+	CHECK(says(f2, path("fwd2.err"), "unreachable", "sending again", 20));
+	double left = 20 - (t_now() - t0); /* the outage lasts 20 s */
+	if (left > 0)
+		t_sleep_ms((int)(left * 1000));
+	CHECK(kill(a, 0) == 0 && kill(b, 0) == 0);
+	two_of_three_back(n, urls);
+	end = t_now() + 180;
+	while (!forwarded_all(path("src1"), 2, 200000) && t_now() < end &&
+	       waitpid(f1, NULL, WNOHANG) == 0)
+		t_sleep_ms(100);
+	kill(f1, SIGTERM);
+	int rc = t_wait(f1, 60, NULL);
+	if (rc || !forwarded_all(path("src1"), 2, 200000))
+		say_file("forwarder h1", path("fwd1.err"));
+	CHECK_EQ(rc, 0);
+	CHECK(forwarded_all(path("src1"), 2, 200000));
+	rc = t_wait(f2, 120, NULL);
+	if (rc)
+		say_file("forwarder h2", path("fwd2.err"));
+	CHECK_EQ(rc, 0);
+	int done = collector_done(urls, "a", a, 120);
+	if (!done)
+		say_file("collector a", path("colA.err"));
+	CHECK(done);
+	done = collector_done(urls, "b", b, 120);
+	if (!done)
+		say_file("collector b", path("colB.err"));
+	CHECK(done);
+	kill(a, SIGTERM);
+	kill(b, SIGTERM);
+	CHECK_EQ(t_wait(a, 30, NULL), 0);
+	CHECK_EQ(t_wait(b, 30, NULL), 0);
+	if (getenv("LE_SAY")) { /* the lines each printed */
+		say_file("collector a", path("colA.err"));
+		say_file("collector b", path("colB.err"));
+		say_file("forwarder h1", path("fwd1.err"));
+		say_file("forwarder h2", path("fwd2.err"));
+	}
+	one_line_each("collector a", path("colA.err"), 0);
+	one_line_each("collector b", path("colB.err"), 1);
+	CHECK_EQ(compare(path("src1"), path("dstA"), "h1", 2), 400000);
+	CHECK_EQ(compare(path("src2"), path("dstA"), "h2", 1), 20000);
+	CHECK_EQ(compare(path("src1"), path("dstB"), "h1", 2), 400000);
+	CHECK_EQ(compare(path("src2"), path("dstB"), "h2", 1), 20000);
+	for (int i = 0; i < 3; i++)
+		t_nats_stop(&n[i]);
+	t_rmrf(base);
+}
+
 int main(int argc, char **argv)
 {
 	T_INIT(argc, argv);
@@ -2395,9 +2701,12 @@ int main(int argc, char **argv)
 	RUN(a_message_claiming_another_host_on_its_own_subject_is_refused);
 	RUN(collector_not_allowed_to_dead_letter_a_hundred_forged_messages_still_stores_the_other_hosts);
 	RUN(memory_is_the_same_for_a_20mb_and_a_100mb_backlog);
+	RUN(collector_started_while_two_of_three_nodes_are_down_waits_and_stores_everything);
+	RUN(collector_once_gives_up_at_the_outage_deadline_not_before);
 	if (getenv("LE_LONG")) { /* make check-long */
 		RUN(memory_is_the_same_for_a_100mb_and_a_1gb_backlog);
 		RUN(cluster_of_three_loses_a_node_mid_stream);
+		RUN(collector_running_through_a_twenty_second_two_of_three_outage_loses_and_duplicates_nothing);
 	}
 	return t_done();
 }
