@@ -1342,7 +1342,7 @@ TEST(forged_origins_are_dead_lettered_and_every_real_record_stored)
 	natsMsg_Destroy(real);
 	/* Terminated: a second collector run finds nothing to refuse. */
 	collect_once(n.url, path("dst"));
-	CHECK_EQ(count_lines(path("col.err"), "rejected"), 0);
+	CHECK_EQ(count_lines(path("col.err"), "rejected (subject"), 0);
 	CHECK_EQ(stream_msgs(js, "LOGS_DEAD"), 300);
 	js_close(nc, js);
 	t_nats_stop(&n);
