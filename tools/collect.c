@@ -143,6 +143,8 @@ struct col {
 	int dead_said;           /* a failing dead-letter copy was reported */
 	uint64_t dead_retry_ms;  /* no copy tried before (mono ms) */
 	uint64_t dead_backoff_ms; /* since the last failed copy */
+	uint64_t dead_fail_since; /* copies fail since (mono ms; 0: they do
+	                            not) */
 	uint64_t segment_bytes, fetch_bytes, ack_wait_ms, gap_wait_ms;
 	uint64_t max_origins; /* le__cstore_opts.max_origins */
 	uint64_t outage_ms;  /* --outage-deadline-ms; 0: never give up */
@@ -377,8 +379,11 @@ static int dead_letter(struct col *c, natsMsg *m, enum reason r,
 		c->dead_copies++;
 		c->dead_said = 0;
 		c->dead_backoff_ms = 0;
+		c->dead_fail_since = 0;
 		return 0;
 	}
+	if (!c->dead_fail_since)
+		c->dead_fail_since = ship_mono_ms();
 	c->dead_backoff_ms = c->dead_backoff_ms ? 2 * c->dead_backoff_ms
 	                                        : SHIP_BACKOFF_MAX_MS;
 	if (c->dead_backoff_ms > DEAD_BACKOFF_MAX_MS)
@@ -1261,12 +1266,30 @@ static int given_up(const struct col *c, uint64_t since)
 	return 1;
 }
 
+/* --once, and rejected messages the dead-letter stream has not taken
+ * for --outage-deadline-ms: they stay in the stream (nakked, they would
+ * keep a --once run from ever finding it drained).  @return 1 give up. */
+static int dead_given_up(const struct col *c)
+{
+	uint64_t now = ship_mono_ms();
+
+	if (!c->once || !c->outage_ms || !c->dead_fail_since ||
+	    now - c->dead_fail_since < c->outage_ms)
+		return 0;
+	fprintf(stderr, "logengine %s: rejected messages could not be copied "
+	        "to the dead-letter stream %s for %.1f s (--outage-deadline-ms "
+	        "%" PRIu64 "): giving up; they stay in %s for the next run\n",
+	        CMD, c->dead_stream, (double)(now - c->dead_fail_since) / 1000,
+	        c->outage_ms, c->conn.stream);
+	return 1;
+}
+
 static int run(struct col *c)
 {
 	while (!ship_stop) {
 		int n = fetch_once(c);
 		if (n < 0 || atomic_load(&c->ah.fatal) ||
-		    given_up(c, atomic_load(&c->ah.lost_ms)))
+		    given_up(c, atomic_load(&c->ah.lost_ms)) || dead_given_up(c))
 			return SHIP_EXIT_FAIL;
 		/* A short fetch may have been the last: once the server has
 		 * our acks (a flush is a round trip behind them), ask. */

@@ -2256,6 +2256,38 @@ TEST(collector_not_allowed_to_dead_letter_a_hundred_forged_messages_still_stores
 	t_rmrf(base);
 }
 
+/* The same with --once: a run that cannot copy its rejected messages
+ * anywhere must not wait for them for ever (a cron job would pile up);
+ * it stores every other record, then gives up at --outage-deadline-ms
+ * with exit 1, the messages left in the stream for the next run. */
+TEST(collector_once_that_cannot_dead_letter_gives_up_at_the_outage_deadline)
+{
+	t_nats n;
+	struct wopts w = {.shards = 2};
+
+	setup();
+	write_log(path("src-b"), 500, &w);
+	auth_server(&n, 0);
+	collect_as_collector(&n, path("dst")); /* creates the stream */
+	publish_as_a_claiming_b(&n, 5);
+	CHECK_EQ(TOOL(60, path("err"), "forward", "--nats", n.url, "--host",
+	              "b", "--user", "b", "--password-file", path("b.pw"),
+	              "--once", path("src-b")), 0);
+	double t0 = t_now();
+	CHECK_EQ(TOOL(60, path("col.err"), "collect", "--nats", n.url,
+	              "--user", "collector", "--password-file",
+	              path("collector.pw"), "--once", "--outage-deadline-ms",
+	              "3000", "--ack-wait-ms", "2000", "--gap-wait-ms",
+	              "10000", path("dst")), 1);
+	CHECK(t_now() - t0 < 30);
+	CHECK(err_says(path("col.err"), "could not be copied to the "
+	               "dead-letter stream LOGS_DEAD", 0));
+	CHECK_EQ(compare(path("src-b"), path("dst"), "b", 2), 500);
+	CHECK_EQ(unacked(&n), 5);
+	t_nats_stop(&n);
+	t_rmrf(base);
+}
+
 /* ---- memory ---- */
 
 /* Peak RSS (KiB) of forward --once over a backlog of `mb` MB, with a
@@ -2700,6 +2732,7 @@ int main(int argc, char **argv)
 	RUN(a_hosts_credentials_cannot_ship_as_another_host);
 	RUN(a_message_claiming_another_host_on_its_own_subject_is_refused);
 	RUN(collector_not_allowed_to_dead_letter_a_hundred_forged_messages_still_stores_the_other_hosts);
+	RUN(collector_once_that_cannot_dead_letter_gives_up_at_the_outage_deadline);
 	RUN(memory_is_the_same_for_a_20mb_and_a_100mb_backlog);
 	RUN(collector_started_while_two_of_three_nodes_are_down_waits_and_stores_everything);
 	RUN(collector_once_gives_up_at_the_outage_deadline_not_before);
