@@ -50,6 +50,7 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/inotify.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -92,6 +93,8 @@ struct fshard {
 	/* cursor */
 	int cfd;             /* FORWARD, flock()ed */
 	uint64_t id_key;     /* in every Nats-Msg-Id (le__fwd_key) */
+	unsigned salted;     /* another publisher took one of our ids: each
+	                        id gets a random salt (dup_last) */
 	le__fwd_cursor cur;
 	int cur_dirty;
 	uint64_t cur_ms;     /* when last written */
@@ -411,8 +414,16 @@ static natsStatus make_msg(struct fwd *f, struct fshard *s, natsMsg **m,
 	                               (int)e->bytes);
 	if (st != NATS_OK)
 		return st;
-	set_hdr(*m, "Nats-Msg-Id", "%s/%" PRIu32 "/%" PRIu64 "/%016" PRIx64,
-	        f->host, s->id, e->first, s->id_key);
+	uint64_t salt = 0;
+	if (s->salted && getrandom(&salt, sizeof salt, 0) != sizeof salt)
+		salt = (uint64_t)ship_mono_ms() ^ ((uint64_t)getpid() << 32);
+	if (s->salted)
+		set_hdr(*m, "Nats-Msg-Id", "%s/%" PRIu32 "/%" PRIu64 "/%016"
+		        PRIx64 "/%016" PRIx64, f->host, s->id, e->first,
+		        s->id_key, salt);
+	else
+		set_hdr(*m, "Nats-Msg-Id", "%s/%" PRIu32 "/%" PRIu64 "/%016"
+		        PRIx64, f->host, s->id, e->first, s->id_key);
 	set_hdr(*m, "Le-Format", "%d", LE_SHIP_FORMAT);
 	set_hdr(*m, "Le-Host", "%s", f->host);
 	set_hdr(*m, "Le-Shard", "%" PRIu32, s->id);
@@ -721,26 +732,45 @@ static int ship_batch(struct fwd *f, struct fshard *s)
 /* ---- settling acks ---- */
 
 /* The range [first, last] of the message the server already had under
- * this id (stream sequence seq).  Unknown (the message is gone from the
- * stream): only `first` is known to be there; the rest is sent again,
- * and a collector drops whatever it already has. */
-static uint64_t dup_last(struct fwd *f, const struct entry *e)
+ * this id (stream sequence seq).  A message id is only as secret as the
+ * stream (a host that may read it sees our keys), and the server drops a
+ * message whose id it saw from anybody: the one it has must be ours, on
+ * our subject, with our host, shard and first record, or its word is
+ * worth nothing.  @return its last; 0 when it is not ours or is gone
+ * from the stream (e->err says which): then the entry goes again, under
+ * an id nobody can know in advance. */
+static uint64_t dup_last(struct fwd *f, const struct fshard *s,
+                         struct entry *e)
 {
 	natsMsg *m = NULL;
 	jsErrCode je = 0;
-	const char *v = NULL;
+	const char *v = NULL, *host = NULL, *shard = NULL;
 	uint64_t a = 0, b = 0;
+	char subj[320], id[16];
 
-	if (js_GetMsg(&m, f->js, f->conn.stream, e->stream_seq, NULL, &je) ==
-	            NATS_OK &&
-	    natsMsgHeader_Get(m, "Le-Seq", &v) == NATS_OK && v &&
-	    sscanf(v, "%" SCNu64 "-%" SCNu64, &a, &b) == 2 && a == e->first &&
-	    b >= a) {
-		natsMsg_Destroy(m);
-		return b;
+	snprintf(subj, sizeof subj, "%s.%" PRIu32, f->subject, s->id);
+	snprintf(id, sizeof id, "%" PRIu32, s->id);
+	if (js_GetMsg(&m, f->js, f->conn.stream, e->stream_seq, NULL, &je) !=
+	    NATS_OK) {
+		snprintf(e->err, sizeof e->err, "the message the server had "
+		         "under this id (stream message %" PRIu64 ") cannot be "
+		         "read", e->stream_seq);
+		b = 0;
+	} else if (strcmp(natsMsg_GetSubject(m), subj) != 0 ||
+	           natsMsgHeader_Get(m, "Le-Host", &host) != NATS_OK ||
+	           !host || strcmp(host, f->host) != 0 ||
+	           natsMsgHeader_Get(m, "Le-Shard", &shard) != NATS_OK ||
+	           !shard || strcmp(shard, id) != 0 ||
+	           natsMsgHeader_Get(m, "Le-Seq", &v) != NATS_OK || !v ||
+	           sscanf(v, "%" SCNu64 "-%" SCNu64, &a, &b) != 2 ||
+	           a != e->first || b < a) {
+		snprintf(e->err, sizeof e->err, "another publisher's message "
+		         "(stream message %" PRIu64 ", subject %.64s) had this "
+		         "id", e->stream_seq, natsMsg_GetSubject(m));
+		b = 0;
 	}
 	natsMsg_Destroy(m);
-	return e->first;
+	return b;
 }
 
 /* Entry e of shard s is in the stream up to `last`. */
@@ -797,10 +827,24 @@ static void settle(struct fwd *f)
 			/* js_GetMsg waits for a reply the handler does not
 			 * need the lock for; entries stay put meanwhile. */
 			pthread_mutex_unlock(&f->mu);
-			last = dup_last(f, e);
+			last = dup_last(f, s, e);
 			pthread_mutex_lock(&f->mu);
 			f->dups++;
-		} else {
+		}
+		if (e->state == E_DUP && last == 0) {
+			/* Not ours: from the cursor again, each id with a
+			 * salt drawn per message from now on. */
+			if (!s->salted++)
+				fprintf(stderr, "logengine %s: shard %" PRIu32
+				        ": %s; sending again from record %" PRIu64
+				        " under ids no one can know in advance\n",
+				        CMD, s->id, e->err, s->cur.next_seq);
+			e->done = 1;
+			s->pending--;
+			s->blocked = 1;
+			s->rewind = 1;
+			continue;
+		} else if (e->state != E_DUP) {
 			s->probe = 0; /* new to the stream */
 			s->said = 0;
 			s->backoff_ms = 0;

@@ -1387,6 +1387,59 @@ TEST(message_ids_published_by_another_host_do_not_suppress_its_messages)
 	t_rmrf(base);
 }
 
+/* The same with the ids a host may read from the stream (the documented
+ * permissions let it: "Shipping across hosts"): the key in them is no
+ * secret then.  Another publisher sends, on its own subject, every id the
+ * host may use next, each claiming records up to 2^62; the forwarder
+ * finds the message the server had under its id is not its own and
+ * sends the records again under ids drawn at random, so none is lost
+ * and its cursor does not jump. */
+TEST(message_ids_read_from_the_stream_do_not_let_another_host_erase_records)
+{
+	t_nats n;
+	struct wopts w = {.shards = 1};
+	natsConnection *nc;
+	jsCtx *js;
+	natsMsg *mine = NULL;
+	const char *id = NULL;
+	char key[64];
+
+	setup();
+	server(&n, NULL);
+	write_log(path("src"), 100, &w);
+	forward_once(&n, path("src"), "b");
+	js_open(&n, &nc, &js);
+	CHECK_EQ(js_GetMsg(&mine, js, "LOGS", 1, NULL, NULL), NATS_OK);
+	CHECK_EQ(natsMsgHeader_Get(mine, "Nats-Msg-Id", &id), NATS_OK);
+	CHECK(sscanf(id, "b/0/1/%63s", key) == 1);
+	for (int k = 101; k <= 300; k++) {
+		char v[128];
+		natsMsg *m;
+		CHECK_EQ(natsMsg_Create(&m, "logs.evil.0", NULL, "x", 1),
+		         NATS_OK);
+		snprintf(v, sizeof v, "b/0/%d/%s", k, key);
+		natsMsgHeader_Set(m, "Nats-Msg-Id", v);
+		snprintf(v, sizeof v, "%d-4611686018427387904", k);
+		natsMsgHeader_Set(m, "Le-Seq", v);
+		natsMsgHeader_Set(m, "Le-Host", "b");
+		natsMsgHeader_Set(m, "Le-Shard", "0");
+		CHECK_EQ(js_PublishMsg(NULL, js, m, NULL, NULL), NATS_OK);
+		natsMsg_Destroy(m);
+	}
+	natsMsg_Destroy(mine);
+	js_close(nc, js);
+	write_log(path("src"), 200, &w); /* records 101..300 */
+	forward_once(&n, path("src"), "b");
+	char *err = slurp(path("fwd.err"));
+	forward_once(&n, path("src"), "b"); /* nothing left, cursor sound */
+	collect_once(n.url, path("dst"));
+	CHECK_EQ(compare(path("src"), path("dst"), "b", 1), 300);
+	CHECK(strstr(err, "another publisher's message"));
+	free(err);
+	t_nats_stop(&n);
+	t_rmrf(base);
+}
+
 /* ---- gap claims ---- */
 
 /* Publish a gap message for host's shard 0 (headers NULL: left out). */
@@ -2720,6 +2773,7 @@ int main(int argc, char **argv)
 	RUN(collector_rejects_a_message_with_one_bad_frame_whole);
 	RUN(forged_origins_are_dead_lettered_and_every_real_record_stored);
 	RUN(message_ids_published_by_another_host_do_not_suppress_its_messages);
+	RUN(message_ids_read_from_the_stream_do_not_let_another_host_erase_records);
 	RUN(forged_gap_inside_a_real_range_erases_no_record);
 	RUN(gap_claim_beyond_the_sequence_range_is_refused);
 	RUN(three_hundred_new_origins_are_stored_and_the_collector_goes_on);
