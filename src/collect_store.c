@@ -394,8 +394,9 @@ struct org {
  * slot.  Origins are never removed, but for the one org_drop_last takes
  * back as soon as it was added (the run of slots after its slot is put in
  * again, so no probe stops short).  `taken` is a bitmap of the shard-NNN
- * numbers in use (taken_bits of them): a new origin gets the lowest free
- * one, which is at most n and so below max_origins.  Two directories
+ * numbers in use (taken_bits of them): a new directory gets the lowest
+ * free one, which is at most n, and n is at most twice max_origins (a
+ * chain and its late directory), so below LE_SHARD_DIRS_MAX.  Two directories
  * naming the same origin (copied by hand): the first listed is the one
  * written to, as the reader merges both.  An origin costs
  * sizeof(struct org) plus its directory name plus three table slots:
@@ -957,6 +958,11 @@ static int origin_get(le__cstore *s, const char *host, uint32_t shard,
 	}
 	while (dir_taken(s, d))
 		d++;
+	if (d >= LE_SHARD_DIRS_MAX) { /* max_origins bounds it: a guard */
+		ERR("%s: no room for origin %s/%" PRIu32 ": every shard "
+		    "directory number is taken", s->dir, host, shard);
+		return LE_EFULL;
+	}
 	if ((rc = org_add(s, d, &or, &o)) < 0) {
 		ERR("%s: %s", s->dir, le_strerror(rc));
 		return rc;

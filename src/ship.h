@@ -192,7 +192,9 @@ typedef struct le__cstore le__cstore;
 /* Origins a store takes by default, and at most (each has a shard
  * directory, shard-000 .. shard-99999: LE_SHARD_DIRS_MAX). */
 #define LE_ORIGINS_DEFAULT 16384
-#define LE_ORIGINS_MAX LE_SHARD_DIRS_MAX
+/* Half the shard directories: each origin's chain may have a late
+ * directory beside it, and both must be below LE_SHARD_DIRS_MAX. */
+#define LE_ORIGINS_MAX (LE_SHARD_DIRS_MAX / 2)
 
 typedef struct le__cstore_opts {
 	uint64_t segment_bytes; /* rotate past this size */

@@ -211,8 +211,11 @@ static int parse_hdrs(natsMsg *m, struct hdrs *h, const char **why)
 	if (natsMsgHeader_Get(m, "Le-Host", &h->host) != NATS_OK || !h->host ||
 	    !le__host_valid(h->host, strlen(h->host)))
 		return *why = "header Le-Host missing or not a host name", -1;
-	if (hdr_u64(m, "Le-Shard", &v, 1) < 0 || v > 65535)
-		return *why = "header Le-Shard missing or above 65535", -1;
+	/* An engine has LE_MAX_SHARDS shards at most: a host claiming more
+	 * would only be filling the store's origin limit. */
+	if (hdr_u64(m, "Le-Shard", &v, 1) < 0 || v >= LE_MAX_SHARDS)
+		return *why = "header Le-Shard missing or above 255 (an "
+		              "engine's shards)", -1;
 	h->shard = (uint32_t)v;
 	if (natsMsgHeader_Get(m, "Le-Seq", &seq) != NATS_OK || !seq ||
 	    sscanf(seq, "%" SCNu64 "-%" SCNu64, &h->first, &h->last) != 2 ||
@@ -1324,7 +1327,7 @@ static const char usage[] =
 	"  --sync batch|none     fdatasync before acknowledging (batch)\n"
 	"  --segment-bytes N     rotate segments past N bytes (64M)\n"
 	"  --max-origins N       origins (host, shard) DIR takes, at most\n"
-	"                        (16384; 100000 at most); a message of a\n"
+	"                        (16384; 50000 at most); a message of a\n"
 	"                        new origin past it is refused\n"
 	"  --fetch-bytes N       bytes fetched at once, at most (16M)\n"
 	"  --ack-wait-ms N       the consumer's ack wait (10000)\n"
@@ -1456,7 +1459,7 @@ static int parse(struct col *c, int argc, char **argv)
 		return ship_usage(CMD, "--subject '%s': a forwarder's subjects "
 		                  "end in HOSTTOKEN.SHARD (logs.>)", c->subject);
 	if (c->max_origins < 1 || c->max_origins > LE_ORIGINS_MAX)
-		return ship_usage(CMD, "%s", "--max-origins: 1 to 100000");
+		return ship_usage(CMD, "%s", "--max-origins: 1 to 50000");
 	if (c->outage_ms == UINT64_MAX)
 		c->outage_ms = c->once ? DEFAULT_OUTAGE_MS : 0;
 	if (c->segment_bytes < 4096 || c->ack_wait_ms < 100 ||

@@ -1753,6 +1753,39 @@ TEST(three_hundred_new_origins_are_stored_and_the_collector_goes_on)
 	t_rmrf(base);
 }
 
+/* A host's credentials allow any shard token; an engine has 256 shards
+ * at most, and a claim of more would only use up --max-origins for
+ * every other host. */
+TEST(shard_above_an_engines_256_is_refused)
+{
+	t_nats n;
+	natsConnection *nc;
+	jsCtx *js;
+	natsMsg *m;
+
+	setup();
+	server(&n, NULL);
+	js_open(&n, &nc, &js);
+	add_stream(js, "LOGS", "logs.>");
+	CHECK_EQ(natsMsg_Create(&m, "logs.x.256", NULL, NULL, 0), NATS_OK);
+	natsMsgHeader_Set(m, "Le-Format", "1");
+	natsMsgHeader_Set(m, "Le-Host", "x");
+	natsMsgHeader_Set(m, "Le-Shard", "256");
+	natsMsgHeader_Set(m, "Le-Seq", "1-1");
+	natsMsgHeader_Set(m, "Le-Fields", "31");
+	natsMsgHeader_Set(m, "Le-Gap", "1");
+	natsMsgHeader_Set(m, "Le-Ts", "1764538227123456789");
+	CHECK_EQ(js_PublishMsg(NULL, js, m, NULL, NULL), NATS_OK);
+	natsMsg_Destroy(m);
+	js_close(nc, js);
+	collect_once(n.url, path("dst"));
+	CHECK_EQ(count_lines(path("col.err"), "header Le-Shard missing or "
+	                     "above 255"), 1);
+	CHECK_EQ(origin_dir(path("dst"), "x", 256), -1);
+	t_nats_stop(&n);
+	t_rmrf(base);
+}
+
 /* ---- clear errors, nothing lost ---- */
 
 /* DIR still holds its n records, and no cursor moved. */
@@ -2777,6 +2810,7 @@ int main(int argc, char **argv)
 	RUN(forged_gap_inside_a_real_range_erases_no_record);
 	RUN(gap_claim_beyond_the_sequence_range_is_refused);
 	RUN(three_hundred_new_origins_are_stored_and_the_collector_goes_on);
+	RUN(shard_above_an_engines_256_is_refused);
 	RUN(wrong_url_is_a_clear_error);
 	RUN(bad_credentials_are_a_clear_error);
 	RUN(stream_with_conflicting_settings_is_a_clear_error);
