@@ -931,20 +931,64 @@ static int same_secret(const char *a, const char *b)
 	return d == 0;
 }
 
+/*
+ * The time the event loop may spend hashing passwords: a bucket of
+ * seconds, HASH_BURST_S at most, refilled at HASH_SHARE of the clock,
+ * under auth.mu.  Every hash runs on the one event-loop thread, and a
+ * bcrypt of cost 12 takes a quarter of a second: without a budget, a
+ * stream of wrong passwords would keep the loop hashing and every other
+ * request waiting.  A hash is tried while the bucket is not empty and
+ * its time taken out after (so it may go below zero); a scraper whose
+ * password matched once is checked against its cached password and
+ * never needs the budget.
+ */
+#define HASH_SHARE 0.1
+#define HASH_BURST_S 1.0
+static double hash_tokens = HASH_BURST_S, hash_last;
+
+static double mono_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* May a password be hashed now?  Under auth.mu. */
+static int hash_budget(void)
+{
+	double now = mono_s();
+
+	hash_tokens += (now - hash_last) * HASH_SHARE;
+	if (hash_tokens > HASH_BURST_S)
+		hash_tokens = HASH_BURST_S;
+	hash_last = now;
+	return hash_tokens > 0;
+}
+
 /* Does pass hash to u's hash (crypt(3): bcrypt, sha512crypt, yescrypt)?
- * @return 1 yes, 0 no. */
+ * u NULL (no such user) hashes against the first user's hash all the
+ * same, so that a name's existence does not show in the time taken.
+ * Past the hashing budget the answer is no, at once.  @return 1 yes, 0
+ * no. */
 static int password_ok(struct user *u, const char *pass)
 {
-	int ok = 0;
+	int ok = 0, may;
 	pthread_mutex_lock(&auth.mu);
-	if (u->good && same_secret(u->good, pass))
+	if (u && u->good && same_secret(u->good, pass))
 		ok = 1;
+	may = ok || hash_budget();
 	pthread_mutex_unlock(&auth.mu);
-	if (ok)
-		return 1;
+	if (ok || !may)
+		return ok;
+	const char *want = u ? u->hash : auth.u[0].hash;
 	struct crypt_data *cd = calloc(1, sizeof *cd);
-	const char *h = cd ? crypt_rn(pass, u->hash, cd, sizeof *cd) : NULL;
-	ok = h && h[0] == '$' && same_secret(h, u->hash);
+	double t0 = mono_s();
+	const char *h = cd ? crypt_rn(pass, want, cd, sizeof *cd) : NULL;
+	ok = u && h && h[0] == '$' && same_secret(h, want);
+	pthread_mutex_lock(&auth.mu);
+	hash_tokens -= mono_s() - t0;
+	pthread_mutex_unlock(&auth.mu);
 	free(cd);
 	if (ok) {
 		char *g = strdup(pass);
@@ -963,10 +1007,11 @@ static int authorized(struct MHD_Connection *c)
 		return 1;
 	char *pass = NULL;
 	char *name = MHD_basic_auth_get_username_password(c, &pass);
-	int ok = 0;
-	for (int i = 0; name && pass && !ok && i < auth.n; i++)
+	struct user *u = NULL;
+	for (int i = 0; name && !u && i < auth.n; i++)
 		if (!strcmp(auth.u[i].name, name))
-			ok = password_ok(&auth.u[i], pass);
+			u = &auth.u[i];
+	int ok = name && pass && password_ok(u, pass);
 	MHD_free(name);
 	MHD_free(pass);
 	return ok;

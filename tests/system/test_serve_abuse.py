@@ -26,16 +26,16 @@ from systest import (CLI, Serve, Skip, need, parse_metrics, run, start,
 IDLE, SLOW = 2000, 200
 
 
-def hash_password(pw):
-    """A crypt(3) hash of pw: bcrypt where Python still has crypt, else
-    sha512crypt from openssl."""
+def hash_password(pw, rounds=1 << 6):
+    """A crypt(3) hash of pw: bcrypt of `rounds` where Python still has
+    crypt, else sha512crypt from openssl (5,000 rounds, whatever asked)."""
     try:
         import warnings
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             import crypt
         return crypt.crypt(pw, crypt.mksalt(crypt.METHOD_BLOWFISH,
-                                            rounds=1 << 6))
+                                            rounds=rounds))
     except ImportError:
         return subprocess.run(["openssl", "passwd", "-6", pw], check=True,
                               capture_output=True, text=True).stdout.strip()
@@ -179,7 +179,10 @@ def metrics_answers_within_a_second_while_2000_idle_and_200_slowloris_connection
                              pct(lat, 0.99) * 1e3 if lat else -1,
                              most, attack.closed))
     assert not errors, "%d of %d failed: %s" % (len(errors), n, errors[:3])
-    assert pct(lat, 0.99) < 1.0, pct(lat, 0.99)
+    # The goal is the plain build's; a sanitizer's build runs several
+    # times slower, and is here for what it checks, not for the time.
+    bound = 3.0 if "-fsanitize" in os.environ.get("LE_CC", "") else 1.0
+    assert pct(lat, 0.99) < bound, pct(lat, 0.99)
     assert most >= IDLE, "the attack was never held: %d" % most
 
 
@@ -373,6 +376,48 @@ def basic_auth_answers_401_without_the_right_password_and_200_with_it():
     assert auth_get(serve.port, "prom", "s3cret")[0] == 200
     assert auth_get(serve.port, "prom", "s3cret")[0] == 200  # cached
     assert auth_get(serve.port, "prom", "s3cret!")[0] == 401
+
+
+@test
+def a_flood_of_wrong_passwords_does_not_hold_up_a_scraper_whose_password_matched():
+    # A bcrypt of cost 12 (a quarter of a second) on the one event-loop
+    # thread: 16 connections sending wrong passwords would keep it
+    # hashing, and a scraper's request waiting seconds, without the
+    # hashing budget.
+    d = tmpdir()
+    users = os.path.join(d, "users")
+    with open(users, "w") as f:
+        f.write("prom:%s\n" % hash_password("s3cret", rounds=1 << 12))
+    serve = TlsServe(d, "--basic-auth-file", users)
+    assert auth_get(serve.port, "prom", "s3cret")[0] == 200  # now cached
+    stop, refused = threading.Event(), [0]
+
+    def flood():
+        while not stop.is_set():
+            try:
+                if auth_get(serve.port, "prom", "wrong")[0] == 401:
+                    refused[0] += 1
+            except OSError:
+                pass
+    threads = [threading.Thread(target=flood) for _ in range(16)]
+    for t in threads:
+        t.start()
+    try:
+        end = time.monotonic() + 10
+        while refused[0] < 50 and time.monotonic() < end:
+            time.sleep(0.05)
+        assert refused[0] >= 50, refused  # the flood is on
+        worst = 0
+        for _ in range(10):
+            t0 = time.monotonic()
+            assert auth_get(serve.port, "prom", "s3cret")[0] == 200
+            worst = max(worst, time.monotonic() - t0)
+        print("  scraper's worst of 10 during the flood: %.3f s" % worst)
+        assert worst < 1, worst
+    finally:
+        stop.set()
+        for t in threads:
+            t.join()
 
 
 @test
