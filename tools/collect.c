@@ -94,6 +94,7 @@ static const char *const reason_token[R_COUNT] = {
 #define DEAD_HDR_MAX 512 /* bytes of a header value copied, at most */
 #define DEAD_ROOM 8192   /* headers of a dead-letter copy, at most */
 #define DEAD_BACKOFF_MAX_MS 60000 /* between tries of a failing copy */
+#define DEAD_KEEP_MAX 1000 /* refused messages left for a later copy */
 
 /* The headers of a message (docs/INTERFACES.md, "Message"). */
 struct hdrs {
@@ -145,6 +146,12 @@ struct col {
 	uint64_t dead_backoff_ms; /* since the last failed copy */
 	uint64_t dead_fail_since; /* copies fail since (mono ms; 0: they do
 	                            not) */
+	uint64_t dead_kept;      /* refused messages left in the stream for a
+	                            later copy since copies fail, counted by
+	                            the highest stream sequence (a message
+	                            coming again is not counted again) */
+	uint64_t dead_kept_seq;  /* that highest stream sequence */
+	uint64_t dead_dropped;   /* refused, dropped without a copy */
 	uint64_t segment_bytes, fetch_bytes, ack_wait_ms, gap_wait_ms;
 	uint64_t max_origins; /* le__cstore_opts.max_origins */
 	uint64_t outage_ms;  /* --outage-deadline-ms; 0: never give up */
@@ -383,6 +390,7 @@ static int dead_letter(struct col *c, natsMsg *m, enum reason r,
 		c->dead_said = 0;
 		c->dead_backoff_ms = 0;
 		c->dead_fail_since = 0;
+		c->dead_kept = 0;
 		return 0;
 	}
 	if (!c->dead_fail_since)
@@ -428,7 +436,23 @@ static int reject(struct col *c, natsMsg *m, const struct hdrs *h,
 	fprintf(stderr, "logengine %s: stream %s message %" PRIu64 " rejected "
 	        "(subject %s; nothing of it stored): %s\n", CMD,
 	        c->conn.stream, sseq, natsMsg_GetSubject(m), text);
-	return dead_letter(c, m, r, text, sseq) == 0 ? ACT_TERM : ACT_NAK;
+	if (dead_letter(c, m, r, text, sseq) == 0)
+		return ACT_TERM;
+	/* Left in the stream for a later copy; but messages left so count
+	 * against the consumer's MAX_ACK_PENDING, and a flood of them
+	 * would end its deliveries: past DEAD_KEEP_MAX of them, a refused
+	 * message goes with its line on stderr as its only record. */
+	if (sseq > c->dead_kept_seq) {
+		c->dead_kept_seq = sseq;
+		c->dead_kept++;
+	}
+	if (c->dead_kept <= DEAD_KEEP_MAX)
+		return ACT_NAK;
+	c->dead_dropped++;
+	fprintf(stderr, "logengine %s: stream %s message %" PRIu64 " dropped "
+	        "without a dead-letter copy (%d already wait for one)\n", CMD,
+	        c->conn.stream, sseq, DEAD_KEEP_MAX);
+	return ACT_TERM;
 }
 
 /* A gap message: no body, a count that is its range, and a time that
@@ -1551,12 +1575,13 @@ static void summary(const struct col *c)
 	for (int r = 0; r < R_COUNT; r++)
 		fprintf(stderr, "%s%" PRIu64 " %s", r ? ", " : "", c->refused[r],
 		        reason_token[r]);
-	fprintf(stderr, "; %" PRIu64 " dead-lettered), %" PRIu64 " held back, %"
+	fprintf(stderr, "; %" PRIu64 " dead-lettered, %" PRIu64 " dropped "
+	        "without a copy), %" PRIu64 " held back, %"
 	        PRIu64 " records lost before shipping, %" PRIu64 " missing "
 	        "from the stream, %" PRIu64 " records came inside a gap claim "
 	        "(gap claim contradicted); peak RSS %ld KiB\n", c->dead_copies,
-	        c->held, c->lost, c->missing, c->contradicted,
-	        ship_peak_rss_kib());
+	        c->dead_dropped, c->held, c->lost, c->missing,
+	        c->contradicted, ship_peak_rss_kib());
 }
 
 int cmd_collect(int argc, char **argv)

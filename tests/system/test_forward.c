@@ -2353,6 +2353,41 @@ TEST(collector_not_allowed_to_dead_letter_a_hundred_forged_messages_still_stores
  * anywhere must not wait for them for ever (a cron job would pile up);
  * it stores every other record, then gives up at --outage-deadline-ms
  * with exit 1, the messages left in the stream for the next run. */
+/* More refused messages than may wait for a copy: they count against
+ * the consumer's MAX_ACK_PENDING (20,000), which would end its deliveries
+ * and hold every host's records; past 1,000 the rest go with their line
+ * on stderr, and the others' records are stored. */
+TEST(refused_messages_past_a_thousand_waiting_for_a_copy_are_dropped_not_kept)
+{
+	t_nats n;
+	struct wopts w = {.shards = 2};
+
+	setup();
+	write_log(path("src-b"), 500, &w);
+	auth_server(&n, 0);
+	collect_as_collector(&n, path("dst")); /* creates the stream */
+	publish_as_a_claiming_b(&n, 1100);
+	CHECK_EQ(TOOL(60, path("err"), "forward", "--nats", n.url, "--host",
+	              "b", "--user", "b", "--password-file", path("b.pw"),
+	              "--once", path("src-b")), 0);
+	pid_t c = start_tool(path("col.err"), "collect", "--nats", n.url,
+	                     "--user", "collector", "--password-file",
+	                     path("collector.pw"), "--ack-wait-ms", "2000",
+	                     "--gap-wait-ms", "10000", path("dst"),
+	                     (const char *)NULL);
+	double end = t_now() + 30;
+	while (unacked(&n) != 1000 && t_now() < end)
+		t_sleep_ms(100);
+	CHECK_EQ(unacked(&n), 1000);
+	kill(c, SIGTERM);
+	CHECK_EQ(t_wait(c, 30, NULL), 0);
+	CHECK_EQ(count_lines(path("col.err"), "dropped without a dead-letter "
+	                     "copy (1000 already wait for one)"), 100);
+	CHECK_EQ(compare(path("src-b"), path("dst"), "b", 2), 500);
+	t_nats_stop(&n);
+	t_rmrf(base);
+}
+
 TEST(collector_once_that_cannot_dead_letter_gives_up_at_the_outage_deadline)
 {
 	t_nats n;
@@ -2828,6 +2863,7 @@ int main(int argc, char **argv)
 	RUN(a_message_claiming_another_host_on_its_own_subject_is_refused);
 	RUN(collector_not_allowed_to_dead_letter_a_hundred_forged_messages_still_stores_the_other_hosts);
 	RUN(collector_once_that_cannot_dead_letter_gives_up_at_the_outage_deadline);
+	RUN(refused_messages_past_a_thousand_waiting_for_a_copy_are_dropped_not_kept);
 	RUN(memory_is_the_same_for_a_20mb_and_a_100mb_backlog);
 	RUN(collector_started_while_two_of_three_nodes_are_down_waits_and_stores_everything);
 	RUN(collector_once_gives_up_at_the_outage_deadline_not_before);
