@@ -486,10 +486,11 @@ static void opened(struct MHD_Connection *mc, void **ctx)
 		MHD_get_connection_info(mc, MHD_CONNECTION_INFO_CONNECTION_FD);
 	const union MHD_ConnectionInfo *ad =
 		MHD_get_connection_info(mc, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
-	struct conn *c = calloc(1, sizeof *c);
-	*ctx = c;
-	if (!c || !fd)
-		return; /* untracked: libmicrohttpd's own timeout still holds */
+	struct conn *c = fd ? calloc(1, sizeof *c) : NULL;
+	*ctx = c; /* NULL: untracked, in no list (closed() skips it);
+	             libmicrohttpd's own timeout still holds */
+	if (!c)
+		return;
 	c->fd = fd->connect_fd;
 	if (ad && ad->client_addr) {
 		socklen_t len = ad->client_addr->sa_family == AF_INET6
