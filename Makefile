@@ -229,6 +229,7 @@ asan:
 ubsan:
 	$(MAKE) BUILD=build-ubsan OPT=-O1 SAN="-fsanitize=undefined -fno-sanitize-recover=all" check
 tsan:
+	TSAN_OPTIONS="$$TSAN_OPTIONS suppressions=$(CURDIR)/tests/tsan.supp" \
 	$(MAKE) BUILD=build-tsan OPT=-O1 SAN="-fsanitize=thread" check
 
 # Everything make check's tests use, strictly (as non-root: exit 1 when a

@@ -13,6 +13,7 @@ int cmd_collect(int argc, char **argv);
 
 #ifndef LE_NO_NATS
 #include <signal.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -52,7 +53,7 @@ struct ship_outage {
 
 /* SIGINT/SIGTERM seen; the handler also writes a byte to the wake
  * descriptor given to ship_signals (so a poll on it returns). */
-extern volatile sig_atomic_t ship_stop;
+extern atomic_int ship_stop;
 void ship_signals(int wake_fd);
 
 /* If argv[*i] is a connection option, take it (and its value).
@@ -91,7 +92,7 @@ int ship_check_conn(const char *cmd, const struct ship_conn *c);
 /* Set (with ship_stop) when the server refused something a retry cannot
  * cure while connected: a permission violation, an authorization that
  * expired or was revoked.  One line on stderr said what. */
-extern volatile sig_atomic_t ship_refused;
+extern atomic_int ship_refused;
 /* The command's exit status: status, else SHIP_EXIT_FAIL when the server
  * refused (ship_refused), else 0. */
 int ship_exit(int status);

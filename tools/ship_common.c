@@ -45,8 +45,13 @@ int cmd_collect(int argc, char **argv)
 #include <time.h>
 #include <unistd.h>
 
-volatile sig_atomic_t ship_stop;
-volatile sig_atomic_t ship_refused;
+/* Atomic, not volatile sig_atomic_t: besides the signal handler (for
+ * which a lock-free atomic is as safe), libnats's callback thread sets
+ * them (on_async_error) while the main loop reads them. */
+atomic_int ship_stop;
+atomic_int ship_refused;
+_Static_assert(ATOMIC_INT_LOCK_FREE == 2, "ship_stop is set by a signal "
+               "handler: it must be lock-free");
 static int wake_write_fd = -1;
 
 static void on_signal(int sig)

@@ -1035,7 +1035,9 @@ static void see_merged(const le_record *r, void *arg)
  * one, and a reader merges them all by time. */
 /* A sanitizer's own bookkeeping (redzones, shadow memory, quarantine)
  * multiplies what an allocation costs: the bound is the plain build's. */
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#if defined(__SANITIZE_THREAD__)
+#define SAN_MEM 8
+#elif defined(__SANITIZE_ADDRESS__)
 #define SAN_MEM 4
 #else
 #define SAN_MEM 1
