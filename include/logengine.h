@@ -251,8 +251,9 @@ typedef struct le_config {
 	                             set, is applied after this (it wins).
 	                             Copied by le_open */
 	const char *stream_path;  /* instead of stream_fd: a file the stream
-	                             sink appends to (created 0644 if
-	                             missing), and opens again by name when
+	                             sink appends to (created with file_mode,
+	                             0640, if missing: it holds every
+	                             payload), and opens again by name when
 	                             le_reopen asks (logrotate).  Copied.
 	                             NULL */
 	const char *syslog_addr;  /* "tcp://HOST:PORT" or "udp://HOST:PORT"

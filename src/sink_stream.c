@@ -45,6 +45,9 @@ struct le__stream {
 	/* stream_path: the file we opened (wfd == fd, ours to close), which
 	 * le_reopen has the stream thread open again by name. */
 	const char *path;        /* [const] the engine's copy, or NULL */
+	mode_t mode;             /* [const] its mode when created: the
+	                            engine's file_mode, as for the segments
+	                            it holds the payloads of */
 	_Atomic int reopen;      /* set by le_reopen (a signal handler) */
 	_Atomic uint64_t reopens;
 	int mid_line;            /* [thread] the last write ended inside a
@@ -329,7 +332,8 @@ static void reopen(le__stream *s)
 {
 	if (!s->path)
 		return;
-	int fd = open(s->path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+	int fd = open(s->path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC,
+	              s->mode);
 	if (fd < 0)
 		return;
 	close(s->wfd);
@@ -400,8 +404,9 @@ int le__stream_open(le__stream **out, const le_config *c)
 	 * truncated is written from its new end), reopened by le_reopen. */
 	if (c->stream_path) {
 		s->path = c->stream_path;
+		s->mode = (mode_t)(c->file_mode ? c->file_mode : 0640);
 		s->fd = open(s->path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC,
-		             0644);
+		             s->mode);
 		if (s->fd < 0) {
 			int rc = -errno;
 			le__seterr("stream_path: cannot open %s: %s", s->path,
