@@ -168,7 +168,7 @@ static uint64_t created_ns(const char *path)
 {
 	unsigned char h[64];
 	uint64_t v = 0;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
 	if (fd < 0)
 		return 0;
 	if (pread(fd, h, sizeof h, 0) == (ssize_t)sizeof h &&
@@ -182,29 +182,74 @@ static uint64_t created_ns(const char *path)
 static uint64_t allocated(const char *path)
 {
 	struct stat st;
-	return stat(path, &st) == 0 ? (uint64_t)st.st_blocks * 512 : 0;
+	return lstat(path, &st) == 0 ? (uint64_t)st.st_blocks * 512 : 0;
 }
 
 /* When segment (or archive) path was last written, ns; 0 if unknown. */
 static uint64_t written_ns(const char *path)
 {
 	struct stat st;
-	if (stat(path, &st) < 0)
+	if (lstat(path, &st) < 0)
 		return 0;
 	return (uint64_t)st.st_mtim.tv_sec * 1000000000u +
 	       (uint64_t)st.st_mtim.tv_nsec;
 }
 
+/* What a file that should be a regular one is instead, or NULL when it
+ * is one (or is not there). */
+static const char *not_regular(const char *path)
+{
+	struct stat st;
+
+	if (lstat(path, &st) < 0 || S_ISREG(st.st_mode))
+		return NULL;
+	return S_ISLNK(st.st_mode) ? "a symbolic link" :
+	       S_ISFIFO(st.st_mode) ? "a FIFO" :
+	       S_ISSOCK(st.st_mode) ? "a socket" :
+	       S_ISDIR(st.st_mode) ? "a directory" : "a device";
+}
+
+/* Every file vacuum would read, stat or delete for segment idx of shard
+ * directory sd (NAME is shard-NNN) a regular file?  As the other commands
+ * do, a symbolic link is not followed and a FIFO not opened (an open
+ * would wait for a writer): the shard is refused, naming the file.
+ * @return 0, or -1 said. */
+static int files_sound(const char *sd, const char *name, uint64_t idx)
+{
+	static const char *const ext[] = {".seg", ".seg.zst", ".idx"};
+	char path[4200];
+
+	for (size_t i = 0; i < sizeof ext / sizeof ext[0]; i++) {
+		snprintf(path, sizeof path, "%s/%016" PRIx64 "%s", sd, idx,
+		         ext[i]);
+		const char *what = not_regular(path);
+		if (what) {
+			fprintf(stderr, "%s: %s/%016" PRIx64 "%s is %s; "
+			        "refusing to touch its shard\n", prog, name, idx,
+			        ext[i], what);
+			return -1;
+		}
+	}
+	return 0;
+}
+
+/* @return 0; 1 when a file of the shard was refused (said); < 0. */
 static int add_shard(struct vac *v, unsigned shard)
 {
-	char sd[4096], path[4200];
+	char sd[4096], path[4200], name[32];
 	uint64_t *idx;
 	size_t n;
 
 	snprintf(sd, sizeof sd, "%s/shard-%03u", v->dir, shard);
+	snprintf(name, sizeof name, "shard-%03u", shard);
 	int rc = shard_segments(sd, &idx, &n);
 	if (rc < 0)
 		return rc;
+	for (size_t k = 0; k < n; k++)
+		if (files_sound(sd, name, idx[k]) < 0) {
+			free(idx);
+			return 1;
+		}
 	uint64_t shipped = shipped_up_to(sd);
 	for (size_t k = 0; k < n; k++) {
 		if (v->n == v->cap) {
@@ -314,13 +359,17 @@ int cmd_vacuum(int argc, char **argv)
 	if (check_log_dir(v.dir))
 		return EXIT_USAGE;
 	list_shards(v.dir, has);
-	for (unsigned s = 0; s < MAX_SHARDS; s++)
-		if (has[s] && (rc = add_shard(&v, s)) < 0) {
+	for (unsigned s = 0; s < MAX_SHARDS; s++) {
+		if (!has[s])
+			continue;
+		rc = add_shard(&v, s); /* > 0: refused, said */
+		if (rc < 0)
 			fprintf(stderr, "%s: %s/shard-%03u: cannot list it: %s\n",
 			        prog, v.dir, s, rc == LE_EUNSAFE ? le_errmsg()
 			                                         : le_strerror(rc));
+		if (rc != 0)
 			status = EXIT_DAMAGE;
-		}
+	}
 	for (size_t i = 0; i < v.n; i++)
 		total += v.s[i].bytes;
 	qsort(v.s, v.n, sizeof *v.s, by_age);

@@ -287,6 +287,35 @@ TEST(fifo_segment_makes_cat_verify_stats_recover_fail_instead_of_hanging)
 	cli_returns("stats", fifo);
 	cli_returns("recover", fifo);
 	CHECK(cli("recover", (char[8]){0}, 8) != 0);
+	cli_returns("vacuum --vacuum-size 1", fifo);
+	CHECK(cli("vacuum --vacuum-size 1", (char[8]){0}, 8) != 0);
+	t_rmrf(base);
+}
+
+/* vacuum stats and deletes segments: a symbolic link in place of one is
+ * refused, not followed (its target, in another log, keeps its size and
+ * its records), and nothing of that shard is deleted. */
+TEST(vacuum_refuses_a_symlinked_segment_and_deletes_nothing_of_its_shard)
+{
+	char other[300], seg[400], target[400];
+	struct stat before, after;
+
+	setup();
+	make_log(dir, 3);
+	snprintf(other, sizeof other, "%s/other", base);
+	make_log(other, 3);
+	snprintf(seg, sizeof seg, "%s/shard-000/0000000000000002.seg", dir);
+	snprintf(target, sizeof target, "%s/shard-000/0000000000000001.seg",
+	         other);
+	CHECK_EQ(symlink(target, seg), 0);
+	CHECK_EQ(stat(target, &before), 0);
+	cli_returns("vacuum --vacuum-size 1",
+	            "shard-000/0000000000000002.seg is a symbolic link");
+	CHECK(cli("vacuum --vacuum-size 1", (char[8]){0}, 8) != 0);
+	CHECK_EQ(stat(target, &after), 0);
+	CHECK_EQ(after.st_size, before.st_size);
+	snprintf(seg, sizeof seg, "%s/shard-000/0000000000000001.seg", dir);
+	CHECK_EQ(access(seg, F_OK), 0); /* the oldest of that shard stays */
 	t_rmrf(base);
 }
 
@@ -481,6 +510,7 @@ int main(int argc, char **argv)
 	RUN(fifo_checkpoint_makes_cat_verify_stats_recover_return);
 	RUN(recover_refuses_a_symlinked_queue_and_leaves_its_target);
 	RUN(vacuum_refuses_a_symlinked_shard_directory);
+	RUN(vacuum_refuses_a_symlinked_segment_and_deletes_nothing_of_its_shard);
 	RUN(failed_open_leaves_no_empty_segment_behind);
 	RUN(close_of_null_is_a_no_op);
 	RUN(files_are_private_by_default_even_under_umask_000);
