@@ -58,8 +58,9 @@ SOMAJOR  = 0
 SONAME   = liblogengine.so.$(SOMAJOR)
 SOFILE   = liblogengine.so.$(SOMAJOR).$(call le_ver,MINOR).$(call le_ver,PATCH)
 
-LIB_SRC  := $(wildcard src/*.c)
-LIB_OBJ  := $(LIB_SRC:src/%.c=$(BUILD)/obj/%.o)
+LIB_SRC  := $(wildcard src/*/*.c)
+LIB_HDR  := $(wildcard src/*/*.h)
+LIB_OBJ  := $(LIB_SRC:src/%.c=$(BUILD)/obj/lib/%.o)
 TEST_SRC := $(wildcard tests/unit/*.c) $(wildcard tests/system/test_*.c) \
             $(wildcard tests/fault/*.c)
 TEST_BIN := $(patsubst tests/%.c,$(BUILD)/tests/%,$(TEST_SRC))
@@ -89,7 +90,7 @@ LIB_SO    = $(BUILD)/liblogengine.so $(BUILD)/$(SONAME) $(BUILD)/$(SOFILE)
 all: $(LIB_A) $(LIB_SO) $(BUILD)/logengine
 
 # -fvisibility=hidden: only what LE_API marks leaves the shared library.
-$(BUILD)/obj/%.o: src/%.c $(FEATURES) $(wildcard src/*.h) include/logengine.h
+$(BUILD)/obj/lib/%.o: src/%.c $(FEATURES) $(LIB_HDR) include/logengine.h
 	@mkdir -p $(dir $@)
 	$(CC) $(BASEFLAGS) -fvisibility=hidden $(CFLAGS) -c -o $@ $<
 
@@ -138,7 +139,7 @@ TOOL_CFLAGS = $$($(NATS_HAVE) || echo -DLE_NO_NATS) \
 TOOL_LIBS = $$($(NATS_HAVE) && echo -lnats) \
             $$($(MHD_HAVE) && pkg-config --libs libmicrohttpd && echo -lcrypt)
 
-$(BUILD)/obj/tools/%.o: tools/%.c $(FEATURES) $(wildcard tools/*.h) include/logengine.h $(wildcard src/*.h)
+$(BUILD)/obj/tools/%.o: tools/%.c $(FEATURES) $(wildcard tools/*.h) include/logengine.h $(LIB_HDR)
 	@mkdir -p $(dir $@)
 	$(CC) $(BASEFLAGS) $(CFLAGS) $(TOOL_CFLAGS) -Itools -c -o $@ $<
 

@@ -240,7 +240,7 @@ typedef struct le_config {
 	                             handler that was there before (chained)
 	                             or the default action.  0: no handler. 0 */
 	/* Levels, loggers, the stream's file, syslog: 0 or NULL is each
-	 * one's default (src/abi.c), and the order leaves no padding. */
+	 * one's default (src/engine/abi.c), and the order leaves no padding. */
 	uint32_t max_loggers;     /* named loggers (le_logger_get) and names
 	                             with a level (le_set_level, levels,
 	                             LOGENGINE_LEVEL), at most.  0: 64 */
@@ -388,7 +388,7 @@ LE_API int le_write(le_engine *e, uint64_t route_key, int level,
  * The conversions logs use (d i u o x X c s p f F, with every flag, width,
  * precision and length modifier) are formatted by the engine's own code,
  * byte for byte as glibc's printf would, %f exactly rounded; the rest
- * (e g a, %ls, positional arguments, ...) by vsnprintf (src/fmt.c).
+ * (e g a, %ls, positional arguments, ...) by vsnprintf (src/base/fmt.c).
  * @return as le_write.
  */
 LE_API int le_logf(le_engine *e, int level, const char *fmt, ...)
@@ -1230,7 +1230,7 @@ LE_API int le_log_kv_at(struct le__head *h, const le__site *site,
 /* Deferred call sites.  A level macro with a literal format keeps one of
  * these per call (static, zero until the site first logs): the site, the
  * kinds of its arguments (from _Generic), and, once registered, its
- * number and its format compiled (src/defer.h, le__dplan).  Later calls
+ * number and its format compiled (src/record/defer.h, le__dplan).  Later calls
  * copy the arguments raw; the text is made by the writer or a reader. */
 #define LE_DEFER_ARGS_MAX 16 /* arguments a deferred call takes ('*'s
                                  counted); more format at the call */

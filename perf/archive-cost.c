@@ -32,8 +32,8 @@
 #include <unistd.h>
 
 #include "perf_engine.h"
-#include "seg_zst.h"
-#include "segment.h"
+#include "store/seg_zst.h"
+#include "store/segment.h"
 
 static uint64_t cpu_ns(void)
 {

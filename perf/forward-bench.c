@@ -46,7 +46,7 @@
 
 #include "logengine.h"
 #include "natsrv.h"
-#include "segment.h"
+#include "store/segment.h"
 #include "ship_bench.h"
 
 #define PAYLOAD 128

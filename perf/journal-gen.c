@@ -19,7 +19,7 @@
 #include <time.h>
 
 #include "perf_engine.h"
-#include "index.h"
+#include "store/index.h"
 
 #define PAYLOAD 128
 

@@ -29,7 +29,7 @@
 #include <x86intrin.h>
 
 #include "perf_engine.h"
-#include "queue.h" /* le__ring_size_for: the ring's laps */
+#include "queue/queue.h" /* le__ring_size_for: the ring's laps */
 
 #define N 1000000
 

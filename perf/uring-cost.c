@@ -6,7 +6,7 @@
  *
  *   pwrite    pwrite per batch, fdatasync on the same thread
  *   thread    pwrite per batch, fdatasync handed to a second thread (the
- *             engine's sync thread, src/sync.c)
+ *             engine's sync thread, src/store/sync.c)
  *   uring K   io_uring writes with up to K batches in flight, the sync an
  *             IORING_OP_FSYNC (DATASYNC) linked after the batch it covers
  *

@@ -2,7 +2,7 @@
  * collect.c -- `logengine collect DIR`: a durable JetStream pull consumer
  * that stores what forwarders ship in a store with one shard directory
  * per origin (host, shard), frames as they were received
- * (src/collect_store.c; docs/INTERFACES.md, "Collector store").
+ * (src/ship/collect_store.c; docs/INTERFACES.md, "Collector store").
  *
  *   fetch (<= --fetch-bytes) --> each message: headers, then every frame
  *   checked (one bad frame rejects the message whole) --> fenced by the
@@ -57,9 +57,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "crc32c.h"
-#include "os.h"
-#include "ship.h"
+#include "base/crc32c.h"
+#include "base/os.h"
+#include "ship/ship.h"
 
 #define CMD "collect"
 #define FETCH_MSGS 256

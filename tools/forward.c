@@ -54,12 +54,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "crc32c.h"
-#include "defer.h"
-#include "os.h"
-#include "seg_zst.h"
-#include "segment.h"
-#include "ship.h"
+#include "base/crc32c.h"
+#include "record/defer.h"
+#include "base/os.h"
+#include "store/seg_zst.h"
+#include "store/segment.h"
+#include "ship/ship.h"
 
 #define CMD "forward"
 #define QCAP 1024                 /* messages in flight, at most */

@@ -5,7 +5,7 @@
  * files the engine owns, for stats --disk-usage.
  *
  * Public API only: the records a dead process's QUEUE still holds come
- * from le_queue_pending (src/inspect.c walks the queue as recovery does).
+ * from le_queue_pending (src/queue/inspect.c walks the queue as recovery does).
  * engine_live() reads whether the LOCK flock is held from /proc/locks, so
  * that asking never takes the lock (a reader holding it for an instant
  * would make an engine starting then fail with LE_EBUSY).
@@ -24,9 +24,9 @@
 #include <unistd.h>
 
 #include "cli.h"
-#include "segment.h" /* le__seg_list, the header decoder */
-#include "seg_zst.h" /* archived segments' sizes and headers */
-#include "ship.h"   /* the forwarder's cursor */
+#include "store/segment.h" /* le__seg_list, the header decoder */
+#include "store/seg_zst.h" /* archived segments' sizes and headers */
+#include "ship/ship.h"   /* the forwarder's cursor */
 
 const char *const kind_names[KIND_N] = {
 	"segments", "indexes", "queues", "checkpoints", "lock", "cursors",
@@ -312,7 +312,7 @@ int disk_usage(const char *dir, struct usage *u)
 
 /* ---- the forwarder ---- */
 
-/* The forwarder's cursor (shard-NNN/FORWARD, src/ship.h) names the next
+/* The forwarder's cursor (shard-NNN/FORWARD, src/ship/ship.h) names the next
  * record to ship and, as a hint, the segment that holds it: every segment
  * before that one is shipped.  Without the hint, a segment is shipped
  * when the one after it starts at or below the cursor.  No FORWARD file:

@@ -29,7 +29,7 @@
 #include <fcntl.h>
 
 #include "logengine.h"
-#include "segment.h"
+#include "store/segment.h"
 
 
 #define MAX_PROBS 32

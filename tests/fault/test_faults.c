@@ -16,9 +16,9 @@
 #include <unistd.h>
 
 #include "logengine.h"
-#include "engine.h" /* the reaper's list, to check its bound */
-#include "clock.h"
-#include "os.h"
+#include "engine/engine.h" /* the reaper's list, to check its bound */
+#include "base/clock.h"
+#include "base/os.h"
 #include "logtest.h"
 
 static char dir[256];

@@ -16,7 +16,7 @@
 
 #include "logengine.h"
 #include "logtest.h"
-#include "os.h"
+#include "base/os.h"
 
 #define HANG_S 20 /* a test still running after this has hung */
 

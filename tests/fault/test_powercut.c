@@ -23,8 +23,8 @@
 
 #include "logengine.h"
 #include "logtest.h"
-#include "os.h"
-#include "queue.h"
+#include "base/os.h"
+#include "queue/queue.h"
 
 static char dir[256];
 static char *paths[1024]; /* fd -> tracked file (segments, CHECKPOINT) */

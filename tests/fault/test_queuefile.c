@@ -21,12 +21,12 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 
-#include "crc32c.h"
-#include "format.h"
+#include "base/crc32c.h"
+#include "record/format.h"
 #include "logengine.h"
-#include "clock.h"
-#include "os.h"
-#include "queue.h"
+#include "base/clock.h"
+#include "base/os.h"
+#include "queue/queue.h"
 #include "logtest.h"
 
 #define NREC 20

@@ -14,8 +14,8 @@
 #include <unistd.h>
 
 #include "logengine.h"
-#include "engine.h" /* the shard's flush_req, to know a flush is waiting */
-#include "os.h"
+#include "engine/engine.h" /* the shard's flush_req, to know a flush is waiting */
+#include "base/os.h"
 #include "logtest.h"
 
 static char dir[256];

@@ -1,6 +1,6 @@
 # tests/fuzz/fuzz.mk -- libFuzzer targets, one per decoder; included by the
 # main Makefile.  The library is gcc-built; fuzzers need clang (libFuzzer),
-# so src/*.c are compiled again here, instrumented (ASan + UBSan), into
+# so src/*/*.c are compiled again here, instrumented (ASan + UBSan), into
 # $(BUILD)/fuzz/obj.  Clang comes from `sh scripts/deps.sh fuzz`.
 #
 #   fuzz_frame       le__frame_decode (every field set), le__seg_hdr_decode
@@ -53,7 +53,7 @@ FUZZ_MAXLEN_defer      ?= 2048
 # fuzz_segment writes files on every run: a RAM file system when there is one.
 FUZZ_TMPDIR   ?= $(shell [ -d /dev/shm ] && [ -w /dev/shm ] && echo /dev/shm || echo $${TMPDIR:-/tmp})
 
-FUZZ_LIB_OBJ   = $(patsubst $(FUZZ_SRC)/%.c,$(FUZZ_OUT)/obj/%.o,$(wildcard $(FUZZ_SRC)/*.c))
+FUZZ_LIB_OBJ   = $(patsubst $(FUZZ_SRC)/%.c,$(FUZZ_OUT)/obj/%.o,$(wildcard $(FUZZ_SRC)/*/*.c))
 FUZZ_BINS      = $(FUZZ_TARGETS:%=$(FUZZ_OUT)/fuzz_%)
 
 .PHONY: fuzz fuzz-build fuzz-long fuzz-corpus
@@ -62,7 +62,7 @@ FUZZ_BINS      = $(FUZZ_TARGETS:%=$(FUZZ_OUT)/fuzz_%)
 
 fuzz-build: $(FUZZ_BINS)
 
-$(FUZZ_OUT)/obj/%.o: $(FUZZ_SRC)/%.c $(wildcard $(FUZZ_SRC)/*.h) include/logengine.h
+$(FUZZ_OUT)/obj/%.o: $(FUZZ_SRC)/%.c $(wildcard $(FUZZ_SRC)/*/*.h) include/logengine.h
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) $(FUZZ_CFLAGS) $(FUZZ_SAN) -fsanitize=fuzzer-no-link -Iinclude -I$(FUZZ_SRC) -c -o $@ $<
 

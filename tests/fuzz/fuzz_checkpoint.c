@@ -23,8 +23,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "crc32c.h"
-#include "format.h"
+#include "base/crc32c.h"
+#include "record/format.h"
 
 #define REQUIRE(c)                                                            \
 	do {                                                                  \

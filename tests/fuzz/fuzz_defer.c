@@ -1,6 +1,6 @@
 /*
  * fuzz_defer.c -- libFuzzer target for the decoder of deferred records
- * (src/defer.c; docs/FORMAT.md, "Deferred records"): the payload of a
+ * (src/record/defer.c; docs/FORMAT.md, "Deferred records"): the payload of a
  * segment's deferred frame, its descriptor and its argument block.
  *
  * Input layout: byte 0 the capacity of the text (1-127, or the whole
@@ -23,8 +23,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "defer.h"
-#include "format.h"
+#include "record/defer.h"
+#include "record/format.h"
 
 #define BUF 4096
 #define GUARD 64

@@ -1,5 +1,5 @@
 /*
- * fuzz_fmt.c -- libFuzzer target for le__vfmt (src/fmt.c), le_logf's
+ * fuzz_fmt.c -- libFuzzer target for le__vfmt (src/base/fmt.c), le_logf's
  * formatter, against glibc's snprintf.
  *
  * Input layout: the choices tests/unit/fmt_gen.h reads to build printf

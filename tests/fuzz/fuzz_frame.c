@@ -38,9 +38,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "crc32c.h"
-#include "fields.h"
-#include "format.h"
+#include "base/crc32c.h"
+#include "record/fields.h"
+#include "record/format.h"
 
 #define REQUIRE(c)                                                            \
 	do {                                                                  \

@@ -39,10 +39,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "crc32c.h"
-#include "format.h"
+#include "base/crc32c.h"
+#include "record/format.h"
 #include "logengine.h"
-#include "queue.h"
+#include "queue/queue.h"
 
 #define RING 8192u /* a power of two: lap == size */
 #define BOOT 0x5eed5eed5eedull

@@ -71,8 +71,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "crc32c.h"
-#include "format.h"
+#include "base/crc32c.h"
+#include "record/format.h"
 #include "logengine.h"
 
 static void fail(const char *file, int line, const char *what);

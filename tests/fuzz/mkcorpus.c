@@ -19,10 +19,10 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "defer.h"
-#include "fields.h"
-#include "format.h"
-#include "queue.h"
+#include "record/defer.h"
+#include "record/fields.h"
+#include "record/format.h"
+#include "queue/queue.h"
 
 #define TS0 1796074227000000000ull
 

@@ -5,7 +5,7 @@
  * is built as liblogengine.so.0.MINOR.PATCH with its SONAME and links, a
  * program built the way README.md says starts and logs, and le_config and
  * le_stats grow without breaking programs built against a smaller one
- * (src/abi.c): one compiled with an older, smaller layout runs with this
+ * (src/engine/abi.c): one compiled with an older, smaller layout runs with this
  * library, which reads and writes no byte past the sizes it was given.
  *
  * Outside programs are built with $LE_CC (make check sets it to the

@@ -33,11 +33,11 @@ int main(int argc, char **argv)
 
 #include "logengine.h"
 #include "logtest.h"
-#include "crc32c.h"
+#include "base/crc32c.h"
 #include "natsrv.h"
-#include "os.h"
-#include "segment.h"
-#include "ship.h"
+#include "base/os.h"
+#include "store/segment.h"
+#include "ship/ship.h"
 
 static char base[256]; /* this test's directory: logs, stores, servers */
 

@@ -18,8 +18,8 @@
 #include <signal.h>
 
 #include "logengine.h"
-#include "segment.h"
-#include "ship.h"
+#include "store/segment.h"
+#include "ship/ship.h"
 
 #define ALL LE_FIELD_ALL
 #define TS0 1796074227000000000ull /* 2026-11-30T21:30:27Z */

@@ -138,7 +138,7 @@ def events_clients_are_capped_and_their_disconnects_counted():
 
 
 def crc32c(data):
-    """CRC-32C (Castagnoli), as src/crc32c.c computes it."""
+    """CRC-32C (Castagnoli), as src/base/crc32c.c computes it."""
     crc = 0xffffffff
     for b in data:
         crc ^= b

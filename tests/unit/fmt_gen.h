@@ -1,5 +1,5 @@
 /*
- * fmt_gen.h -- printf cases for checking le__vfmt (src/fmt.c) against
+ * fmt_gen.h -- printf cases for checking le__vfmt (src/base/fmt.c) against
  * glibc's snprintf, drawn from a stream of numbers: test_fmt.c draws from
  * a seeded generator, tests/fuzz/fuzz_fmt.c from the fuzzer's input.
  *
@@ -40,7 +40,7 @@
 #include <string.h>
 #include <sys/types.h>
 
-#include "fmt.h"
+#include "base/fmt.h"
 
 /* The length modifiers j z t read long-sized types: those here are the
  * very types the arguments are passed as. */

@@ -13,7 +13,7 @@
 
 #include "harness.h"
 
-#include "format.h"
+#include "record/format.h"
 
 typedef struct t_seg {
 	unsigned char *buf; /* header + frames */

@@ -1,5 +1,5 @@
 /*
- * test_archive.c -- archived segments (NAME.seg.zst, src/seg_zst.h): the
+ * test_archive.c -- archived segments (NAME.seg.zst, src/store/seg_zst.h): the
  * archiver thread compresses what archive_keep_segments and
  * archive_after_ms pick; readers, `logengine cat` and `verify` read the
  * archives as the segments they were; a crash at any step of the
@@ -17,9 +17,9 @@
 
 #include "logengine.h"
 #include "logtest.h"
-#include "os.h"
-#include "seg_zst.h"
-#include "ship.h"
+#include "base/os.h"
+#include "store/seg_zst.h"
+#include "ship/ship.h"
 
 static char dir[256];
 

@@ -6,10 +6,10 @@
 
 #include <sys/wait.h>
 
-#include "crc32c.h"
-#include "format.h"
-#include "clock.h"
-#include "os.h"
+#include "base/crc32c.h"
+#include "record/format.h"
+#include "base/clock.h"
+#include "base/os.h"
 
 static void unhex(const char *s, unsigned char *out, size_t *n)
 {

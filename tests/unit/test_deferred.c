@@ -21,11 +21,11 @@
 #include <stdarg.h>
 #include <stdbool.h>
 
-#include "defer.h"
-#include "sites.h"
-#include "fmt.h"
+#include "record/defer.h"
+#include "queue/sites.h"
+#include "base/fmt.h"
 #include "fmt_gen.h"
-#include "format.h"
+#include "record/format.h"
 #include "logengine.h"
 #include "logtest.h"
 

@@ -11,7 +11,7 @@
 
 #include "logengine.h"
 #include "logtest.h"
-#include "os.h" /* le__mono_ns */
+#include "base/os.h" /* le__mono_ns */
 
 static char dirbuf[256];
 

@@ -9,11 +9,11 @@
 
 #include "logengine.h"
 #include "logtest.h"
-#include "fields.h"
-#include "format.h"
+#include "record/fields.h"
+#include "record/format.h"
 #include "segfile.h"
-#include "stream.h"
-#include "syslog.h"
+#include "sink/stream.h"
+#include "sink/syslog.h"
 
 static void unhex(const char *s, unsigned char *out, size_t *n)
 {

@@ -1,5 +1,5 @@
 /*
- * test_fmt.c -- le__vfmt (src/fmt.c), le_logf's formatter: for every
+ * test_fmt.c -- le__vfmt (src/base/fmt.c), le_logf's formatter: for every
  * format it accepts it must print what glibc's vsnprintf prints, byte for
  * byte, with the same return value, at every capacity; it must decline
  * (LE__FMT_UNHANDLED) what it does not do, and le__vsnprintf must then
@@ -17,7 +17,7 @@
 #include <stdarg.h>
 #include <wchar.h>
 
-#include "fmt.h"
+#include "base/fmt.h"
 #include "fmt_gen.h"
 #include "logengine.h"
 #include "logtest.h"
@@ -379,7 +379,7 @@ TEST(double_flags_and_widths_match_glibc)
 	}
 }
 
-/* Declined only where src/fmt.c says: a precision above 21 for
+/* Declined only where src/base/fmt.c says: a precision above 21 for
  * 0 < |x| < 2^-72. */
 static void check_reach(double x, int prec, int handled)
 {

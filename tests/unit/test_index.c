@@ -1,14 +1,14 @@
 /*
- * test_index.c -- the time index (src/index.c): the INTERFACES.md test vector
+ * test_index.c -- the time index (src/store/index.c): the INTERFACES.md test vector
  * byte for byte, every way an index file can be untrustworthy, building
  * one from a segment, the lookups against a brute-force answer, and the
  * engine writing one for every segment it seals.
  */
 #include "segfile.h"
 
-#include "index.h"
+#include "store/index.h"
 #include "logengine.h"
-#include "segment.h"
+#include "store/segment.h"
 
 #define TS0 1796074227000000000ull
 

@@ -36,7 +36,7 @@ static int obj_id(const char *path)
 static void read_nm(const char *objdir, int undefined)
 {
 	char cmd[512], line[512];
-	snprintf(cmd, sizeof cmd, "nm -A %s %s/*.o 2>/dev/null", undefined ? "-u" : "--defined-only",
+	snprintf(cmd, sizeof cmd, "nm -A %s %s/*/*.o 2>/dev/null", undefined ? "-u" : "--defined-only",
 	         objdir);
 	FILE *p = popen(cmd, "r");
 	CHECK(p != NULL);
@@ -126,7 +126,7 @@ TEST(no_file_of_the_library_calls_back_into_one_that_calls_it)
 {
 	char objdir[256], why[2048];
 	const char *b = getenv("BUILD");
-	snprintf(objdir, sizeof objdir, "%s/obj", b ? b : "build");
+	snprintf(objdir, sizeof objdir, "%s/obj/lib", b ? b : "build");
 	memset(edge, 0, sizeof edge);
 	nobj = nsym = 0;
 	read_nm(objdir, 0);

@@ -8,9 +8,9 @@
 #include "allocwatch.h"
 
 
-#include "crc32c.h"
+#include "base/crc32c.h"
 #include "logengine.h"
-#include "os.h"
+#include "base/os.h"
 
 #if defined(__SANITIZE_ADDRESS__)
 #include <sanitizer/lsan_interface.h>

@@ -8,9 +8,9 @@
 
 #include <sys/mman.h>
 
-#include "engine.h"
+#include "engine/engine.h"
 #include "logtest.h"
-#include "queue.h"
+#include "queue/queue.h"
 
 static char dir[256];
 

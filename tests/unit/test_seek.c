@@ -1,6 +1,6 @@
 /*
  * test_seek.c -- the reader's positioning and following
- * (src/reader_seek.c, reader_cursor.c, reader_follow.c): seeking by time,
+ * (src/read/reader_seek.c, reader_cursor.c, reader_follow.c): seeking by time,
  * from the end and by cursor gives exactly the records a full read gives
  * from that point, with and without time indexes, with an
  * index that lies; cursors survive deleted segments and say what was
@@ -9,9 +9,9 @@
  */
 #include "segfile.h"
 
-#include "index.h"
+#include "store/index.h"
 #include "logengine.h"
-#include "segment.h"
+#include "store/segment.h"
 
 /* One record as read: enough to compare runs. */
 typedef struct rec {

@@ -11,10 +11,10 @@
 #include <sys/wait.h>
 
 #include "logengine.h"
-#include "defer.h"
+#include "record/defer.h"
 #include "logtest.h"
-#include "segment.h"
-#include "ship.h"
+#include "store/segment.h"
+#include "ship/ship.h"
 
 #define TS0 1796074227000000000ull
 

@@ -1,5 +1,5 @@
 /*
- * test_statpage.c -- the live counters page (src/statpage.c,
+ * test_statpage.c -- the live counters page (src/live/statpage.c,
  * docs/INTERFACES.md): its bytes, its double-buffered sequence counters under
  * a reader that never stops, what it says of a running, closed, killed
  * and stopped engine, and the hot path's sampled durations.
@@ -11,9 +11,9 @@
 #include <sys/mman.h>
 
 #include "logengine.h"
-#include "crc32c.h"
-#include "format.h"
-#include "statpage.h"
+#include "base/crc32c.h"
+#include "record/format.h"
+#include "live/statpage.h"
 
 static le_engine *open_engine(const char *dir, unsigned shards)
 {

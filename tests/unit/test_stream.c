@@ -9,8 +9,8 @@
 #include <stdatomic.h>
 
 #include "logengine.h"
-#include "os.h" /* le__mono_ns */
-#include "stream.h" /* le__stream_format */
+#include "base/os.h" /* le__mono_ns */
+#include "sink/stream.h" /* le__stream_format */
 
 static char dir[256];
 static int overflow = LE_OVERFLOW_DROP;

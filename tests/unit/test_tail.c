@@ -7,7 +7,7 @@
 
 #include <fcntl.h>
 
-#include "format.h"
+#include "record/format.h"
 #include "logengine.h"
 
 static le_engine *open_engine(const char *dir, uint64_t segment_bytes)

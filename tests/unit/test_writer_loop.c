@@ -12,9 +12,9 @@
 #include <unistd.h>
 
 #include "logengine.h"
-#include "engine.h" /* a slot claimed and not published */
-#include "os.h"
-#include "pace.h"
+#include "engine/engine.h" /* a slot claimed and not published */
+#include "base/os.h"
+#include "engine/pace.h"
 #include "logtest.h"
 
 static char dir[256];

@@ -1,0 +1,150 @@
+/*
+ * deadq.c -- a dead process's queue, slot by slot, as the writer walks it
+ * at recovery (recover.c, le__recover_queue; the writer's collect calls
+ * these only while sh->w.recovering): what in a slot's header no producer
+ * writes, the walk on past damage to the next slot that can be framed,
+ * which records the segments hold already, and the damage named for
+ * le__recover_queue to report.
+ */
+#define _GNU_SOURCE
+#include "engine/deadq.h"
+
+#include "record/fields.h"
+
+/* A slot's payload with LE_REC_FIELDS holds a field block that decodes. */
+static int fields_ok(const le__slot *sl, uint32_t len)
+{
+	const unsigned char *b, *m;
+	size_t blen, mlen;
+	const char *why;
+
+	if (!(sl->flags & LE_REC_FIELDS))
+		return 1;
+	return le__fields_split((const unsigned char *)(sl + 1), len, &b, &blen,
+	                        &m, &mlen) == 0 &&
+	       le__fields_check(b, blen, &why) == 0;
+}
+
+/* What in a published slot's header no producer writes, or NULL. */
+static const char *slot_damage(const le__slot *sl, uint32_t sbytes)
+{
+	uint32_t plen = sl->len;
+	if (plen > sbytes - LE_SLOT_HDR)
+		return "length past its slot";
+	/* le_write takes le__slot_bytes(len), le_logf one byte more */
+	if (sbytes != le__slot_bytes(plen) && sbytes != le__slot_bytes(plen + 1))
+		return "length not its slot's";
+	if (sl->level > LE_FATAL)
+		return "level above FATAL";
+	if (sl->flags & ~LE_SLOT_KNOWN_FLAGS)
+		return "unknown flags";
+	if (!fields_ok(sl, plen))
+		return "field block does not decode";
+	return NULL;
+}
+
+static int slot_whole(const le__slot *sl, uint32_t sbytes)
+{
+	return slot_damage(sl, sbytes) == NULL;
+}
+
+void le__deadq_note(le__qrecov *q, uint64_t pos, const char *why,
+                    int dropped)
+{
+	if (dropped)
+		q->dropped++;
+	else
+		q->doubtful++;
+	if (q->named < LE_QDMG_NAMED) {
+		q->pos[q->named] = pos;
+		q->why[q->named++] = why;
+	}
+}
+
+/* The walk met damage at *rd (a record that cannot be framed, counted
+ * dropped -- unless the segments hold it already): go on at the next
+ * slot that can be.  @return 1 (*rd moved), 0 when none is left. */
+static int skip_damage(le__shard *sh, uint64_t *rd, const char *why)
+{
+	le__qrecov *q = &sh->w.rq;
+	uint64_t at;
+	int found = le__ring_resync(&sh->ring, *rd, q->end, slot_whole, &at);
+	if (q->have_mark && *rd >= q->mark_pos && q->written) {
+		q->written--; /* that record is in a segment */
+		q->skipped++;
+	} else {
+		le__deadq_note(q, *rd, why, 1);
+	}
+	if (!found)
+		return 0;
+	*rd = at;
+	return 1;
+}
+
+int le__deadq_slot(le__shard *sh, uint64_t *rd, int k, le__slot *sl,
+                   uint32_t sbytes, uint64_t seq)
+{
+	le__qrecov *q = &sh->w.rq;
+
+	if (k == LE_PEEK_EMPTY) {
+		/* Before head every line was claimed: a state word there
+		 * that says otherwise was damaged. */
+		if (*rd >= q->end || !q->head_sane)
+			return -1;
+		const le__ring *r = &sh->ring;
+		uint64_t w = atomic_load_explicit(
+			(_Atomic uint64_t *)(r->data + (*rd & (r->lap - 1))),
+			memory_order_relaxed);
+		/* The FREE word of its lap: a producer moved head and died
+		 * before its claim word, and nothing of its slot was
+		 * written -- every line of it still holds that word.  The
+		 * walk goes on at the first line that does not (the next
+		 * slot, whatever it holds), or ends at head.  Such a slot is
+		 * no record, so it takes nothing from the mark's count of
+		 * records written (a recovery that stepped over it and was
+		 * killed before its release left it among them). */
+		if (w == le__free_word(*rd >> r->lap_shift)) {
+			atomic_fetch_add(&sh->prog.abandoned, 1);
+			q->abandoned++;
+			*rd = le__ring_skip_free(r, *rd, q->end);
+			return 1;
+		}
+		return skip_damage(sh, rd, "state word") ? 1 : -1;
+	}
+	if (k == LE_PEEK_CLAIMED) {
+		/* claimed, never published: never accepted */
+		atomic_fetch_add(&sh->prog.abandoned, 1);
+		q->abandoned++;
+		*rd += sbytes;
+		return 1;
+	}
+	const char *bad = slot_damage(sl, sbytes);
+	if (bad)
+		return skip_damage(sh, rd, bad) ? 1 : -1;
+	int written;
+	if (q->have_mark && *rd >= q->mark_pos) {
+		written = q->written > 0;
+		q->written -= (uint64_t)written;
+	} else {
+		/* written, then killed before the ring moved on */
+		written = sl->seq && sl->seq < seq;
+	}
+	if (written) {
+		q->skipped++;
+		*rd += sbytes;
+		return 1;
+	}
+	return 0;
+}
+
+/* A stamp no clock of the dead process can have made, by more than the
+ * order of stamps across threads explains: the record is written (at a
+ * clamped time) and counted doubtful. */
+#define DOUBT_NS (3600ull * 1000000000u)
+
+void le__deadq_time(le__qrecov *q, uint64_t pos, uint64_t ts, uint64_t now,
+                    uint64_t last)
+{
+	if (ts > now + DOUBT_NS || ts + DOUBT_NS < last)
+		le__deadq_note(q, pos, "time out of range", 0);
+}

@@ -1,0 +1,558 @@
+/*
+ * engine.c -- le_open, le_stats_get, le_close.
+ *
+ * le_open checks the configuration (config.c: every refusal names its
+ * field), takes the directory's lock, and builds each shard: its ring
+ * (the QUEUE file), its sinks (the segment store, a port of the stream),
+ * its recovery (recover.c), then starts the writers.  le_close stops them
+ * (each drains its ring through its sinks), then frees everything.
+ */
+#define _GNU_SOURCE
+#include "engine/engine.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "engine/abi.h"
+#include "engine/config.h"
+#include "store/index.h"
+#include "engine/logger.h"
+#include "engine/recover.h"
+#include "store/store.h"
+#include "sink/syslog.h"
+#include "engine/writer.h"
+
+/* ---- open ---- */
+
+static int open_dir(le_engine *e)
+{
+	char path[LE_PATH_MAX + 16];
+	int rc;
+
+	if (e->cfg.create_dir && mkdir(e->dir, e->cfg.dir_mode) < 0 &&
+	    errno != EEXIST) {
+		rc = -errno;
+		le__seterr("dir: cannot create %s: %s", e->dir, strerror(errno));
+		return rc;
+	}
+	/* The directory may be a symbolic link (the user named it); what is
+	 * inside it may not (le__open_in). */
+	rc = le__open_in(e->dir, LE_IN_ROOT, O_RDONLY | O_DIRECTORY, 0);
+	if (rc < 0) {
+		if (rc != LE_EUNSAFE)
+			le__seterr("dir: %s: %s", e->dir, le_strerror(rc));
+		return rc;
+	}
+	le__close(rc);
+	snprintf(path, sizeof path, "%s/LOCK", e->dir);
+	e->lock_fd = le__open_in(path, LE_IN_DIR, O_RDWR | O_CREAT,
+	                         e->cfg.file_mode);
+	if (e->lock_fd < 0) {
+		if (e->lock_fd != LE_EUNSAFE)
+			le__seterr("dir: cannot create %s: %s", path,
+			           le_strerror(e->lock_fd));
+		return e->lock_fd;
+	}
+	if (flock(e->lock_fd, LOCK_EX | LOCK_NB) < 0) {
+		le__seterr("dir: %s is in use by another engine", e->dir);
+		return errno == EWOULDBLOCK ? LE_EBUSY : -errno;
+	}
+	return 0;
+}
+
+/* Records a dead process queued in a shard this engine would not open
+ * must not be left behind: refuse, and say how to get them out. */
+static int check_orphans(le_engine *e)
+{
+	uint32_t *ids;
+	size_t n;
+	char path[LE_PATH_MAX + 32];
+	int rc = le__shard_list(e->dir, &ids, &n);
+	if (rc < 0)
+		return rc;
+	for (size_t i = 0; i < n; i++) {
+		if (ids[i] < e->nshards)
+			continue;
+		snprintf(path, sizeof path, "%s/shard-%03u/QUEUE", e->dir, ids[i]);
+		if (le__ring_file_busy(path, ids[i])) {
+			le__seterr("shards: shard-%03u holds records a crashed "
+			           "process queued; open with shards >= %u, or "
+			           "run `logengine recover %s`", ids[i], ids[i] + 1,
+			           e->dir);
+			free(ids);
+			return LE_EINVAL;
+		}
+	}
+	free(ids);
+	return 0;
+}
+
+
+/* ---- shards ---- */
+
+static int add_sink(le__shard *sh, le__sink *s)
+{
+	sh->sinks[sh->nsinks++] = s;
+	return 0;
+}
+
+/* The shard's ring, sinks and recovery; on failure the caller frees what
+ * was made (engine_free). */
+static int shard_init(le_engine *e, uint32_t i)
+{
+	le__shard *sh = &e->shards[i];
+	uint64_t size = le__ring_size_for(e->cap_rec, e->cap_bytes, e->max_rec);
+	char qpath[LE_PATH_MAX + 16], spath[LE_PATH_MAX + 16];
+	int rc;
+
+	sh->e = e;
+	sh->id = i;
+	pthread_mutex_init(&sh->prog.fail_mu, NULL);
+	le__clock_init(&sh->w.clock);
+	if (e->cfg.store) {
+		rc = le__shard_dir(sh->dir, sizeof sh->dir, e->dir, i);
+		if (rc < 0)
+			return rc;
+		if (mkdir(sh->dir, e->cfg.dir_mode) < 0 && errno != EEXIST) {
+			rc = -errno;
+			le__seterr("dir: cannot create %s: %s", sh->dir,
+			           strerror(errno));
+			return rc;
+		}
+		rc = le__open_in(sh->dir, LE_IN_DIR, O_RDONLY | O_DIRECTORY, 0);
+		if (rc < 0) {
+			if (rc != LE_EUNSAFE)
+				le__seterr("dir: %s: %s", sh->dir,
+				           le_strerror(rc));
+			return rc;
+		}
+		le__close(rc);
+		snprintf(qpath, sizeof qpath, "%s/QUEUE", sh->dir);
+		snprintf(spath, sizeof spath, "%s/SITES", sh->dir);
+	}
+	rc = le__ring_open(&sh->ring,
+	                   e->cfg.store && e->cfg.mapped_queue ? qpath : NULL,
+	                   size, i, e->cfg.file_mode);
+	if (rc < 0) {
+		if (!le_errmsg()[0])
+			le__seterr("queue: cannot map %llu bytes for shard %u",
+			           (unsigned long long)size, i);
+		return rc;
+	}
+	/* The dead process's descriptors stay while its queue does. */
+	rc = le__sitetab_open(&sh->sites,
+	                      e->cfg.store && e->cfg.mapped_queue ? spath : NULL,
+	                      e->dsites, i, sh->ring.reused, e->cfg.file_mode);
+	if (rc < 0)
+		return rc;
+	if (e->cfg.store) {
+		rc = le__store_new(&sh->store, &e->cfg, i, sh->dir, &e->reaper,
+		                   &e->last_error);
+		if (rc < 0)
+			return rc;
+		sh->store->archiver = &e->archiver;
+		add_sink(sh, &sh->store->sink);
+	}
+	if (e->stream) {
+		le__sink *p;
+		rc = le__stream_port(&p, e->stream, i, e->batch, e->max_rec);
+		if (rc < 0)
+			return rc;
+		add_sink(sh, p);
+	}
+	if (e->syslog) {
+		le__sink *p;
+		rc = le__syslog_port(&p, e->syslog, i, e->batch, e->max_rec);
+		if (rc < 0)
+			return rc;
+		add_sink(sh, p);
+	}
+	rc = le__writer_init(sh);
+	if (rc < 0)
+		return rc;
+	if (sh->store) {
+		rc = le__recover_store(sh->store);
+		if (rc < 0)
+			return rc;
+		sh->w.next_seq = sh->store->next_seq;
+		sh->w.last_ts = sh->store->last_ts;
+	} else {
+		sh->w.next_seq = 1;
+	}
+	rc = le__recover_queue(sh);
+	if (rc == 0 && sh->store && e->cfg.mapped_queue) {
+		/* A file a previous engine left is made anew once drained:
+		 * whatever its words and positions say (a process that died
+		 * of a wild write may have written over them), this engine
+		 * starts from a clean ring. */
+		rc = le__ring_renew(&sh->ring, qpath, size, i);
+		if (rc == 0)
+			rc = le__sitetab_renew(&sh->sites, spath, e->dsites, i);
+	}
+	/* The ring's positions may have started again at 0: the writer's
+	 * follow, and recovery's failures (reported by le_open) are not
+	 * this engine's records. */
+	le__writer_restart(sh);
+	/* Only now: a reused file's header held the dead process's clock,
+	 * which recovery needed. */
+	if (rc == 0) {
+		le__writer_note_clock(sh);
+		le__ring_mark(&sh->ring, sh->w.rd, sh->w.next_seq);
+	}
+	return rc;
+}
+
+static void shard_free(le__shard *sh, int forked)
+{
+	for (unsigned k = 0; k < sh->nsinks; k++)
+		sh->sinks[k]->ops->free(sh->sinks[k]);
+	sh->nsinks = 0;
+	le__writer_free(sh);
+	le__ring_close(&sh->ring);
+	le__sitetab_close(&sh->sites);
+	if (sh->e && !forked)
+		pthread_mutex_destroy(&sh->prog.fail_mu);
+}
+
+static void engine_free(le_engine *e)
+{
+	for (uint32_t i = 0; e->shards && i < e->nshards; i++)
+		shard_free(&e->shards[i], e->forked);
+	free(e->shards);
+	if (e->lock_fd >= 0)
+		le__close(e->lock_fd); /* drops the flock */
+	if (e->forked) {
+		/* A fork child's copies of the parent's threads' locks and
+		 * condition variables: never destroyed, only forgotten.
+		 * pthread_cond_destroy waits for the waiters it counts, and
+		 * the copy counts the parent's (the stream thread's, a
+		 * le_flush in another thread).  Nor is the stream thread,
+		 * which is not here, joined. */
+		le__stream_forget(e->stream);
+		le__syslog_forget(e->syslog);
+		le__loggers_free(e);
+		free(e->strs);
+		free(e);
+		return;
+	}
+	le__stream_close(e->stream);
+	le__syslog_close(e->syslog);
+	le__loggers_free(e);
+	free(e->strs);
+	le__reaper_free(&e->reaper);
+	le__archiver_free(&e->archiver);
+	pthread_mutex_destroy(&e->flush_mu);
+	pthread_cond_destroy(&e->flush_cv);
+	free(e);
+}
+
+static void stop_writers(le_engine *e)
+{
+	atomic_store(&e->stopping, 1);
+	for (uint32_t i = 0; e->shards && i < e->nshards; i++) {
+		le__shard *sh = &e->shards[i];
+		if (!sh->started)
+			continue;
+		atomic_store(&sh->sig.sleeping, 0);
+		le__futex_wake(&sh->sig.sleeping, 1);
+		pthread_join(sh->thread, NULL);
+		sh->started = 0;
+	}
+	le__reaper_stop(&e->reaper); /* after the writers: their last rotation */
+	le__archiver_stop(&e->archiver); /* what waits is left for next time */
+	le__index_wait_dir(e->dir); /* the indexes of their last seals */
+	le__statpage_close_all(e); /* after both: the final counts */
+}
+
+/* Writers and the reaper block every signal (inherited from this mask).
+ * The reaper first: a writer may rotate at once. */
+static int start_threads(le_engine *e)
+{
+	sigset_t all, old;
+	int rc = 0;
+
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	if (e->cfg.store && (e->cfg.retention_bytes || e->cfg.retention_age_ms)) {
+		rc = le__reaper_start(&e->reaper, &e->last_error);
+		if (rc < 0)
+			le__seterr("le_open: cannot start the retention thread");
+	}
+	if (rc >= 0 && e->cfg.store &&
+	    (e->cfg.archive_keep_segments || e->cfg.archive_after_ms)) {
+		rc = le__archiver_start(&e->archiver, e->cfg.archive_level,
+		                        &e->last_error);
+		if (rc < 0)
+			le__seterr("le_open: cannot start the archive thread");
+	}
+	for (uint32_t i = 0; rc >= 0 && i < e->nshards; i++) {
+		le__shard *sh = &e->shards[i];
+		rc = -pthread_create(&sh->thread, NULL, le__writer_main, sh);
+		if (rc < 0) {
+			le__seterr("le_open: cannot start writer %u", i);
+			break;
+		}
+		char name[32]; /* "le-writer-255" at most: shards <= 256 */
+		snprintf(name, sizeof name, "le-writer-%u", i);
+		le__name_thread(sh->thread, name);
+		sh->started = 1;
+	}
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	return rc;
+}
+
+/* The engine's own copies of the strings of cfg it keeps (cfg may be
+ * freed once le_open returns), in one allocation. */
+static int copy_strings(le_engine *e)
+{
+	const char **str[] = {&e->cfg.levels, &e->cfg.stream_path,
+	                      &e->cfg.syslog_addr, &e->cfg.syslog_app};
+	size_t n = sizeof str / sizeof str[0], total = 0;
+
+	for (size_t i = 0; i < n; i++)
+		total += *str[i] ? strlen(*str[i]) + 1 : 0;
+	if (!total)
+		return 0;
+	char *p = e->strs = malloc(total);
+	if (!p)
+		return LE_ENOMEM;
+	for (size_t i = 0; i < n; i++) {
+		if (!*str[i])
+			continue;
+		size_t k = strlen(*str[i]) + 1;
+		memcpy(p, *str[i], k);
+		*str[i] = p;
+		p += k;
+	}
+	return 0;
+}
+
+static int open_engine(le_engine **out, const le_config *cfg)
+{
+	le_engine *e;
+	pthread_condattr_t ca;
+	int rc;
+
+	le__clearerr();
+	if (!out || !cfg) {
+		le__seterr("le_open: out and cfg must not be NULL");
+		return LE_EINVAL;
+	}
+	*out = NULL;
+	rc = le__config_check(cfg);
+	if (rc < 0)
+		return rc;
+	if (posix_memalign((void **)&e, 64, sizeof *e) != 0)
+		return LE_ENOMEM;
+	memset(e, 0, sizeof *e);
+	e->lock_fd = -1;
+	pthread_mutex_init(&e->flush_mu, NULL);
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&e->flush_cv, &ca);
+	pthread_condattr_destroy(&ca);
+	e->cfg = *cfg;
+	snprintf(e->dir, sizeof e->dir, "%s", cfg->dir ? cfg->dir : "");
+	e->cfg.dir = e->dir;
+	le__config_zeros(&e->cfg);
+	rc = copy_strings(e);
+	if (rc == 0)
+		rc = le__loggers_open(e, &e->cfg);
+	if (rc < 0)
+		goto fail;
+	e->nshards = cfg->shards;
+	e->shard_mask = (e->nshards & (e->nshards - 1)) ? 0 : e->nshards - 1;
+	e->cap_rec = cfg->queue_capacity;
+	e->cap_bytes = cfg->queue_capacity_bytes;
+	e->max_rec = cfg->max_record_bytes;
+	e->dsites = e->cfg.deferred_sites == LE_DEFERRED_OFF
+	                    ? 0 : e->cfg.deferred_sites;
+	e->batch = le__config_batch(cfg);
+	/* Like its records, a batch's payload is at most a quarter of the
+	 * queue's: one that waited for max_pending_bytes in a queue not much
+	 * larger would hold the whole queue while producers drop. */
+	e->batch_payload = cfg->queue_capacity_bytes / 4;
+	/* Wake a sleeping writer once a batch's worth is queued, or the
+	 * queue is half full, whichever comes first. */
+	e->wake_rec = e->batch;
+	e->wake_bytes = cfg->max_pending_bytes / 2;
+	if (e->wake_bytes > e->cap_bytes / 2)
+		e->wake_bytes = e->cap_bytes / 2;
+	/* A napping writer (pace.c) once the queue is half full: the nap
+	 * was sized for a quarter of it at the rate seen before. */
+	e->urgent_rec = e->cap_rec / 2 > e->wake_rec ? e->cap_rec / 2
+	                                             : e->wake_rec;
+	e->urgent_bytes = e->cap_bytes / 2 > e->wake_bytes ? e->cap_bytes / 2
+	                                                   : e->wake_bytes;
+	e->use_tsc = le__tsc_usable();
+	if (cfg->store) {
+		rc = open_dir(e);
+		if (rc == 0)
+			rc = check_orphans(e);
+		if (rc < 0)
+			goto fail;
+	}
+	if (cfg->stream_fd > 0 || cfg->stream_path) {
+		rc = le__stream_open(&e->stream, &e->cfg);
+		if (rc < 0)
+			goto fail;
+	}
+	if (cfg->syslog_addr) {
+		rc = le__syslog_open(&e->syslog, &e->cfg);
+		if (rc < 0)
+			goto fail;
+	}
+	/* le__shard is 64-byte aligned (its groups on lines of their own):
+	 * calloc promises 16. */
+	if (posix_memalign((void **)&e->shards, 64,
+	                   e->nshards * sizeof *e->shards) != 0) {
+		e->shards = NULL;
+		rc = LE_ENOMEM;
+		goto fail;
+	}
+	memset(e->shards, 0, e->nshards * sizeof *e->shards);
+	for (uint32_t i = 0; i < e->nshards; i++) {
+		rc = shard_init(e, i);
+		if (rc < 0)
+			goto fail;
+	}
+	rc = start_threads(e);
+	if (rc == 0)
+		rc = le__register(e);
+	if (rc < 0)
+		goto fail;
+	if (cfg->crash_flush_ms)
+		le__crash_install();
+	*out = e;
+	return 0;
+fail:
+	stop_writers(e);
+	engine_free(e);
+	return rc;
+}
+
+/*
+ * le_open creates and extends files in the caller's thread (the queue
+ * file, a first segment).  Past ulimit -f the kernel would answer with
+ * SIGXFSZ, whose default action kills the process; with it blocked (and a
+ * signal we caused taken back) the call fails with EFBIG instead.
+ */
+int le__engine_open(le_engine **out, const le_config *cfg)
+{
+	sigset_t xfsz, old, pend;
+	sigemptyset(&xfsz);
+	sigaddset(&xfsz, SIGXFSZ);
+	pthread_sigmask(SIG_BLOCK, &xfsz, &old);
+	sigpending(&pend);
+	int was_pending = sigismember(&pend, SIGXFSZ);
+	int rc = open_engine(out, cfg);
+	sigpending(&pend);
+	if (!was_pending && sigismember(&pend, SIGXFSZ)) {
+		struct timespec zero = {0, 0};
+		sigtimedwait(&xfsz, NULL, &zero);
+	}
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	return rc;
+}
+
+/* ---- stats, close ---- */
+
+int le__stats_get(le_engine *e, le_stats *o)
+{
+	if (!e || !o)
+		return LE_EINVAL;
+	memset(o, 0, sizeof *o);
+	uint64_t b = atomic_load(&e->budget);
+	o->queue_records = b & LE_BUDGET_REC_MASK;
+	o->queue_bytes = b >> LE_BUDGET_REC_BITS;
+	for (uint32_t i = 0; i < e->nshards; i++) {
+		le__shard *sh = &e->shards[i];
+		o->accepted += atomic_load(&sh->prog.consumed);
+		o->dropped_full += atomic_load(&sh->sig.dropped_full);
+		o->recovered_records += atomic_load(&sh->prog.recovered);
+		o->abandoned_slots += atomic_load(&sh->prog.abandoned);
+		o->recovery_damaged += atomic_load(&sh->prog.damaged);
+		if (!sh->started)
+			o->writer_cpu_ns += sh->cpu_ns; /* joined: le_close_stats */
+		else if (!e->forked)
+			o->writer_cpu_ns += le__thread_cpu_ns(sh->thread);
+		for (unsigned k = 0; k < sh->nsinks; k++)
+			if (sh->sinks[k]->ops->stats)
+				sh->sinks[k]->ops->stats(sh->sinks[k], o);
+	}
+	o->accepted += o->queue_records + o->dropped_full;
+	o->dropped = o->dropped_full + o->dropped_io;
+	o->truncated = atomic_load(&e->truncated);
+	o->rejected = atomic_load(&e->rejected);
+	o->blocked = atomic_load(&e->blocked);
+	o->queue_hwm_records = atomic_load(&e->hwm_rec);
+	o->queue_hwm_bytes = atomic_load(&e->hwm_bytes);
+	o->record_hwm_bytes = atomic_load(&e->hwm_len);
+	o->last_error = atomic_load(&e->last_error);
+	o->segments_archived = atomic_load(&e->archiver.archived);
+	o->archived_bytes_in = atomic_load(&e->archiver.bytes_in);
+	o->archived_bytes_out = atomic_load(&e->archiver.bytes_out);
+	if (e->stream)
+		le__stream_stats(e->stream, o, e->forked);
+	if (e->syslog)
+		le__syslog_stats(e->syslog, o, e->forked);
+	return 0;
+}
+
+int le_reopen(le_engine *e)
+{
+	if (!e)
+		return LE_EINVAL;
+	if (e->stream)
+		le__stream_reopen(e->stream);
+	return 0;
+}
+
+int le_close(le_engine *e)
+{
+	return le__close_stats(e, NULL);
+}
+
+int le__close_stats(le_engine *e, le_stats *final)
+{
+	if (!e) {
+		if (final)
+			memset(final, 0, sizeof *final);
+		return 0;
+	}
+	le__unregister(e);
+	if (e->forked) {
+		/* A fork child's copy: no threads here, and the files and the
+		 * queue are the parent's.  Release our copies only. */
+		if (final)
+			le__stats_get(e, final);
+		for (uint32_t i = 0; i < e->nshards; i++)
+			e->shards[i].started = 0;
+		e->reaper.started = 0;
+		e->archiver.started = 0;
+		engine_free(e);
+		return 0;
+	}
+	atomic_store(&e->closing, 1);
+	/* Wake producers blocked for space: they see `closing` and give up. */
+	atomic_fetch_add(&e->space_seq, 1);
+	le__futex_wake(&e->space_seq, INT_MAX);
+	stop_writers(e);
+	le__stream_stop(e->stream); /* its last lines, or their count */
+	le__syslog_stop(e->syslog);
+	if (final)
+		le__stats_get(e, final); /* every thread joined: final */
+	int rc = 0;
+	for (uint32_t i = 0; i < e->nshards && !rc; i++)
+		rc = le__fail_unreported(&e->shards[i]);
+	engine_free(e);
+	return rc;
+}

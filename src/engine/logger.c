@@ -1,0 +1,330 @@
+/*
+ * logger.c -- named loggers, thresholds, and the level settings of
+ * le_config.levels and LOGENGINE_LEVEL (spdlog's syntax).
+ *
+ * A logger's threshold (its head.level, what the macros load) is derived:
+ * its own level if it has one, else that of its nearest parent with one,
+ * else the root's.  Whenever a level is set, every entry's threshold is
+ * derived again under log_mu (entries <= max_loggers + 1: quadratic in a
+ * small bound, and never on the hot path), so a macro never walks parents.
+ */
+#define _GNU_SOURCE
+#include "engine/logger.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "engine/engine.h"
+#include "record/fields.h"
+#include "base/internal.h"
+
+#define ROOT_DEFAULT LE_INFO
+
+int le_level_parse(const char *s)
+{
+	static const struct {
+		const char *name;
+		int level;
+	} names[] = {
+		{"trace", LE_TRACE}, {"debug", LE_DEBUG},   {"info", LE_INFO},
+		{"warn", LE_WARN},   {"warning", LE_WARN},  {"error", LE_ERROR},
+		{"err", LE_ERROR},   {"fatal", LE_FATAL},   {"critical", LE_FATAL},
+		{"off", LE_OFF},
+	};
+	if (!s)
+		return LE_EINVAL;
+	for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+		if (strcasecmp(s, names[i].name) == 0)
+			return names[i].level;
+	return LE_EINVAL;
+}
+
+/* A dotted path: parts of A-Z a-z 0-9 _ -, none empty.  @return its
+ * length, 0 for NULL or "" (the root), -1 when it is not one. */
+static int name_len(const char *name)
+{
+	size_t n = 0, part = 0;
+
+	if (!name)
+		return 0;
+	for (; name[n]; n++) {
+		char c = name[n];
+		if (c == '.') {
+			if (!part)
+				return -1;
+			part = 0;
+		} else if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+		           (c >= '0' && c <= '9') || c == '_' || c == '-') {
+			part++;
+		} else {
+			return -1;
+		}
+		if (n + 1 > LE_LOGGER_NAME_MAX)
+			return -1;
+	}
+	return n && !part ? -1 : (int)n;
+}
+
+static void bad_name(const char *name)
+{
+	le__seterr("logger name \"%.*s\": not a dotted path of parts made of "
+	           "A-Z a-z 0-9 _ - (at most %d bytes)",
+	           LE_LOGGER_NAME_MAX + 8, name, LE_LOGGER_NAME_MAX);
+}
+
+/* Is p (plen bytes) a proper parent of name: name = p + "." + ...? */
+static int is_parent(const char *p, uint32_t plen, const char *name,
+                     uint32_t nlen)
+{
+	return plen < nlen && name[plen] == '.' && memcmp(p, name, plen) == 0;
+}
+
+/* The threshold of a name: its entry's own level, else its nearest
+ * parent's, else the root's.  Caller holds mu. */
+static int derive(const le__loggers *L, const char *name, uint32_t nlen)
+{
+	int level = L->tab[0].own;
+	uint32_t best = 0;
+
+	for (uint32_t i = 1; i < L->n; i++) {
+		const le_logger *p = &L->tab[i];
+		if (p->own < 0)
+			continue;
+		if (p->name_len == nlen && memcmp(p->name, name, nlen) == 0)
+			return p->own;
+		if (p->name_len > best &&
+		    is_parent(p->name, p->name_len, name, nlen)) {
+			best = p->name_len;
+			level = p->own;
+		}
+	}
+	return level;
+}
+
+/* Store every entry's threshold (and the engine's, the root's) again. */
+static void publish(le_engine *e)
+{
+	le__loggers *L = e->loggers;
+
+	for (uint32_t i = 0; i < L->n; i++) {
+		le_logger *lg = &L->tab[i];
+		int lv = i ? derive(L, lg->name, lg->name_len) : lg->own;
+		__atomic_store_n(&lg->head.level, lv, __ATOMIC_RELAXED);
+	}
+	__atomic_store_n(&e->head.level, L->tab[0].own, __ATOMIC_RELAXED);
+}
+
+/* The entry named name (nlen > 0), made if missing.  Caller holds mu. */
+static le_logger *find(le_engine *e, const char *name, uint32_t nlen,
+                       int make)
+{
+	le__loggers *L = e->loggers;
+
+	for (uint32_t i = 1; i < L->n; i++)
+		if (L->tab[i].name_len == nlen &&
+		    memcmp(L->tab[i].name, name, nlen) == 0)
+			return &L->tab[i];
+	if (!make)
+		return NULL;
+	if (L->n == L->max + 1) {
+		le__seterr("max_loggers: all %u entries are in use (named "
+		           "loggers and names with a level); raise "
+		           "le_config.max_loggers", L->max);
+		return NULL;
+	}
+	le_logger *lg = &L->tab[L->n];
+	memset(lg, 0, sizeof *lg);
+	lg->head.kind = 1;
+	lg->e = e;
+	lg->own = -1;
+	lg->name_len = nlen;
+	memcpy(lg->name, name, nlen);
+	lg->name[nlen] = '\0';
+	le_field f = {.key = "logger", .key_len = 6, .type = LE_FT_STRING,
+	              .v.str = {lg->name, nlen}};
+	lg->field_len = (uint32_t)le__field_put(lg->field, &f);
+	/* Visible to the macros only through the pointer returned after
+	 * the unlock; the threshold is stored (derived) before that. */
+	lg->head.level = derive(L, name, nlen);
+	L->n++;
+	return lg;
+}
+
+le_logger *le_logger_get(le_engine *e, const char *name)
+{
+	int n = name_len(name);
+	le_logger *lg;
+
+	if (!e) {
+		le__seterr("le_logger_get: NULL engine");
+		return NULL;
+	}
+	if (n < 0) {
+		bad_name(name);
+		return NULL;
+	}
+	pthread_mutex_lock(&e->loggers->mu);
+	lg = n ? find(e, name, (uint32_t)n, 1) : &e->loggers->tab[0];
+	pthread_mutex_unlock(&e->loggers->mu);
+	return lg;
+}
+
+const char *le_logger_name(const le_logger *lg)
+{
+	return lg ? lg->name : "";
+}
+
+int le_set_level(le_engine *e, const char *name, int level)
+{
+	int n = name_len(name), rc = 0;
+
+	if (!e)
+		return LE_EINVAL;
+	if (n < 0) {
+		bad_name(name);
+		return LE_EINVAL;
+	}
+	if (level < (n ? -1 : LE_TRACE) || level > LE_OFF) {
+		le__seterr("le_set_level: %d is not a level (LE_TRACE..LE_OFF%s)",
+		           level, n ? ", or -1" : "");
+		return LE_EINVAL;
+	}
+	pthread_mutex_lock(&e->loggers->mu);
+	le_logger *lg = n ? find(e, name, (uint32_t)n, level >= 0)
+	                  : &e->loggers->tab[0];
+	if (lg) {
+		lg->own = level;
+		publish(e);
+	} else if (level >= 0) {
+		rc = LE_ENOMEM;
+	}
+	pthread_mutex_unlock(&e->loggers->mu);
+	return rc;
+}
+
+int le_get_level(le_engine *e, const char *name)
+{
+	int n = name_len(name);
+
+	if (!e || n < 0)
+		return LE_EINVAL;
+	pthread_mutex_lock(&e->loggers->mu);
+	int lv = derive(e->loggers, name ? name : "", (uint32_t)n);
+	pthread_mutex_unlock(&e->loggers->mu);
+	return lv;
+}
+
+/* ---- LOGENGINE_LEVEL ---- */
+
+/* p without the blanks around it (cut in place). */
+static char *trim(char *p)
+{
+	char *end = p + strlen(p);
+	while (*p == ' ' || *p == '\t')
+		p++;
+	while (end > p && (end[-1] == ' ' || end[-1] == '\t'))
+		*--end = '\0';
+	return p;
+}
+
+/* One item of a level setting: "debug" (the root) or "net=debug".
+ * @return 0, or LE_EINVAL with le_errmsg naming `what` and the item. */
+static int apply_item(le_engine *e, const char *what, char *item)
+{
+	char *eq = strchr(item, '='), *name = NULL, *lv = item;
+	int rc;
+
+	if (eq) {
+		*eq = '\0';
+		name = trim(item);
+		lv = eq + 1;
+	}
+	lv = trim(lv);
+	int level = le_level_parse(lv);
+	if (level < 0) {
+		le__seterr("%s: \"%s\" is not a level (trace, debug, info, "
+		           "warn, error, fatal or off)%s%s", what, lv,
+		           name ? " for logger " : "", name ? name : "");
+		return LE_EINVAL;
+	}
+	if (name && !name[0]) {
+		le__seterr("%s: \"=%s\" names no logger", what, lv);
+		return LE_EINVAL;
+	}
+	rc = le_set_level(e, name, level);
+	if (rc == LE_EINVAL)
+		le__seterr("%s: \"%s\" is not a logger name (dotted parts of "
+		           "A-Z a-z 0-9 _ -)", what, name);
+	else if (rc < 0)
+		le__seterr("%s: no room for logger \"%s\": all %u max_loggers "
+		           "entries in use", what, name, e->loggers->max);
+	return rc;
+}
+
+/* Apply a whole setting: comma-separated items, empty ones ignored. */
+static int apply_spec(le_engine *e, const char *what, const char *spec)
+{
+	char *copy = strdup(spec), *save = NULL;
+	int rc = 0;
+
+	if (!copy)
+		return LE_ENOMEM;
+	for (char *it = strtok_r(copy, ",", &save); it && rc == 0;
+	     it = strtok_r(NULL, ",", &save)) {
+		size_t k = strspn(it, " \t");
+		if (it[k])
+			rc = apply_item(e, what, it);
+	}
+	free(copy);
+	return rc;
+}
+
+int le__loggers_open(le_engine *e, const le_config *cfg)
+{
+	le__loggers *L = calloc(1, sizeof *L);
+	int rc;
+
+	if (!L)
+		return LE_ENOMEM;
+	e->loggers = L;
+	L->max = cfg->max_loggers;
+	L->tab = calloc((size_t)L->max + 1, sizeof *L->tab);
+	if (!L->tab)
+		return LE_ENOMEM;
+	pthread_mutex_init(&L->mu, NULL);
+	/* The root as a le_logger (le_logger_get(e, "")): a logger whose
+	 * records carry no name; the engine's own head mirrors its level. */
+	L->tab[0].head.kind = 1;
+	L->tab[0].e = e;
+	L->tab[0].own = ROOT_DEFAULT;
+	L->n = 1;
+	e->head.kind = 0;
+	publish(e);
+	if (cfg->levels) {
+		rc = apply_spec(e, "levels", cfg->levels);
+		if (rc < 0)
+			return rc;
+	}
+	const char *env = getenv("LOGENGINE_LEVEL");
+	if (env) {
+		rc = apply_spec(e, "LOGENGINE_LEVEL", env);
+		if (rc < 0)
+			return rc;
+	}
+	return 0;
+}
+
+void le__loggers_free(le_engine *e)
+{
+	le__loggers *L = e->loggers;
+
+	if (!L)
+		return;
+	if (L->tab && !e->forked)
+		pthread_mutex_destroy(&L->mu);
+	free(L->tab);
+	free(L);
+	e->loggers = NULL;
+}

@@ -1,0 +1,635 @@
+/*
+ * queue.c -- ring files: create, map, check, release.  The hot-path
+ * operations are inline in queue.h.
+ *
+ * Why `end - tail <= lap` is the whole space check.  Let the live region be
+ * virtual [tail, head) and a new slot be [start, end), never crossing a lap
+ * boundary and never past `size` within its lap.
+ *  - Same lap as tail: the slot lies at or after head's real offset, and
+ *    live data lies before it, so nothing overlaps (and end - tail < lap).
+ *  - Next lap: the slot occupies real [0, end & mask) and live data starts
+ *    at tail's real offset; they are disjoint iff (end & mask) <= (tail &
+ *    mask), i.e. iff end - tail <= lap.
+ *  - Two laps ahead: end - tail > lap, refused.
+ * Padding and the unreal gap [size, lap) of each lap count as live until
+ * released, which is what makes the virtual difference the right measure.
+ * A pad writes only the state word of its first line, so it needs only
+ * that line free: h + 64 - tail <= lap.
+ */
+#define _GNU_SOURCE
+#include "queue/queue.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+#endif
+
+#include "base/crc32c.h"
+#include "record/format.h"
+#include "base/internal.h"
+#include "base/clock.h"
+#include "base/os.h"
+
+static void geometry(le__ring *r, uint64_t size)
+{
+	r->size = size;
+	r->lap = LE_SLOT_ALIGN;
+	r->lap_shift = 6;
+	while (r->lap < size) {
+		r->lap <<= 1;
+		r->lap_shift++;
+	}
+}
+
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23
+#endif
+
+/* Fault the whole ring in now, writable, without changing a byte: left to
+ * the producers, the first lap costs a page fault (microseconds) per 4 KiB
+ * in le_write, which is where its slowest calls would be.  Best effort:
+ * kernels before 5.14 lack it, and then the faults happen later. */
+static void prefault(void *map, size_t len)
+{
+	madvise(map, len, MADV_POPULATE_WRITE);
+}
+
+/*
+ * Map len bytes (of fd, or anonymous when fd < 0) at a 2 MiB boundary and
+ * ask for huge pages.  The producers' calls touch a new 4 KiB page every
+ * ~21 records of 128 B, and in a VM each miss in the TLB is a two-level
+ * page walk: timing single calls, a third of the slow ones (p99.9) were
+ * the calls whose prefetch reached into the next page.  One 2 MiB page
+ * covers a default ring.  ext4 maps a file's large folios with one PMD
+ * since Linux 6.16 (other file systems and kernels: small pages, same as
+ * before), and its writeback every ~30 s then costs the producers one
+ * fault instead of one per 4 KiB page (on 6.18 the ring was still one
+ * huge page after 45 s of writes).  Anonymous memory gets one from THP.
+ * Best effort throughout: a kernel without THP just ignores the advice.
+ */
+#define HUGE_SZ (2ull << 20)
+
+static void *map_aligned(size_t len, int fd, int huge)
+{
+	int flags = fd < 0 ? MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE
+	                   : MAP_SHARED;
+	if (len < HUGE_SZ)
+		return mmap(NULL, len, PROT_READ | PROT_WRITE, flags, fd, 0);
+	size_t span = len + HUGE_SZ;
+	unsigned char *res = mmap(NULL, span, PROT_NONE,
+	                          MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+	                          -1, 0);
+	if (res == MAP_FAILED)
+		return MAP_FAILED;
+	unsigned char *at = (unsigned char *)(((uintptr_t)res + HUGE_SZ - 1) &
+	                                      ~(uintptr_t)(HUGE_SZ - 1));
+	void *m = mmap(at, len, PROT_READ | PROT_WRITE, flags | MAP_FIXED, fd,
+	               0);
+	if (m == MAP_FAILED) {
+		int err = errno;
+		munmap(res, span);
+		errno = err;
+		return MAP_FAILED;
+	}
+	if (at > res)
+		munmap(res, (size_t)(at - res));
+	if (res + span > at + len)
+		munmap(at + len, (size_t)(res + span - (at + len)));
+#ifdef MADV_HUGEPAGE
+	/* A ring that trims returns 4 KiB pages: one huge page would keep
+	 * 2 MiB resident for a few records. */
+	madvise(m, len, huge ? MADV_HUGEPAGE : MADV_NOHUGEPAGE);
+#else
+	(void)huge;
+#endif
+	return m;
+}
+
+static int trims(size_t len, int fd)
+{
+	return fd < 0 && len >= LE_QUEUE_HDR + LE_TRIM_MIN;
+}
+
+static void attach(le__ring *r, void *map, size_t len)
+{
+	r->trims = trims(len, r->fd);
+	if (r->trims) {
+		/* What the producers fill first; the writer faults in the
+		 * rest ahead of them (le__ring_populate). */
+		uint64_t a = (len - LE_QUEUE_HDR) / 16;
+		r->ahead = a < (256u << 10) ? 256u << 10
+		           : a > (4u << 20) ? 4u << 20 : a;
+		prefault(map, LE_QUEUE_HDR + r->ahead);
+	} else {
+		prefault(map, len);
+	}
+	r->map = map;
+	r->map_len = len;
+	r->data = (unsigned char *)map + LE_QUEUE_HDR;
+	r->head = (_Atomic uint64_t *)((unsigned char *)map + LE_QUEUE_HEAD_OFF);
+	r->tail = (_Atomic uint64_t *)((unsigned char *)map + LE_QUEUE_TAIL_OFF);
+	r->rel = (_Atomic uint64_t *)((unsigned char *)map + LE_QUEUE_REL_OFF);
+}
+
+/*
+ * The queue protects against the death of the process, not of the machine:
+ * after a power cut its pages hold whatever the kernel had written back,
+ * perhaps a slot from before a write and a head from after it.  So the
+ * file records the boot it belongs to, and a queue from another boot is
+ * discarded (what it held was only ever promised by the durability
+ * policy, which the segment files keep).
+ */
+static uint64_t le__boot_id_override;
+
+void le__boot_id_set(uint64_t id)
+{
+	le__boot_id_override = id;
+}
+
+static uint64_t boot_id(void)
+{
+	char b[64] = "";
+	if (le__boot_id_override)
+		return le__boot_id_override;
+	FILE *f = fopen("/proc/sys/kernel/random/boot_id", "re");
+	if (f) {
+		if (!fgets(b, sizeof b, f))
+			b[0] = '\0';
+		fclose(f);
+	}
+	uint64_t h = 0xcbf29ce484222325ull; /* FNV-1a of the text */
+	for (const char *p = b; *p; p++)
+		h = (h ^ (unsigned char)*p) * 0x100000001b3ull;
+	return h;
+}
+
+uint64_t le__boot_id(void)
+{
+	/* The kernel's cannot change under a running process: read once
+	 * (a live page reader asks for every page it reads). */
+	static _Atomic uint64_t kernel;
+	if (le__boot_id_override)
+		return le__boot_id_override;
+	uint64_t b = atomic_load_explicit(&kernel, memory_order_relaxed);
+	if (!b) {
+		b = boot_id();
+		atomic_store_explicit(&kernel, b, memory_order_relaxed);
+	}
+	return b;
+}
+
+static void put_header(unsigned char *h, const le__ring *r, uint32_t shard)
+{
+	memset(h, 0, 64);
+	memcpy(h, LE_QUEUE_MAGIC, 8);
+	le__put32(h + 8, 1);
+	le__put32(h + 12, LE_QUEUE_HDR);
+	le__put64(h + 16, r->size);
+	le__put64(h + 24, r->lap);
+	le__put32(h + 32, shard);
+	le__put32(h + 36, LE_SLOT_HDR);
+	le__put64(h + 40, boot_id());
+	le__put32(h + 60, le__crc_mask(le__crc32c_extend(0, h, 60)));
+}
+
+/* Geometry from a header page; 0 or LE_ECORRUPT. */
+static int get_header(const unsigned char *h, uint64_t file_len,
+                      uint32_t shard, uint64_t *size)
+{
+	if (memcmp(h, LE_QUEUE_MAGIC, 8) != 0 ||
+	    le__get32(h + 60) != le__crc_mask(le__crc32c_extend(0, h, 60)) ||
+	    le__get32(h + 8) != 1 || le__get32(h + 12) != LE_QUEUE_HDR ||
+	    le__get32(h + 36) != LE_SLOT_HDR || le__get32(h + 32) != shard ||
+	    le__get64(h + 40) != boot_id())
+		return LE_ECORRUPT; /* or another boot's: start afresh */
+	*size = le__get64(h + 16);
+	/* The size first: it must be the file's, and no larger than the
+	 * largest configuration makes (~2.7 GB), before geometry() doubles
+	 * a lap up to it (past 2^63 it never would). */
+	if (*size == 0 || *size % LE_SLOT_ALIGN || *size > LE_RING_MAX ||
+	    file_len < LE_QUEUE_HDR || *size != file_len - LE_QUEUE_HDR)
+		return LE_ECORRUPT;
+	le__ring probe;
+	geometry(&probe, *size);
+	if (probe.lap != le__get64(h + 24))
+		return LE_ECORRUPT;
+	return 0;
+}
+
+/*
+ * The clock area, LE_QUEUE_CLOCK_OFF:
+ *   0 u32 unit: 1 ns since the epoch, 2 TSC ticks (0: none recorded)
+ *   4 u32 0
+ *   8 u64 base_tsc      16 u64 base_ns (at base_tsc)
+ *  24 u64 mult: ns per tick, 32.32 fixed point (os.h, le__clock_ns)
+ *  32 u32 masked CRC32C of bytes 0..31
+ * Written whole, the CRC last; a put cut short reads as none.
+ */
+void le__ring_put_clock(le__ring *r, const le__clock *c)
+{
+	unsigned char b[36] = {0};
+
+	le__put32(b, c->ns_per_tick != 0 ? 2 : 1);
+	if (c->ns_per_tick != 0) {
+		le__put64(b + 8, c->base_tsc);
+		le__put64(b + 16, c->base_ns);
+		le__put64(b + 24, c->mult);
+	}
+	le__put32(b + 32, le__crc_mask(le__crc32c_extend(0, b, 32)));
+	memcpy((unsigned char *)r->map + LE_QUEUE_CLOCK_OFF, b, sizeof b);
+}
+
+int le__ring_get_clock(const le__ring *r, le__clock *c)
+{
+	const unsigned char *b = (const unsigned char *)r->map +
+	                         LE_QUEUE_CLOCK_OFF;
+	uint32_t unit = le__get32(b);
+	uint64_t mult = le__get64(b + 24);
+
+	if (le__get32(b + 32) != le__crc_mask(le__crc32c_extend(0, b, 32)) ||
+	    (unit != 1 && unit != 2) || (unit == 2 && mult == 0))
+		return LE_ECORRUPT;
+	memset(c, 0, sizeof *c);
+	if (unit == 2) {
+		c->base_tsc = le__get64(b + 8);
+		c->base_ns = le__get64(b + 16);
+		c->mult = mult;
+		c->ns_per_tick = (double)mult / 4294967296.0;
+	}
+	return 0;
+}
+
+/*
+ * A header that fails its checksum was damaged (another boot's header
+ * still passes it and is discarded for its boot id alone; a file cut off
+ * before its header was written is zeros).  Its ring may still hold a
+ * dead process's records, and the geometry it had is the one the file's
+ * length gives: @return 0 and *size when that length is one a ring can
+ * have.
+ */
+static int damaged_header(const unsigned char *h, uint64_t file_len,
+                          uint64_t *size)
+{
+	int zeros = 1;
+	for (int i = 0; i < 64; i++)
+		zeros &= h[i] == 0;
+	if (zeros || le__get32(h + 60) ==
+	                     le__crc_mask(le__crc32c_extend(0, h, 60)))
+		return LE_ECORRUPT;
+	if (file_len <= LE_QUEUE_HDR)
+		return LE_ECORRUPT;
+	*size = file_len - LE_QUEUE_HDR;
+	if (*size % LE_SLOT_ALIGN || *size > LE_RING_MAX)
+		return LE_ECORRUPT;
+	return 0;
+}
+
+int le__ring_has_clock(const le__ring *r)
+{
+	const unsigned char *b = (const unsigned char *)r->map +
+	                         LE_QUEUE_CLOCK_OFF;
+	for (int i = 0; i < 36; i++)
+		if (b[i])
+			return 1;
+	return 0;
+}
+
+static int map_file(le__ring *r, int fd, uint64_t size)
+{
+	size_t len = LE_QUEUE_HDR + size;
+	void *m = map_aligned(len, fd, 1);
+	if (m == MAP_FAILED)
+		return -errno;
+	geometry(r, size);
+	attach(r, m, len);
+	return 0;
+}
+
+/* A new, empty ring file of `size` bytes at fd (truncated first). */
+static int create(le__ring *r, int fd, uint64_t size, uint32_t shard)
+{
+	int rc = le__ftruncate(fd, 0);
+	if (rc == 0)
+		rc = le__ftruncate(fd, LE_QUEUE_HDR + size);
+	if (rc < 0)
+		return rc;
+	/* Reserve the blocks now: a store into a hole of a full file system
+	 * would be a SIGBUS on the hot path, a failed open is not. */
+	rc = le__prealloc(fd, 0, LE_QUEUE_HDR + size);
+	if (rc < 0 && rc != -EOPNOTSUPP)
+		return rc;
+	rc = map_file(r, fd, size);
+	if (rc < 0)
+		return rc;
+	put_header(r->map, r, shard);
+	return 0;
+}
+
+/* PREFETCHW (CPUID 0x80000001 ECX bit 8, "3DNowPrefetch" on AMD and
+ * "PRFCHW" on Intel): see le__prefetch_w. */
+static int have_prefetchw(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	unsigned a, b, c, d;
+	return __get_cpuid(0x80000001u, &a, &b, &c, &d) && (c & (1u << 8));
+#else
+	return 0;
+#endif
+}
+
+int le__ring_open(le__ring *r, const char *path, uint64_t size,
+                  uint32_t shard, unsigned mode)
+{
+	memset(r, 0, sizeof *r);
+	r->fd = -1;
+	r->pfw = have_prefetchw();
+	if (!path) {
+		size_t len = LE_QUEUE_HDR + size;
+		void *m = map_aligned(len, -1, !trims(len, -1));
+		if (m == MAP_FAILED)
+			return -errno;
+		geometry(r, size);
+		attach(r, m, len);
+		return 0;
+	}
+	int fd = le__open_in(path, LE_IN_SHARD, O_RDWR | O_CREAT, (mode_t)mode);
+	if (fd < 0) {
+		if (fd != LE_EUNSAFE)
+			le__seterr("queue: cannot open %s: %s", path,
+			           le_strerror(fd));
+		return fd;
+	}
+	r->fd = fd;
+	struct stat st;
+	unsigned char h[64] = {0};
+	uint64_t old;
+	int rc;
+	if (fstat(fd, &st) == 0 && st.st_size >= (off_t)LE_QUEUE_HDR &&
+	    le__pread_full(fd, h, sizeof h, 0) == (ssize_t)sizeof h &&
+	    get_header(h, (uint64_t)st.st_size, shard, &old) == 0) {
+		rc = map_file(r, fd, old); /* drain first, renew later */
+		r->reused = 1;
+	} else if (st.st_size > (off_t)LE_QUEUE_HDR &&
+	           damaged_header(h, (uint64_t)st.st_size, &old) == 0) {
+		rc = map_file(r, fd, old); /* recovery says so */
+		r->reused = 1;
+		r->hdr_damaged = 1;
+	} else {
+		rc = create(r, fd, size, shard);
+	}
+	if (rc < 0) {
+		le__seterr("queue: %s: %s", path, le_strerror(rc));
+		le__ring_close(r);
+	}
+	return rc;
+}
+
+void le__ring_close(le__ring *r)
+{
+	if (r->map)
+		munmap(r->map, r->map_len);
+	if (r->fd >= 0)
+		le__close(r->fd);
+	r->map = NULL;
+	r->fd = -1;
+}
+
+int le__ring_file_busy(const char *path, uint32_t shard)
+{
+	unsigned char h[LE_QUEUE_TAIL_OFF + 8];
+	struct stat st;
+	uint64_t size;
+	int fd = le__open_in(path, LE_IN_SHARD, O_RDONLY, 0);
+	if (fd < 0)
+		return 0;
+	int busy = fstat(fd, &st) == 0 &&
+	           le__pread_full(fd, h, sizeof h, 0) == (ssize_t)sizeof h &&
+	           get_header(h, (uint64_t)st.st_size, shard, &size) == 0 &&
+	           le__get64(h + LE_QUEUE_HEAD_OFF) !=
+	                   le__get64(h + LE_QUEUE_TAIL_OFF);
+	le__close(fd);
+	return busy;
+}
+
+int le__ring_busy(const le__ring *r)
+{
+	return atomic_load(r->head) != atomic_load(r->tail);
+}
+
+int le__ring_renew(le__ring *r, const char *path, uint64_t size,
+                   uint32_t shard)
+{
+	if (!r->reused)
+		return 0; /* made by this engine, at its size, empty */
+	munmap(r->map, r->map_len);
+	r->map = NULL;
+	r->reused = 0;
+	int rc = create(r, r->fd, size, shard);
+	if (rc < 0)
+		le__seterr("queue: %s: %s", path, le_strerror(rc));
+	return rc;
+}
+
+#define MARK_KEY 0x9e3779b97f4a7c15ull
+
+static uint64_t mark_check(uint64_t pos, uint64_t seq)
+{
+	return pos ^ (seq << 32 | seq >> 32) ^ MARK_KEY;
+}
+
+void le__ring_mark(le__ring *r, uint64_t pos, uint64_t seq)
+{
+	_Atomic uint64_t *m = (_Atomic uint64_t *)((unsigned char *)r->map +
+	                                           LE_QUEUE_MARK_OFF);
+	/* Relaxed, in this order, before the release's own stores (a
+	 * signal fence keeps the compiler from moving them): a kill sees
+	 * what was stored, and between two of these reads as no mark. */
+	atomic_store_explicit(&m[2], 0, memory_order_relaxed);
+	atomic_store_explicit(&m[0], pos, memory_order_relaxed);
+	atomic_store_explicit(&m[1], seq, memory_order_relaxed);
+	atomic_store_explicit(&m[2], mark_check(pos, seq), memory_order_relaxed);
+	atomic_signal_fence(memory_order_seq_cst);
+}
+
+int le__ring_get_mark(const le__ring *r, uint64_t *pos, uint64_t *seq)
+{
+	const unsigned char *m = (const unsigned char *)r->map +
+	                         LE_QUEUE_MARK_OFF;
+	*pos = le__get64(m);
+	*seq = le__get64(m + 8);
+	return le__get64(m + 16) == mark_check(*pos, *seq) && *seq != 0 &&
+	               *pos % LE_SLOT_ALIGN == 0
+	               ? 0
+	               : LE_ECORRUPT;
+}
+
+/* A slot a producer could have left at pos: 1 and *bytes; a pad: 2. */
+static int plausible(const le__ring *r, uint64_t pos,
+                     int (*ok)(const le__slot *, uint32_t), uint32_t *bytes)
+{
+	const uint64_t mask = r->lap - 1;
+	uint64_t off = pos & mask;
+	if (off >= r->size)
+		return 0;
+	const le__slot *s = (const le__slot *)(r->data + off);
+	uint64_t st = atomic_load_explicit(&s->state, memory_order_relaxed);
+	uint32_t n = (uint32_t)st & LE_SLOT_SIZE_MASK;
+	if ((uint32_t)(st >> 32) != (uint32_t)(pos >> r->lap_shift) || n == 0)
+		return 0;
+	if ((st & (LE_SLOT_PAD | LE_SLOT_READY)) ==
+	    (LE_SLOT_PAD | LE_SLOT_READY))
+		return n == r->lap - off ? 2 : 0;
+	if (!(st & LE_SLOT_READY) || off + n > r->size || n < LE_SLOT_HDR ||
+	    !ok(s, n))
+		return 0;
+	*bytes = n;
+	return 1;
+}
+
+int le__ring_resync(const le__ring *r, uint64_t from, uint64_t end,
+                    int (*ok)(const le__slot *, uint32_t), uint64_t *at)
+{
+	const uint64_t mask = r->lap - 1;
+	uint32_t n, m;
+	for (uint64_t p = (from | (LE_SLOT_ALIGN - 1)) + 1; p < end;
+	     p += LE_SLOT_ALIGN) {
+		if ((p & mask) >= r->size) {
+			/* the lap's unreal gap: at most size / 64 lines are
+			 * looked at per lap, however large the lap */
+			p = (p | mask) + 1 - LE_SLOT_ALIGN;
+			continue;
+		}
+		if (plausible(r, p, ok, &n) != 1)
+			continue;
+		/* One slot-like line may be payload bytes; two in a row, or
+		 * one that ends where the queue does, hardly. */
+		if (p + n >= end || plausible(r, p + n, ok, &m) != 0) {
+			*at = p;
+			return 1;
+		}
+	}
+	return 0;
+}
+
+uint64_t le__ring_resume(const le__ring *r)
+{
+	uint64_t t = atomic_load(r->tail), h = atomic_load(r->head);
+	uint64_t rel = atomic_load(r->rel);
+	/* A release moves tail by one batch, never a lap: anything else in
+	 * the word is damage, and the walk starts at tail. */
+	return (rel > t && rel <= h && rel - t <= r->lap &&
+	        rel % LE_SLOT_ALIGN == 0) ? rel : t;
+}
+
+#define PAGE 4096u
+
+/* Return the whole pages in real [off, end) of the ring; @return where
+ * the pages begin and end (lo == hi: none). */
+static void trim_pages(le__ring *r, uint64_t off, uint64_t end,
+                       uint64_t *lo, uint64_t *hi)
+{
+	*lo = (off + PAGE - 1) & ~(uint64_t)(PAGE - 1);
+	*hi = end & ~(uint64_t)(PAGE - 1);
+	if (*hi <= *lo) {
+		*lo = *hi = off;
+		return;
+	}
+	if (madvise(r->data + *lo, (size_t)(*hi - *lo), MADV_DONTNEED) != 0)
+		*lo = *hi = off; /* kept: their FREE words are written */
+}
+
+void le__ring_release(le__ring *r, uint64_t from, uint64_t to, int trim)
+{
+	const uint64_t mask = r->lap - 1;
+
+	/* Say where we are going before touching a word, so that a crash in
+	 * the middle of the FREE words leaves a walkable queue (FREE stores
+	 * are release stores: none is seen before this one). */
+	atomic_store_explicit(r->rel, to, memory_order_relaxed);
+	while (from < to) {
+		uint64_t off = from & mask;
+		uint64_t lap_end = from - off + r->lap;
+		uint64_t stop = to < lap_end ? to : lap_end;
+		uint64_t real_end = off + (stop - from);
+		uint64_t next = le__free_word((from >> r->lap_shift) + 1);
+		uint64_t lo = real_end, hi = real_end;
+		if (real_end > r->size)
+			real_end = r->size;
+		if (trim && r->trims)
+			trim_pages(r, off, real_end, &lo, &hi);
+		for (; off < real_end; off += LE_SLOT_ALIGN) {
+			if (off == lo && hi > lo) {
+				off = hi - LE_SLOT_ALIGN; /* zeros: FREE */
+				continue;
+			}
+			atomic_store_explicit(
+				(_Atomic uint64_t *)(r->data + off), next,
+				memory_order_release);
+		}
+		from = stop;
+	}
+	/* release: producers that see the new tail (acquire) see FREE. */
+	atomic_store_explicit(r->tail, to, memory_order_release);
+}
+
+void le__ring_populate(le__ring *r, uint64_t from, uint64_t to)
+{
+	const uint64_t mask = r->lap - 1;
+
+	while (from < to) {
+		uint64_t off = from & mask;
+		uint64_t lap_end = from - off + r->lap;
+		uint64_t stop = to < lap_end ? to : lap_end;
+		uint64_t end = off + (stop - from);
+		if (end > r->size)
+			end = r->size;
+		off &= ~(uint64_t)(PAGE - 1);
+		if (end > off)
+			prefault(r->data + off, (size_t)(end - off));
+		from = stop;
+	}
+}
+
+uint64_t le__ring_skip_free(const le__ring *r, uint64_t from, uint64_t end)
+{
+	const uint64_t mask = r->lap - 1;
+
+	while (from < end) {
+		if ((from & mask) >= r->size) {
+			from += r->lap - (from & mask);
+			continue;
+		}
+		uint64_t w = atomic_load_explicit(
+			(const _Atomic uint64_t *)(const void *)(r->data +
+			                                         (from & mask)),
+			memory_order_relaxed);
+		if (w != le__free_word(from >> r->lap_shift))
+			return from;
+		from += LE_SLOT_ALIGN;
+	}
+	return end;
+}
+
+uint64_t le__ring_size_for(uint64_t cap_rec, uint64_t cap_bytes,
+                           uint32_t max_record)
+{
+	/* payload + per-record header and alignment + one pad and one slot
+	 * of slack for the lap boundary (see queue.h).  +1: le_logf's NUL. */
+	uint64_t max_slot = le__slot_bytes(max_record + 1);
+	uint64_t s = cap_bytes + cap_rec * (LE_SLOT_HDR + LE_SLOT_ALIGN) +
+	             2 * max_slot;
+	/* Header page + ring up to a whole number of huge pages (see
+	 * map_aligned) when that costs at most an eighth more memory: the
+	 * default 1 MiB queue's 1.97 MB ring becomes one 2 MiB page. */
+	uint64_t file = LE_QUEUE_HDR + s;
+	uint64_t huge = (file + HUGE_SZ - 1) & ~(HUGE_SZ - 1);
+	if (file >= HUGE_SZ / 2 && huge - file <= file / 8)
+		return huge - LE_QUEUE_HDR;
+	return (s + 4095) & ~(uint64_t)4095;
+}

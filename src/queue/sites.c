@@ -1,0 +1,267 @@
+/*
+ * sites.c -- call sites of deferred records: their numbers (one counter
+ * for the process) and each shard's SITES file (sites.h has the layout).
+ *
+ * Registration.  A site is registered by the first call that finds its
+ * state 0 and moves it to 1 with a CAS: it compiles the format
+ * (le__dplan_make), takes the next number, and stores state 2 with
+ * release (number and plan before it).  A call that finds 1 formats at
+ * once rather than wait; one that finds 3 (a format deferred records do
+ * not take) always does.  No lock, no malloc, no system call.
+ *
+ * Table.  Entries are put by producers: room from a fetch-and-add on the
+ * area's use word, the CRC and descriptor written, then the offset CASed
+ * into the entry's table word (release).  Two producers may race to put
+ * the same site: the loser's bytes are left unused, so the area holds at
+ * most one spare copy per racing thread.  An area that runs out leaves
+ * its word past the end; calls of sites not yet put format at once.
+ */
+#define _GNU_SOURCE
+#include "queue/sites.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+
+#include "base/crc32c.h"
+#include "record/format.h"
+#include "base/internal.h"
+#include "base/os.h"
+#include "queue/queue.h"
+
+_Static_assert(sizeof(le__dplan) <= sizeof(((le__dsite *)0)->plan_),
+               "a site's plan fits its words");
+
+static _Atomic uint32_t next_id;
+
+enum { S_NEW, S_BUSY, S_DEFER, S_NOW };
+
+uint32_t le__dsite_number(le__dsite *ds, const char *fmt)
+{
+	uint32_t st = __atomic_load_n(&ds->state, __ATOMIC_ACQUIRE);
+	if (st == S_DEFER)
+		return ds->id;
+	if (st != S_NEW || !__atomic_compare_exchange_n(
+		                   &ds->state, &st, S_BUSY, 0, __ATOMIC_ACQUIRE,
+		                   __ATOMIC_RELAXED))
+		return 0;
+	le__dplan *p = (le__dplan *)(void *)ds->plan_;
+	if (sizeof(long) != 8 || !LE__HOST_LE || ds->nk > LE_DEFER_ARGS_MAX ||
+	    le__dplan_make(p, fmt, ds->kinds + 1, ds->nk) < 0) {
+		__atomic_store_n(&ds->state, S_NOW, __ATOMIC_RELEASE);
+		return 0;
+	}
+	size_t nlen = ds->site.file_len < 1024 ? ds->site.file_len : 1024;
+	p->dlen = (uint32_t)(LE_DESC_FIXED + strlen(fmt) + nlen);
+	if (p->dlen > LE_DESC_MAX) {
+		__atomic_store_n(&ds->state, S_NOW, __ATOMIC_RELEASE);
+		return 0;
+	}
+	ds->fmt = fmt;
+	ds->id = atomic_fetch_add_explicit(&next_id, 1, memory_order_relaxed) + 1;
+	/* release: the plan, the format and the number before the state */
+	__atomic_store_n(&ds->state, S_DEFER, __ATOMIC_RELEASE);
+	return ds->id;
+}
+
+/* ---- the table ---- */
+
+static size_t file_bytes(uint32_t n)
+{
+	return LE_SITES_HDR + 4 * (size_t)n + (size_t)n * LE_SITES_AREA_PER;
+}
+
+static void put_header(unsigned char *h, uint32_t n, uint32_t shard)
+{
+	memset(h, 0, 64);
+	memcpy(h, LE_SITES_MAGIC, 8);
+	le__put32(h + 8, 1);
+	le__put32(h + 12, n);
+	le__put32(h + 16, n * LE_SITES_AREA_PER);
+	le__put32(h + 20, shard);
+	le__put64(h + 24, le__boot_id());
+	le__put32(h + 60, le__crc_mask(le__crc32c_extend(0, h, 60)));
+}
+
+static int header_ok(const unsigned char *h, size_t len, uint32_t shard)
+{
+	uint32_t n = le__get32(h + 12);
+	return len >= LE_SITES_HDR && memcmp(h, LE_SITES_MAGIC, 8) == 0 &&
+	       le__get32(h + 60) == le__crc_mask(le__crc32c_extend(0, h, 60)) &&
+	       le__get32(h + 8) == 1 && n <= LE_SITES_MAX &&
+	       le__get32(h + 16) == n * LE_SITES_AREA_PER &&
+	       le__get32(h + 20) == shard && le__get64(h + 24) == le__boot_id() &&
+	       len == file_bytes(n);
+}
+
+static int attach(le__sitetab *t, void *m, size_t len)
+{
+	unsigned char *b = m;
+	t->map = m;
+	t->map_len = len;
+	t->n = le__get32(b + 12);
+	t->area_bytes = le__get32(b + 16);
+	t->used = (_Atomic uint32_t *)(void *)(b + LE_SITES_USED_OFF);
+	t->tab = (_Atomic uint32_t *)(void *)(b + LE_SITES_HDR);
+	t->area = b + LE_SITES_HDR + 4 * (size_t)t->n;
+	t->seen = calloc(t->n ? t->n : 1, sizeof *t->seen);
+	if (!t->seen)
+		return LE_ENOMEM;
+	if (atomic_load(t->used) < LE_SITES_AREA_FIRST)
+		atomic_store(t->used, LE_SITES_AREA_FIRST);
+	return 0;
+}
+
+static int create(le__sitetab *t, uint32_t n, uint32_t shard)
+{
+	size_t len = file_bytes(n);
+	void *m;
+	if (t->fd >= 0) {
+		int rc = le__ftruncate(t->fd, 0);
+		if (rc == 0)
+			rc = le__ftruncate(t->fd, len);
+		if (rc < 0)
+			return rc;
+		/* blocks now: a store into a hole of a full disk would be a
+		 * SIGBUS in a producer */
+		rc = le__prealloc(t->fd, 0, len);
+		if (rc < 0 && rc != -EOPNOTSUPP)
+			return rc;
+		m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, t->fd, 0);
+	} else {
+		m = mmap(NULL, len, PROT_READ | PROT_WRITE,
+		         MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	}
+	if (m == MAP_FAILED)
+		return -errno;
+	put_header(m, n, shard);
+	return attach(t, m, len);
+}
+
+int le__sitetab_open(le__sitetab *t, const char *path, uint32_t n,
+                     uint32_t shard, int keep, unsigned mode)
+{
+	struct stat st;
+	int rc;
+
+	memset(t, 0, sizeof *t);
+	t->fd = -1;
+	t->opened = 1;
+	if (path) {
+		/* DIR/shard-NNN/SITES, as the QUEUE beside it: never
+		 * through a link, never a FIFO (le__open_in). */
+		t->fd = le__open_in(path, LE_IN_SHARD, O_RDWR | O_CREAT,
+		                    (mode_t)mode);
+		if (t->fd < 0) {
+			if (t->fd != LE_EUNSAFE)
+				le__seterr("sites: cannot open %s: %s", path,
+				           le_strerror(t->fd));
+			return t->fd;
+		}
+	}
+	if (keep && t->fd >= 0 && fstat(t->fd, &st) == 0 &&
+	    st.st_size >= (off_t)LE_SITES_HDR) {
+		void *m = mmap(NULL, (size_t)st.st_size, PROT_READ | PROT_WRITE,
+		               MAP_SHARED, t->fd, 0);
+		if (m != MAP_FAILED) {
+			if (header_ok(m, (size_t)st.st_size, shard)) {
+				t->reused = 1;
+				return attach(t, m, (size_t)st.st_size);
+			}
+			munmap(m, (size_t)st.st_size);
+		}
+	}
+	rc = create(t, n, shard);
+	if (rc < 0) {
+		le__seterr("sites: %s: %s", path ? path : "(memory)",
+		           le_strerror(rc));
+		le__sitetab_close(t);
+	}
+	return rc;
+}
+
+int le__sitetab_renew(le__sitetab *t, const char *path, uint32_t n,
+                      uint32_t shard)
+{
+	if (!t->reused)
+		return 0;
+	munmap(t->map, t->map_len);
+	free(t->seen);
+	t->map = NULL;
+	t->seen = NULL;
+	t->reused = 0;
+	int rc = create(t, n, shard);
+	if (rc < 0)
+		le__seterr("sites: %s: %s", path, le_strerror(rc));
+	return rc;
+}
+
+void le__sitetab_close(le__sitetab *t)
+{
+	if (!t->opened)
+		return;
+	if (t->map)
+		munmap(t->map, t->map_len);
+	if (t->fd >= 0)
+		le__close(t->fd);
+	free(t->seen);
+	memset(t, 0, sizeof *t);
+	t->fd = -1;
+}
+
+int le__sitetab_put(le__sitetab *t, uint32_t id, const le__dsite *ds)
+{
+	if (id >= t->n)
+		return -1;
+	if (atomic_load_explicit(&t->tab[id], memory_order_relaxed))
+		return 0;
+	size_t flen = strlen(ds->fmt), nlen = ds->site.file_len;
+	size_t dl = LE_DESC_FIXED + flen + (nlen < 1024 ? nlen : 1024);
+	uint32_t need = (uint32_t)((4 + dl + 3) & ~(size_t)3);
+	if (dl > LE_DESC_MAX || need > t->area_bytes)
+		return -1;
+	uint32_t off = atomic_fetch_add_explicit(t->used, need,
+	                                         memory_order_relaxed);
+	if (off > t->area_bytes - need) {
+		/* full: keep the word from wrapping on later tries */
+		atomic_fetch_sub_explicit(t->used, need, memory_order_relaxed);
+		return -1;
+	}
+	unsigned char *d = t->area + off + 4;
+	le__desc_encode(d, dl, ds->site.level, ds->site.line, ds->fmt, flen,
+	                ds->site.file, nlen);
+	le__put32(d - 4, le__crc_mask(le__crc32c_extend(0, d, dl)));
+	uint32_t zero = 0;
+	/* release: the entry's bytes before its offset */
+	atomic_compare_exchange_strong_explicit(&t->tab[id], &zero, off,
+	                                        memory_order_release,
+	                                        memory_order_relaxed);
+	return 0;
+}
+
+const unsigned char *le__sitetab_get(le__sitetab *t, uint32_t id,
+                                     size_t *dlen)
+{
+	if (id >= t->n)
+		return NULL;
+	if (t->seen[id]) {
+		*dlen = le__get16(t->seen[id]);
+		return t->seen[id];
+	}
+	/* acquire: pairs with the producer's CAS */
+	uint32_t off = atomic_load_explicit(&t->tab[id], memory_order_acquire);
+	le__desc d;
+	const char *why;
+	if (off < LE_SITES_AREA_FIRST || off > t->area_bytes - 4 - LE_DESC_FIXED)
+		return NULL;
+	const unsigned char *p = t->area + off + 4;
+	size_t n = le__desc_decode(p, t->area_bytes - off - 4, &d, &why);
+	if (!n || le__get32(p - 4) != le__crc_mask(le__crc32c_extend(0, p, n)))
+		return NULL;
+	t->seen[id] = p;
+	*dlen = n;
+	return p;
+}
