@@ -1185,6 +1185,18 @@ LE_API int le_record_field(const le_record *rec, size_t *pos, le_field *out);
 LE_API int le_record_fields_format(const le_record *rec, int format,
                                    char *buf, size_t cap);
 
+/**
+ * The length of the valid UTF-8 character at p, of at most len bytes: the
+ * rule by which every output of the library (fields, JSON strings, RFC 5424
+ * values) lets a byte out as it is or escapes it, for a program that prints
+ * payloads beside them.  Overlong forms, UTF-16 surrogates (U+D800 to
+ * U+DFFF), code points past U+10FFFF and a sequence cut short by len are
+ * not valid (RFC 3629).
+ * @return 1 for an ASCII byte (a control byte included), 2 to 4 for a
+ * valid multi-byte character, 0 when p does not start one or len is 0.
+ */
+LE_API size_t le_utf8_len(const void *p, size_t len);
+
 /* ---------------------------------------------------------------------- */
 /* Internal: what the level macros expand to.  Not API (names, layout and
  * calls may change in any release): use the macros.

@@ -78,47 +78,13 @@ void fmt_size(char *buf, size_t cap, uint64_t bytes)
 		snprintf(buf, cap, "%.1f%c", v, units[u]);
 }
 
-/* Length of the valid UTF-8 sequence at p (1..4), or 0 if p[0] does not
- * start one: overlong forms, surrogates and code points past U+10FFFF are
- * invalid (RFC 3629). */
-size_t utf8_len(const unsigned char *p, size_t left)
-{
-	unsigned c = p[0], lo = 0x80, hi = 0xbf;
-	size_t n;
-
-	if (c < 0x80)
-		return 1;
-	if (c >= 0xc2 && c <= 0xdf)
-		n = 2;
-	else if (c >= 0xe0 && c <= 0xef)
-		n = 3;
-	else if (c >= 0xf0 && c <= 0xf4)
-		n = 4;
-	else
-		return 0;
-	if (c == 0xe0)
-		lo = 0xa0; /* overlong */
-	else if (c == 0xed)
-		hi = 0x9f; /* surrogates */
-	else if (c == 0xf0)
-		lo = 0x90; /* overlong */
-	else if (c == 0xf4)
-		hi = 0x8f; /* past U+10FFFF */
-	if (left < n || p[1] < lo || p[1] > hi)
-		return 0;
-	for (size_t i = 2; i < n; i++)
-		if (p[i] < 0x80 || p[i] > 0xbf)
-			return 0;
-	return n;
-}
-
 /* Bytes at p that go out as they are: a printable ASCII character other
  * than the escape character (and '"' in JSON), or a valid multi-byte UTF-8
  * character.  @return their count, 0 if p[0] needs escaping. */
 static size_t plain_len(const unsigned char *p, size_t left, int json)
 {
 	unsigned c = p[0];
-	size_t n = utf8_len(p, left);
+	size_t n = le_utf8_len(p, left);
 
 	if (n != 1)
 		return n;

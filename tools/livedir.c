@@ -179,39 +179,13 @@ void buf_printf(struct buf *b, const char *fmt, ...)
 	b->len += (size_t)n;
 }
 
-/* Length of the valid UTF-8 sequence at p (RFC 3629), 0 if none. */
-static size_t utf8_seq(const unsigned char *p, size_t left)
-{
-	unsigned c = p[0], lo = 0x80, hi = 0xbf;
-	size_t n;
-
-	if (c < 0x80)
-		return 1;
-	if (c >= 0xc2 && c <= 0xdf)
-		n = 2;
-	else if (c >= 0xe0 && c <= 0xef)
-		n = 3;
-	else if (c >= 0xf0 && c <= 0xf4)
-		n = 4;
-	else
-		return 0;
-	lo = c == 0xe0 ? 0xa0 : c == 0xf0 ? 0x90 : 0x80;
-	hi = c == 0xed ? 0x9f : c == 0xf4 ? 0x8f : 0xbf;
-	if (left < n || p[1] < lo || p[1] > hi)
-		return 0;
-	for (size_t i = 2; i < n; i++)
-		if ((p[i] & 0xc0) != 0x80)
-			return 0;
-	return n;
-}
-
 void buf_json_str(struct buf *b, const void *s, size_t n)
 {
 	const unsigned char *p = s;
 	size_t i = 0;
 
 	while (i < n) {
-		size_t k = utf8_seq(p + i, n - i);
+		size_t k = le_utf8_len(p + i, n - i);
 		unsigned c = p[i];
 		if (k > 1 || (k == 1 && c >= 0x20 && c != '"' && c != '\\' &&
 		              c != 0x7f)) {

@@ -222,7 +222,7 @@ static void add_escaped(struct out *o, const unsigned char *p, size_t len,
 		o->len += j - i;
 		if (j == len)
 			break;
-		size_t n = p[j] >= 0x80 ? utf8_len(p + j, len - j) : 0;
+		size_t n = p[j] >= 0x80 ? le_utf8_len(p + j, len - j) : 0;
 		if (n > 0) {
 			add(o, p + j, n);
 			i = j + n;

@@ -25,14 +25,21 @@
 
 static const char hex[] = "0123456789abcdef";
 
-/* Length of the valid UTF-8 character at p (at most left bytes): 2..4, or
- * 0 when p does not start one (overlong forms, surrogates and code points
- * past U+10FFFF are not valid). */
-static size_t utf8_len(const unsigned char *p, size_t left)
+/* The table of RFC 3629: a lead byte fixes the length, and for four lead
+ * bytes the range of the second byte narrows, which refuses overlong forms
+ * (E0, F0), surrogates (ED) and code points past U+10FFFF (F4).  C0, C1
+ * and F5..FF never lead; 80..BF only continue. */
+size_t le_utf8_len(const void *s, size_t len)
 {
-	unsigned c = p[0], lo = 0x80, hi = 0xbf;
+	const unsigned char *p = s;
+	unsigned c, lo = 0x80, hi = 0xbf;
 	size_t n;
 
+	if (len == 0)
+		return 0;
+	c = p[0];
+	if (c < 0x80)
+		return 1;
 	if (c >= 0xc2 && c <= 0xdf)
 		n = 2;
 	else if (c >= 0xe0 && c <= 0xef)
@@ -49,7 +56,7 @@ static size_t utf8_len(const unsigned char *p, size_t left)
 		lo = 0x90;
 	else if (c == 0xf4)
 		hi = 0x8f;
-	if (left < n || p[1] < lo || p[1] > hi)
+	if (len < n || p[1] < lo || p[1] > hi)
 		return 0;
 	for (size_t i = 2; i < n; i++)
 		if (p[i] < 0x80 || p[i] > 0xbf)
@@ -72,7 +79,7 @@ size_t le__json_escape(unsigned char *o, size_t cap, const unsigned char *p,
 		} else if (c >= 0x20 && c < 0x7f) {
 			o[w++] = (unsigned char)c;
 			i++;
-		} else if (c >= 0x80 && (k = utf8_len(p + i, n - i)) > 0) {
+		} else if (c >= 0x80 && (k = le_utf8_len(p + i, n - i)) > 0) {
 			memcpy(o + w, p + i, k);
 			w += k;
 			i += k;
@@ -212,6 +219,12 @@ static int bare_ok(unsigned c)
 	return c > 0x20 && c < 0x7f && c != '"' && c != '=' && c != '\\';
 }
 
+/* Text: the bytes at p that go out bare, 0 if p[0] does not. */
+static size_t bare_len(const unsigned char *p, size_t n)
+{
+	return p[0] >= 0x80 ? le_utf8_len(p, n) : (size_t)bare_ok(p[0]);
+}
+
 /* Text: p as it is when every character is bare_ok or valid multi-byte
  * UTF-8 (and p is not empty), else in quotes with escapes.  Keys are
  * never quoted (quote = 0): what is not bare is escaped \xNN. */
@@ -221,12 +234,12 @@ static void text_str(obuf *o, const unsigned char *p, size_t n, int quote)
 	int bare = n > 0 || !quote;
 
 	for (i = 0; i < n && bare && quote; i += k) {
-		k = p[i] >= 0x80 ? utf8_len(p + i, n - i) : (size_t)bare_ok(p[i]);
+		k = bare_len(p + i, n - i);
 		bare = k > 0;
 	}
 	if (bare) {
 		for (i = 0; i < n; i += k) {
-			k = p[i] >= 0x80 ? utf8_len(p + i, n - i) : (size_t)bare_ok(p[i]);
+			k = bare_len(p + i, n - i);
 			if (k)
 				put(o, p + i, k);
 			else
@@ -249,7 +262,7 @@ static void text_str(obuf *o, const unsigned char *p, size_t n, int quote)
 			put(o, "\\t", 2);
 		} else if (c >= 0x20 && c < 0x7f) {
 			putc1(o, (unsigned char)c);
-		} else if (c >= 0x80 && (k = utf8_len(p + i, n - i)) > 0) {
+		} else if (c >= 0x80 && (k = le_utf8_len(p + i, n - i)) > 0) {
 			put(o, p + i, k);
 		} else {
 			put_hexbyte(o, (unsigned char)c);
@@ -292,7 +305,7 @@ static void sd_value(obuf *o, const unsigned char *p, size_t n)
 			putc1(o, (unsigned char)c);
 		} else if (c < 0x80) {
 			putc1(o, (unsigned char)c);
-		} else if ((k = utf8_len(p + i, n - i)) > 0) {
+		} else if ((k = le_utf8_len(p + i, n - i)) > 0) {
 			put(o, p + i, k);
 		} else {
 			put_hexbyte(o, (unsigned char)c);

@@ -211,6 +211,64 @@ TEST(json_fields_escape_what_json_cannot_hold)
 	                          "min=-9223372036854775808");
 }
 
+/* Each case is a byte string, the length le_utf8_len may look at, and the
+ * length it must say: 0 wherever a reader could be fooled into taking an
+ * invalid byte for text. */
+struct utf8_case {
+	const char *s;
+	size_t len, want;
+};
+
+static void check_utf8_cases(const struct utf8_case *c, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		size_t got = le_utf8_len(c[i].s, c[i].len);
+		if (got != c[i].want)
+			fprintf(stderr, "  case %zu: got %zu want %zu\n", i, got,
+			        c[i].want);
+		CHECK_EQ(got, c[i].want);
+	}
+}
+
+TEST(utf8_len_takes_every_valid_length_and_its_edges)
+{
+	static const struct utf8_case c[] = {
+	    {"a", 1, 1},           {"\x01", 1, 1},        {"\x7f", 1, 1},
+	    {"\xc2\x80", 2, 2},    {"\xdf\xbf", 2, 2},    {"\xe0\xa0\x80", 3, 3},
+	    {"\xe2\x82\xac", 3, 3}, {"\xed\x9f\xbf", 3, 3}, {"\xee\x80\x80", 3, 3},
+	    {"\xef\xbf\xbf", 3, 3}, {"\xf0\x90\x80\x80", 4, 4},
+	    {"\xf4\x8f\xbf\xbf", 4, 4},
+	    /* only the first character counts */
+	    {"\xc3\xa9zz", 4, 2},  {"ab", 2, 1},
+	};
+	check_utf8_cases(c, sizeof c / sizeof c[0]);
+}
+
+TEST(utf8_len_refuses_overlongs_surrogates_and_past_u10ffff)
+{
+	static const struct utf8_case c[] = {
+	    {"\xc0\x80", 2, 0},         {"\xc1\xbf", 2, 0},
+	    {"\xe0\x80\x80", 3, 0},     {"\xe0\x9f\xbf", 3, 0},
+	    {"\xf0\x80\x80\x80", 4, 0}, {"\xf0\x8f\xbf\xbf", 4, 0},
+	    {"\xed\xa0\x80", 3, 0},     {"\xed\xbf\xbf", 3, 0},
+	    {"\xf4\x90\x80\x80", 4, 0}, {"\xf5\x80\x80\x80", 4, 0},
+	    {"\xff", 1, 0},             {"\xfe", 1, 0},
+	};
+	check_utf8_cases(c, sizeof c / sizeof c[0]);
+}
+
+TEST(utf8_len_refuses_stray_continuations_and_cut_sequences)
+{
+	static const struct utf8_case c[] = {
+	    {"\x80", 1, 0},            {"\xbf\xbf", 2, 0},
+	    {"\xc3", 1, 0},            {"\xe2\x82", 2, 0},
+	    {"\xf0\x9f\x98", 3, 0},    {"\xe2\x82\xac", 2, 0},
+	    {"\xe2\x82\x41", 3, 0},    {"\xf0\x9f\xc0\x80", 4, 0},
+	    {"\xc3\xa9", 0, 0},        {"a", 0, 0},
+	};
+	check_utf8_cases(c, sizeof c / sizeof c[0]);
+}
+
 /* A buffer too small for every field gets the first ones whole, and the
  * JSON object and the SD element still close. */
 TEST(small_output_leaves_out_whole_fields_and_stays_well_formed)
@@ -577,6 +635,9 @@ int main(int argc, char **argv)
 	RUN(fields_print_as_format_md_says);
 	RUN(json_fields_escape_what_json_cannot_hold);
 	RUN(small_output_leaves_out_whole_fields_and_stays_well_formed);
+	RUN(utf8_len_takes_every_valid_length_and_its_edges);
+	RUN(utf8_len_refuses_overlongs_surrogates_and_past_u10ffff);
+	RUN(utf8_len_refuses_stray_continuations_and_cut_sequences);
 	RUN(stream_lines_print_fields_after_the_message);
 	RUN(syslog_message_matches_format_md_vector);
 	RUN(syslog_identity_is_cut_to_printable_ascii);
