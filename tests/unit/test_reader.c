@@ -91,8 +91,10 @@ static void check_no_leaks(void)
 #endif
 }
 
-/* Read dir in mode (shard -1 = all) until the end or an error. */
-static void read_all_shard(got *g, const char *dir, int mode, int shard)
+/* Read dir in mode (shard -1 = all; following it, as le_reader_follow
+ * with no reorder window, when follow is 1) until the end or an error. */
+static void read_dir(got *g, const char *dir, int mode, int shard,
+                     int follow)
 {
 	le_reader_opts o;
 	le_reader *r;
@@ -106,6 +108,8 @@ static void read_all_shard(got *g, const char *dir, int mode, int shard)
 	o.on_problem = on_problem;
 	o.arg = g;
 	CHECK_RC(le_reader_open(&r, dir, &o));
+	if (follow)
+		CHECK_RC(le_reader_follow(r, 0));
 	while ((rc = le_reader_next(r, &lr)) > 0)
 		keep(g, &lr);
 	g->rc = rc;
@@ -117,7 +121,27 @@ static void read_all_shard(got *g, const char *dir, int mode, int shard)
 
 static void read_all(got *g, const char *dir, int mode)
 {
-	read_all_shard(g, dir, mode, -1);
+	read_dir(g, dir, mode, -1, 0);
+}
+
+/* Read dir in mode and check what ended the read and how many records came
+ * back; g keeps them for more checks. */
+static void read_expect(got *g, const char *dir, int mode, int rc, int n)
+{
+	read_all(g, dir, mode);
+	if (g->rc != rc || g->n != n)
+		fprintf(stderr, "  mode %d: rc %d, %d records; want rc %d, %d\n",
+		        mode, g->rc, g->n, rc, n);
+	CHECK_EQ(g->rc, rc);
+	CHECK_EQ(g->n, n);
+}
+
+/* read_expect when nothing more is checked. */
+static void expect_read(const char *dir, int mode, int rc, int n)
+{
+	got g;
+	read_expect(&g, dir, mode, rc, n);
+	got_free(&g);
 }
 
 static int prob_has(const got *g, const char *s)
@@ -149,6 +173,16 @@ static void seg_n(t_seg *s, uint32_t fields, uint32_t shard, uint64_t index,
 		t_seg_add(s, i % 6, TS0 + seq * step, (payload_of(p, sizeof p,
 		          shard, seq), p));
 	}
+}
+
+/* seg_n, saved into dir. */
+static void save_seg_n(const char *dir, uint32_t fields, uint32_t shard,
+                       uint64_t index, uint64_t base, int n, uint64_t step)
+{
+	t_seg s;
+	seg_n(&s, fields, shard, index, base, n, step);
+	t_seg_save(&s, dir);
+	t_seg_free(&s);
 }
 
 /* Is r exactly what seg_n wrote for its (shard, seq)? */
@@ -184,9 +218,7 @@ TEST(records_come_back_in_file_order)
 		offs[i] = t_seg_add(&s, LE_INFO, TS0 - (uint64_t)i,
 		                    (payload_of(p, sizeof p, 0, 1 + (uint64_t)i), p));
 	t_seg_save(&s, dir);
-	read_all(&g, dir, LE_RECOVER_TOLERATE_TAIL);
-	CHECK_EQ(g.rc, 0);
-	CHECK_EQ(g.n, 10);
+	read_expect(&g, dir, LE_RECOVER_TOLERATE_TAIL, 0, 10);
 	CHECK_EQ(g.nprob, 0);
 	for (int i = 0; i < 10; i++) {
 		CHECK_EQ(g.r[i].seq, i + 1);
@@ -210,21 +242,15 @@ TEST(records_come_back_in_file_order)
 TEST(segments_are_read_in_index_order)
 {
 	char dir[256];
-	t_seg s;
 	got g;
 	/* Index 0x10 sorts after 0x9 numerically and as fixed-width hex. */
 	uint64_t idx[3] = {0x10, 0x9, 0x2};
 	uint64_t base[3] = {11, 6, 1};
 
 	t_tmpdir(dir);
-	for (int k = 0; k < 3; k++) {
-		seg_n(&s, ALL, 0, idx[k], base[k], 5, 1000);
-		t_seg_save(&s, dir);
-		t_seg_free(&s);
-	}
-	read_all(&g, dir, LE_RECOVER_ABSOLUTE);
-	CHECK_EQ(g.rc, 0);
-	CHECK_EQ(g.n, 15);
+	for (int k = 0; k < 3; k++)
+		save_seg_n(dir, ALL, 0, idx[k], base[k], 5, 1000);
+	read_expect(&g, dir, LE_RECOVER_ABSOLUTE, 0, 15);
 	CHECK_EQ(g.nprob, 0);
 	for (int i = 0; i < 15; i++) {
 		CHECK_EQ(g.r[i].seq, i + 1);
@@ -255,9 +281,7 @@ TEST(shards_are_merged_by_timestamp)
 		t_seg_save(&s, dir);
 		t_seg_free(&s);
 	}
-	read_all(&g, dir, LE_RECOVER_TOLERATE_TAIL);
-	CHECK_EQ(g.rc, 0);
-	CHECK_EQ(g.n, 60);
+	read_expect(&g, dir, LE_RECOVER_TOLERATE_TAIL, 0, 60);
 	uint64_t last_seq[3] = {0, 0, 0};
 	for (int i = 0; i < 60; i++) {
 		const rec *r = &g.r[i];
@@ -361,9 +385,7 @@ TEST(truncated_last_record_at_every_byte_is_a_torn_tail)
 		t_seg_save_len(&s, dir, cut);
 		int torn = cut > last; /* cut == last: a clean end */
 
-		read_all(&g, dir, LE_RECOVER_TOLERATE_TAIL);
-		CHECK_EQ(g.rc, 0);
-		CHECK_EQ(g.n, 4);
+		read_expect(&g, dir, LE_RECOVER_TOLERATE_TAIL, 0, 4);
 		CHECK_EQ(g.nprob, torn);
 		if (torn) {
 			CHECK(prob_has(&g, "torn tail"));
@@ -371,19 +393,11 @@ TEST(truncated_last_record_at_every_byte_is_a_torn_tail)
 		}
 		got_free(&g);
 
-		read_all(&g, dir, LE_RECOVER_ABSOLUTE);
-		CHECK_EQ(g.n, 4);
-		CHECK_EQ(g.rc, torn ? LE_ECORRUPT : 0);
-		got_free(&g);
+		expect_read(dir, LE_RECOVER_ABSOLUTE, torn ? LE_ECORRUPT : 0, 4);
 
-		read_all(&g, dir, LE_RECOVER_POINT_IN_TIME);
-		CHECK_EQ(g.rc, 0);
-		CHECK_EQ(g.n, 4);
-		got_free(&g);
+		expect_read(dir, LE_RECOVER_POINT_IN_TIME, 0, 4);
 
-		read_all(&g, dir, LE_RECOVER_SKIP);
-		CHECK_EQ(g.rc, 0);
-		CHECK_EQ(g.n, 4);
+		read_expect(&g, dir, LE_RECOVER_SKIP, 0, 4);
 		CHECK_EQ(g.st.skipped_bytes, cut - last);
 		got_free(&g);
 	}
@@ -405,25 +419,18 @@ TEST(zero_filled_tail_ends_the_log)
 	t_seg_raw(&s, zeros, sizeof zeros);
 	t_seg_save(&s, dir);
 
-	read_all(&g, dir, LE_RECOVER_TOLERATE_TAIL);
-	CHECK_EQ(g.rc, 0);
-	CHECK_EQ(g.n, 5);
+	read_expect(&g, dir, LE_RECOVER_TOLERATE_TAIL, 0, 5);
 	CHECK_EQ(g.nprob, 1);
 	CHECK(prob_has(&g, "zero-filled tail"));
 	CHECK_EQ(g.prob_off[0], end);
 	got_free(&g);
 
-	read_all(&g, dir, LE_RECOVER_ABSOLUTE);
-	CHECK_EQ(g.n, 5);
-	CHECK_EQ(g.rc, LE_ECORRUPT);
-	got_free(&g);
+	expect_read(dir, LE_RECOVER_ABSOLUTE, LE_ECORRUPT, 5);
 
 	/* One to three zero bytes: too short for a size word, still zeros. */
 	for (size_t z = 1; z < 4; z++) {
 		t_seg_save_len(&s, dir, end + z);
-		read_all(&g, dir, LE_RECOVER_TOLERATE_TAIL);
-		CHECK_EQ(g.rc, 0);
-		CHECK_EQ(g.n, 5);
+		read_expect(&g, dir, LE_RECOVER_TOLERATE_TAIL, 0, 5);
 		CHECK(prob_has(&g, "zero-filled tail"));
 		got_free(&g);
 	}
@@ -445,9 +452,7 @@ TEST(zero_filled_tail_in_earlier_segment_is_not_a_gap)
 	t_seg_raw(&s, zeros, sizeof zeros);
 	t_seg_save(&s, dir);
 	t_seg_free(&s);
-	seg_n(&s, ALL, 0, 2, 6, 5, 1);
-	t_seg_save(&s, dir);
-	t_seg_free(&s);
+	save_seg_n(dir, ALL, 0, 2, 6, 5, 1);
 	for (int mode = 0; mode < 4; mode++) {
 		read_all(&g, dir, mode);
 		CHECK_EQ(g.nprob, 1);
@@ -479,17 +484,13 @@ TEST(garbage_tail_is_a_torn_tail)
 		t_seg_raw(&s, junk, sizeof junk);
 		t_seg_save(&s, dir);
 
-		read_all(&g, dir, LE_RECOVER_TOLERATE_TAIL);
-		CHECK_EQ(g.rc, 0);
-		CHECK_EQ(g.n, 5);
+		read_expect(&g, dir, LE_RECOVER_TOLERATE_TAIL, 0, 5);
 		CHECK_EQ(g.nprob, 1);
 		CHECK(prob_has(&g, "torn tail"));
 		CHECK_EQ(g.prob_off[0], end);
 		got_free(&g);
 
-		read_all(&g, dir, LE_RECOVER_SKIP);
-		CHECK_EQ(g.rc, 0);
-		CHECK_EQ(g.n, 5);
+		read_expect(&g, dir, LE_RECOVER_SKIP, 0, 5);
 		CHECK_EQ(g.st.skipped_bytes, sizeof junk);
 		got_free(&g);
 
@@ -516,20 +517,13 @@ TEST(garbage_tail_before_another_segment_is_corruption)
 	t_seg_raw(&s, junk, sizeof junk);
 	t_seg_save(&s, dir);
 	t_seg_free(&s);
-	seg_n(&s, ALL, 0, 2, 7, 5, 1);
-	t_seg_save(&s, dir);
-	t_seg_free(&s);
+	save_seg_n(dir, ALL, 0, 2, 7, 5, 1);
 
-	read_all(&g, dir, LE_RECOVER_TOLERATE_TAIL);
-	CHECK_EQ(g.n, 5);
-	CHECK_EQ(g.rc, LE_ECORRUPT);
-	got_free(&g);
+	expect_read(dir, LE_RECOVER_TOLERATE_TAIL, LE_ECORRUPT, 5);
 
 	/* SKIP: the damage is reported; no gap report for the segment after
 	 * it, since nobody knows how many frames the garbage held. */
-	read_all(&g, dir, LE_RECOVER_SKIP);
-	CHECK_EQ(g.rc, 0);
-	CHECK_EQ(g.n, 10);
+	read_expect(&g, dir, LE_RECOVER_SKIP, 0, 10);
 	CHECK_EQ(g.nprob, 1);
 	CHECK_EQ(g.st.skipped_bytes, sizeof junk);
 	got_free(&g);
@@ -550,28 +544,19 @@ TEST(bit_flip_in_middle_is_corruption_not_tail)
 	s.buf[bad + 20] ^= 0x10;
 	t_seg_save(&s, dir);
 
-	read_all(&g, dir, LE_RECOVER_TOLERATE_TAIL);
-	CHECK_EQ(g.n, 4);
-	CHECK_EQ(g.rc, LE_ECORRUPT);
+	read_expect(&g, dir, LE_RECOVER_TOLERATE_TAIL, LE_ECORRUPT, 4);
 	CHECK_EQ(g.nprob, 1);
 	CHECK_EQ(g.prob_off[0], bad);
 	CHECK(prob_has(&g, "checksum"));
 	got_free(&g);
 
-	read_all(&g, dir, LE_RECOVER_ABSOLUTE);
-	CHECK_EQ(g.n, 4);
-	CHECK_EQ(g.rc, LE_ECORRUPT);
-	got_free(&g);
+	expect_read(dir, LE_RECOVER_ABSOLUTE, LE_ECORRUPT, 4);
 
-	read_all(&g, dir, LE_RECOVER_POINT_IN_TIME);
-	CHECK_EQ(g.n, 4);
-	CHECK_EQ(g.rc, 0);
+	read_expect(&g, dir, LE_RECOVER_POINT_IN_TIME, 0, 4);
 	CHECK_EQ(g.nprob, 1);
 	got_free(&g);
 
-	read_all(&g, dir, LE_RECOVER_SKIP);
-	CHECK_EQ(g.rc, 0);
-	CHECK_EQ(g.n, 9);
+	read_expect(&g, dir, LE_RECOVER_SKIP, 0, 9);
 	CHECK_EQ(g.nprob, 1);
 	CHECK_EQ(g.prob_off[0], bad);
 	CHECK_EQ(g.st.skipped_bytes, frame_off(&s, 5) - bad);
@@ -620,12 +605,8 @@ TEST(point_in_time_stops_only_the_damaged_shard)
 	s.buf[frame_off(&s, 2) + 12] ^= 4;
 	t_seg_save(&s, dir);
 	t_seg_free(&s);
-	seg_n(&s, ALL, 1, 1, 1, 6, 10);
-	t_seg_save(&s, dir);
-	t_seg_free(&s);
-	read_all(&g, dir, LE_RECOVER_POINT_IN_TIME);
-	CHECK_EQ(g.rc, 0);
-	CHECK_EQ(g.n, 2 + 6);
+	save_seg_n(dir, ALL, 1, 1, 1, 6, 10);
+	read_expect(&g, dir, LE_RECOVER_POINT_IN_TIME, 0, 2 + 6);
 	int n0 = 0;
 	for (int i = 0; i < g.n; i++)
 		n0 += g.r[i].shard == 0;
@@ -684,7 +665,6 @@ TEST(absurd_length_does_not_allocate)
 {
 	char dir[256];
 	t_seg s;
-	got g;
 	uint32_t words[] = {0xFFFFFFF0u, 0x7FFFFFFFu, 0x01000000u,
 	                    LE_FRAME_MAX};
 
@@ -696,14 +676,8 @@ TEST(absurd_length_does_not_allocate)
 			seg_n(&s, ALL, 0, 1, 1, 5, 1);
 			le__put32(s.buf + frame_off(&s, k), words[w]);
 			t_seg_save(&s, dir);
-			read_all(&g, dir, LE_RECOVER_TOLERATE_TAIL);
-			CHECK_EQ(g.n, k);
-			CHECK_EQ(g.rc, k == 4 ? 0 : LE_ECORRUPT);
-			got_free(&g);
-			read_all(&g, dir, LE_RECOVER_SKIP);
-			CHECK_EQ(g.rc, 0);
-			CHECK_EQ(g.n, 4);
-			got_free(&g);
+			expect_read(dir, LE_RECOVER_TOLERATE_TAIL, k == 4 ? 0 : LE_ECORRUPT, k);
+			expect_read(dir, LE_RECOVER_SKIP, 0, 4);
 			t_seg_free(&s);
 		}
 	}
@@ -729,16 +703,12 @@ TEST(frame_copied_to_wrong_offset_is_rejected)
 	memcpy(s.buf + f4, s.buf + f1, frame_off(&s, 2) - f1);
 	t_seg_save(&s, dir);
 
-	read_all(&g, dir, LE_RECOVER_TOLERATE_TAIL);
-	CHECK_EQ(g.n, 4);
-	CHECK_EQ(g.rc, LE_ECORRUPT);
+	read_expect(&g, dir, LE_RECOVER_TOLERATE_TAIL, LE_ECORRUPT, 4);
 	CHECK_EQ(g.prob_off[0], f4);
 	CHECK(prob_has(&g, "sequence"));
 	got_free(&g);
 
-	read_all(&g, dir, LE_RECOVER_SKIP);
-	CHECK_EQ(g.rc, 0);
-	CHECK_EQ(g.n, 7);
+	read_expect(&g, dir, LE_RECOVER_SKIP, 0, 7);
 	for (int i = 0; i < 7; i++) /* seq 2 once, 5 missing */
 		CHECK_EQ(g.r[i].seq, i < 4 ? i + 1 : i + 2);
 	got_free(&g);
@@ -771,9 +741,7 @@ TEST(frame_copied_to_other_shard_is_rejected)
 	CHECK_EQ(g.prob_off[0], f2);
 	got_free(&g);
 
-	read_all(&g, dir, LE_RECOVER_SKIP);
-	CHECK_EQ(g.rc, 0);
-	CHECK_EQ(g.n, 9);
+	read_expect(&g, dir, LE_RECOVER_SKIP, 0, 9);
 	for (int i = 0; i < g.n; i++)
 		CHECK(memcmp(g.r[i].payload, g.r[i].shard ? "from shard one!"
 		                                          : "from shard zero",
@@ -787,13 +755,10 @@ TEST(frame_copied_to_other_shard_is_rejected)
 TEST(segment_copied_to_other_shard_is_rejected)
 {
 	char dir[256], from[512], to[512], cmd[1200];
-	t_seg s;
 	got g;
 
 	t_tmpdir(dir);
-	seg_n(&s, ALL, 0, 1, 1, 3, 1);
-	t_seg_save(&s, dir);
-	t_seg_free(&s);
+	save_seg_n(dir, ALL, 0, 1, 1, 3, 1);
 	snprintf(cmd, sizeof cmd, "%s/shard-001", dir);
 	mkdir(cmd, 0755);
 	t_seg_path(from, sizeof from, dir, 0, 1);
@@ -806,9 +771,7 @@ TEST(segment_copied_to_other_shard_is_rejected)
 	CHECK(prob_has(&g, "another shard"));
 	got_free(&g);
 
-	read_all(&g, dir, LE_RECOVER_SKIP);
-	CHECK_EQ(g.rc, 0);
-	CHECK_EQ(g.n, 3);
+	read_expect(&g, dir, LE_RECOVER_SKIP, 0, 3);
 	for (int i = 0; i < 3; i++)
 		CHECK_EQ(g.r[i].shard, 0);
 	got_free(&g);
@@ -818,13 +781,10 @@ TEST(segment_copied_to_other_shard_is_rejected)
 TEST(segment_renamed_to_other_index_is_rejected)
 {
 	char dir[256], from[512], to[512];
-	t_seg s;
 	got g;
 
 	t_tmpdir(dir);
-	seg_n(&s, ALL, 0, 1, 1, 3, 1);
-	t_seg_save(&s, dir);
-	t_seg_free(&s);
+	save_seg_n(dir, ALL, 0, 1, 1, 3, 1);
 	t_seg_path(from, sizeof from, dir, 0, 1);
 	t_seg_path(to, sizeof to, dir, 0, 7);
 	CHECK(rename(from, to) == 0);
@@ -844,33 +804,21 @@ TEST(sequence_gap_between_segments_is_reported)
 	got g;
 
 	t_tmpdir(dir);
-	seg_n(&s, ALL, 0, 1, 1, 5, 1);
-	t_seg_save(&s, dir);
-	t_seg_free(&s);
+	save_seg_n(dir, ALL, 0, 1, 1, 5, 1);
 	seg_n(&s, ALL, 0, 2, 9, 5, 1); /* 6, 7, 8 are missing */
 	t_seg_save(&s, dir);
 	t_seg_free(&s);
 
-	read_all(&g, dir, LE_RECOVER_TOLERATE_TAIL);
-	CHECK_EQ(g.rc, 0);
-	CHECK_EQ(g.n, 10);
+	read_expect(&g, dir, LE_RECOVER_TOLERATE_TAIL, 0, 10);
 	CHECK_EQ(g.nprob, 1);
 	CHECK(prob_has(&g, "sequence gap: expected 6, segment starts at 9"));
 	got_free(&g);
 
-	read_all(&g, dir, LE_RECOVER_ABSOLUTE);
-	CHECK_EQ(g.n, 5);
-	CHECK_EQ(g.rc, LE_ECORRUPT);
-	got_free(&g);
+	expect_read(dir, LE_RECOVER_ABSOLUTE, LE_ECORRUPT, 5);
 
-	read_all(&g, dir, LE_RECOVER_POINT_IN_TIME);
-	CHECK_EQ(g.n, 5);
-	CHECK_EQ(g.rc, 0);
-	got_free(&g);
+	expect_read(dir, LE_RECOVER_POINT_IN_TIME, 0, 5);
 
-	read_all(&g, dir, LE_RECOVER_SKIP);
-	CHECK_EQ(g.n, 10);
-	CHECK_EQ(g.rc, 0);
+	read_expect(&g, dir, LE_RECOVER_SKIP, 0, 10);
 	CHECK_EQ(g.nprob, 1);
 	got_free(&g);
 	t_rmrf(dir);
@@ -881,20 +829,13 @@ TEST(sequence_gap_between_segments_is_reported)
 TEST(deleted_leading_segments_are_not_a_gap)
 {
 	char dir[256];
-	t_seg s;
 	got g;
 
 	t_tmpdir(dir);
-	seg_n(&s, ALL, 0, 40, 1000, 3, 1);
-	t_seg_save(&s, dir);
-	t_seg_free(&s);
-	seg_n(&s, ALL, 0, 41, 1003, 3, 1);
-	t_seg_save(&s, dir);
-	t_seg_free(&s);
-	read_all(&g, dir, LE_RECOVER_ABSOLUTE);
-	CHECK_EQ(g.rc, 0);
+	save_seg_n(dir, ALL, 0, 40, 1000, 3, 1);
+	save_seg_n(dir, ALL, 0, 41, 1003, 3, 1);
+	read_expect(&g, dir, LE_RECOVER_ABSOLUTE, 0, 6);
 	CHECK_EQ(g.nprob, 0);
-	CHECK_EQ(g.n, 6);
 	CHECK_EQ(g.r[0].seq, 1000);
 	CHECK_EQ(g.r[5].seq, 1005);
 	got_free(&g);
@@ -923,16 +864,11 @@ TEST(torn_header_of_last_segment_is_a_torn_tail)
 			memset(h.buf, 0, LE_SEG_HDR);
 			t_seg_save(&h, dir);
 		}
-		read_all(&g, dir, LE_RECOVER_TOLERATE_TAIL);
-		CHECK_EQ(g.rc, 0);
-		CHECK_EQ(g.n, 5);
+		read_expect(&g, dir, LE_RECOVER_TOLERATE_TAIL, 0, 5);
 		CHECK_EQ(g.nprob, 1);
 		CHECK(prob_has(&g, "torn tail"));
 		got_free(&g);
-		read_all(&g, dir, LE_RECOVER_ABSOLUTE);
-		CHECK_EQ(g.rc, LE_ECORRUPT);
-		CHECK_EQ(g.n, 5);
-		got_free(&g);
+		expect_read(dir, LE_RECOVER_ABSOLUTE, LE_ECORRUPT, 5);
 	}
 	/* But a damaged header with frames after it lost those frames. */
 	t_seg_free(&h);
@@ -986,21 +922,8 @@ TEST(a_header_written_between_two_looks_is_read_not_called_damage)
 		for (int m = 0; m < 2; m++) {
 			t_seg_save_len(&h, dir, 0); /* created, nothing in it */
 			landing_armed = 1;
-			le_reader_opts o;
-			le_reader *r;
-			le_record lr;
-			int rc;
-			memset(&g, 0, sizeof g);
-			le_reader_opts_init(&o);
-			o.mode = modes[m];
-			o.on_problem = on_problem;
-			o.arg = &g;
-			CHECK_RC(le_reader_open(&r, dir, &o));
-			if (follow)
-				CHECK_RC(le_reader_follow(r, 0));
-			while ((rc = le_reader_next(r, &lr)) > 0)
-				keep(&g, &lr);
-			CHECK_EQ(rc, 0);
+			read_dir(&g, dir, modes[m], -1, follow);
+			CHECK_EQ(g.rc, 0);
 			CHECK_EQ(landing_armed, 0);
 			for (int i = 0; i < g.nprob && i < MAX_PROBS; i++)
 				fprintf(stderr, "  problem: %s\n", g.prob[i]);
@@ -1008,7 +931,6 @@ TEST(a_header_written_between_two_looks_is_read_not_called_damage)
 			CHECK_EQ(g.n, 8);
 			for (int i = 0; i < g.n; i++)
 				CHECK_EQ(g.r[i].seq, (uint64_t)i + 1);
-			le_reader_close(r);
 			got_free(&g);
 		}
 	le__os_install(NULL);
@@ -1031,21 +953,14 @@ TEST(damaged_header_of_middle_segment_is_corruption)
 		t_seg_save(&s, dir);
 		t_seg_free(&s);
 	}
-	read_all(&g, dir, LE_RECOVER_TOLERATE_TAIL);
-	CHECK_EQ(g.n, 4);
-	CHECK_EQ(g.rc, LE_ECORRUPT);
+	read_expect(&g, dir, LE_RECOVER_TOLERATE_TAIL, LE_ECORRUPT, 4);
 	CHECK(prob_has(&g, "header"));
 	CHECK_EQ(g.prob_off[0], 0);
 	got_free(&g);
 
-	read_all(&g, dir, LE_RECOVER_POINT_IN_TIME);
-	CHECK_EQ(g.n, 4);
-	CHECK_EQ(g.rc, 0);
-	got_free(&g);
+	expect_read(dir, LE_RECOVER_POINT_IN_TIME, 0, 4);
 
-	read_all(&g, dir, LE_RECOVER_SKIP);
-	CHECK_EQ(g.rc, 0);
-	CHECK_EQ(g.n, 8);
+	read_expect(&g, dir, LE_RECOVER_SKIP, 0, 8);
 	CHECK_EQ(g.nprob, 1);
 	CHECK_EQ(g.r[4].seq, 9);
 	got_free(&g);
@@ -1127,9 +1042,7 @@ TEST(marker_and_truncated_flags_come_through)
 	t_seg_add_ex(&s, LE_REC_TRUNCATED, LE_INFO, TS0 + 1, "cut", 3);
 	t_seg_add_ex(&s, 0, LE_INFO, TS0 + 2, "", 0);
 	t_seg_save(&s, dir);
-	read_all(&g, dir, LE_RECOVER_ABSOLUTE);
-	CHECK_EQ(g.rc, 0);
-	CHECK_EQ(g.n, 3);
+	read_expect(&g, dir, LE_RECOVER_ABSOLUTE, 0, 3);
 	CHECK_EQ(g.r[0].flags, LE_REC_MARKER);
 	CHECK_EQ(g.r[1].flags, LE_REC_TRUNCATED);
 	CHECK_EQ(g.r[2].flags, 0);
@@ -1188,16 +1101,12 @@ TEST(empty_dir_reads_nothing)
 TEST(shard_option_reads_one_shard)
 {
 	char dir[256];
-	t_seg s;
 	got g;
 
 	t_tmpdir(dir);
-	for (uint32_t k = 0; k < 3; k++) {
-		seg_n(&s, ALL, k, 1, 1, 4, 1);
-		t_seg_save(&s, dir);
-		t_seg_free(&s);
-	}
-	read_all_shard(&g, dir, LE_RECOVER_ABSOLUTE, 1);
+	for (uint32_t k = 0; k < 3; k++)
+		save_seg_n(dir, ALL, k, 1, 1, 4, 1);
+	read_dir(&g, dir, LE_RECOVER_ABSOLUTE, 1, 0);
 	CHECK_EQ(g.rc, 0);
 	CHECK_EQ(g.n, 4);
 	for (int i = 0; i < 4; i++)
