@@ -5,6 +5,8 @@
 #ifndef LE_TEST_LOGTEST_H
 #define LE_TEST_LOGTEST_H
 
+#include <pthread.h>
+
 typedef void (*rec_fn)(const le_record *r, void *arg);
 
 /* Read every record of dir in `mode`, calling fn (if any) for each.
@@ -45,6 +47,37 @@ static inline long count_records(const char *dir)
 	CHECK_EQ(read_all(dir, LE_RECOVER_ABSOLUTE, count_app_record, &n) >= 0,
 	         1);
 	return n;
+}
+
+/* A le_flush run on a thread of its own, for a test that must act while
+ * the flush waits: t_flush_start, then t_flush_join for its result. */
+typedef struct t_flusher {
+	pthread_t t;
+	le_engine *e;
+	int timeout_ms;
+	int rc; /* le_flush's result, once joined */
+} t_flusher;
+
+static inline void *t_flusher_main(void *arg)
+{
+	t_flusher *f = arg;
+	f->rc = le_flush(f->e, f->timeout_ms);
+	return NULL;
+}
+
+static inline void t_flush_start(t_flusher *f, le_engine *e, int timeout_ms)
+{
+	f->e = e;
+	f->timeout_ms = timeout_ms;
+	f->rc = 1;
+	CHECK_EQ(pthread_create(&f->t, NULL, t_flusher_main, f), 0);
+}
+
+/* @return what the flush returned. */
+static inline int t_flush_join(t_flusher *f)
+{
+	CHECK_EQ(pthread_join(f->t, NULL), 0);
+	return f->rc;
 }
 
 #endif

@@ -107,6 +107,13 @@ static le_config cfg(void)
 	return c;
 }
 
+/* Write text n times to shard 0 at LE_INFO, each accepted. */
+static void write_same(le_engine *e, const char *text, int n)
+{
+	for (int i = 0; i < n; i++)
+		CHECK_EQ(le_write(e, 0, LE_INFO, text, strlen(text)), 0);
+}
+
 /* Sum the counts that "N records dropped" markers report. */
 static void sum_markers(const le_record *r, void *arg)
 {
@@ -186,16 +193,13 @@ TEST(failed_fsync_is_reported_never_retried_and_a_new_segment_begins)
 	install();
 	le_engine *e;
 	CHECK_RC(le_open(&e, &c));
-	for (int i = 0; i < 100; i++)
-		CHECK_EQ(le_write(e, 0, LE_INFO, "before", 6), 0);
+	write_same(e, "before", 100);
 	CHECK_RC(le_flush(e, 5000));
 	atomic_store(&fail_sync_once, 1);
-	for (int i = 0; i < 100; i++)
-		CHECK_EQ(le_write(e, 0, LE_INFO, "during", 6), 0);
+	write_same(e, "during", 100);
 	int rc = le_flush(e, 5000);
 	CHECK_EQ(rc, -EIO); /* the caller learns the sync failed */
-	for (int i = 0; i < 100; i++)
-		CHECK_EQ(le_write(e, 0, LE_INFO, "after", 5), 0);
+	write_same(e, "after", 100);
 	CHECK_EQ(le_flush(e, 5000), 0);
 	le_stats st;
 	le_stats_get(e, &st);
@@ -213,14 +217,6 @@ TEST(failed_fsync_is_reported_never_retried_and_a_new_segment_begins)
 
 /* Flushers waiting for the records a failed sync touched all hear of it
  * (not just the first to look), and flushes of other records do not. */
-static le_engine *sync_e;
-
-static void *flush_thread(void *arg)
-{
-	*(int *)arg = le_flush(sync_e, 10000);
-	return NULL;
-}
-
 TEST(a_failed_sync_is_reported_to_every_flush_of_its_records_only)
 {
 	le_config c = cfg();
@@ -228,30 +224,25 @@ TEST(a_failed_sync_is_reported_to_every_flush_of_its_records_only)
 	c.sync_ms = 600000; /* syncs come from the flushes alone */
 	c.checkpoint_ms = 0;
 	install();
-	CHECK_RC(le_open(&sync_e, &c));
-	for (int i = 0; i < 100; i++)
-		CHECK_EQ(le_write(sync_e, 0, LE_INFO, "before", 6), 0);
-	CHECK_RC(le_flush(sync_e, 5000));
+	le_engine *e;
+	CHECK_RC(le_open(&e, &c));
+	write_same(e, "before", 100);
+	CHECK_RC(le_flush(e, 5000));
 	/* The failing sync takes 300 ms: every flusher is waiting by then. */
 	atomic_store(&slow_failing_sync, 300);
 	atomic_store(&fail_sync_once, 1);
-	for (int i = 0; i < 100; i++)
-		CHECK_EQ(le_write(sync_e, 0, LE_INFO, "during", 6), 0);
-	pthread_t t[4];
-	int rc[4];
+	write_same(e, "during", 100);
+	t_flusher f[4];
 	for (int i = 0; i < 4; i++)
-		CHECK_EQ(pthread_create(&t[i], NULL, flush_thread, &rc[i]), 0);
-	for (int i = 0; i < 4; i++) {
-		pthread_join(t[i], NULL);
-		CHECK_EQ(rc[i], -EIO);
-	}
+		t_flush_start(&f[i], e, 10000);
+	for (int i = 0; i < 4; i++)
+		CHECK_EQ(t_flush_join(&f[i]), -EIO);
 	atomic_store(&slow_failing_sync, 0);
 	/* Nothing new since: this flush's records are none of those. */
-	CHECK_EQ(le_flush(sync_e, 5000), 0);
-	for (int i = 0; i < 100; i++)
-		CHECK_EQ(le_write(sync_e, 0, LE_INFO, "after", 5), 0);
-	CHECK_EQ(le_flush(sync_e, 5000), 0);
-	CHECK_EQ(le_close(sync_e), 0); /* reported: not again */
+	CHECK_EQ(le_flush(e, 5000), 0);
+	write_same(e, "after", 100);
+	CHECK_EQ(le_flush(e, 5000), 0);
+	CHECK_EQ(le_close(e), 0); /* reported: not again */
 	restore();
 	CHECK_EQ(count_records(dir), 300);
 	t_rmrf(dir);
@@ -268,8 +259,7 @@ TEST(a_failed_sync_no_flush_reported_is_returned_by_le_close)
 	le_engine *e;
 	CHECK_RC(le_open(&e, &c));
 	atomic_store(&fail_sync_once, 1);
-	for (int i = 0; i < 100; i++)
-		CHECK_EQ(le_write(e, 0, LE_INFO, "x", 1), 0);
+	write_same(e, "x", 100);
 	le_stats st;
 	do { /* the interval sync fails; the alarm bounds the wait */
 		usleep(5000);
@@ -305,12 +295,10 @@ TEST(eio_on_write_moves_the_batch_to_a_new_segment)
 	install();
 	le_engine *e;
 	CHECK_RC(le_open(&e, &c));
-	for (int i = 0; i < 500; i++)
-		CHECK_EQ(le_write(e, 0, LE_INFO, "first", 5), 0);
+	write_same(e, "first", 500);
 	CHECK_RC(le_flush(e, 5000));
 	atomic_store(&eio_writes, 2);
-	for (int i = 0; i < 500; i++)
-		CHECK_EQ(le_write(e, 0, LE_INFO, "second", 6), 0);
+	write_same(e, "second", 500);
 	le_flush(e, 10000);
 	le_stats st;
 	le_stats_get(e, &st);
@@ -785,8 +773,7 @@ TEST(a_full_disk_holds_back_the_store_not_the_stream)
 	atomic_store(&disk_full, 1);
 	le_engine *e;
 	CHECK_RC(le_open(&e, &c));
-	for (int i = 0; i < 100; i++)
-		CHECK_EQ(le_write(e, 0, LE_INFO, "line", 4), 0);
+	write_same(e, "line", 100);
 	char buf[4096];
 	size_t got = 0;
 	for (int i = 0; i < 500 && got < 500; i++) { /* 100 x "line\n" */

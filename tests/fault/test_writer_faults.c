@@ -8,7 +8,6 @@
 #include "harness.h"
 
 #include <fcntl.h>
-#include <pthread.h>
 #include <stdatomic.h>
 #include <sys/resource.h>
 #include <unistd.h>
@@ -65,12 +64,16 @@ static int failing_fdatasync(int fd)
 	return le__os_real.fdatasync(fd);
 }
 
-static le_engine *flush_e;
-
-static void *flush_thread(void *arg)
+/* Open c with failing_fdatasync in the table of OS calls (restore puts the
+ * real one back). */
+static le_engine *open_failing_sync(const le_config *c)
 {
-	*(int *)arg = le_flush(flush_e, 10000);
-	return NULL;
+	le__os os = le__os_real;
+	le_engine *e;
+	os.fdatasync = failing_fdatasync;
+	le__os_install(&os);
+	CHECK_RC(le_open(&e, c));
+	return e;
 }
 
 /*
@@ -88,32 +91,27 @@ TEST(a_failed_seal_sync_is_reported_to_the_flush_of_the_records_it_held)
 	c.checkpoint_ms = 0;
 	c.flush_ms = 5;
 	c.segment_max_age_ms = 400;
-	le__os os = le__os_real;
-	os.fdatasync = failing_fdatasync;
-	le__os_install(&os);
-	CHECK_RC(le_open(&flush_e, &c));
-	write_n(flush_e, "held", 10);
-	wait_written(flush_e, 10); /* written, not synced */
+	le_engine *e = open_failing_sync(&c);
+	write_n(e, "held", 10);
+	wait_written(e, 10); /* written, not synced */
 	/* The next sync (the age rotation's seal) fails, slowly: the writer
 	 * is inside it while a flush starts and more records come. */
 	atomic_store(&failing_sync_ms, 300);
 	atomic_store(&fail_next_sync, 1);
 	while (atomic_load(&fail_next_sync))
 		usleep(1000);
-	le__shard *sh = &flush_e->shards[0];
+	le__shard *sh = &e->shards[0];
 	uint64_t head = atomic_load(sh->ring.head);
-	pthread_t t;
-	int rc = 1;
-	CHECK_EQ(pthread_create(&t, NULL, flush_thread, &rc), 0);
+	t_flusher f;
+	t_flush_start(&f, e, 10000);
 	while (atomic_load(&sh->prog.flush_req) < head)
 		usleep(100);
-	write_n(flush_e, "after", 10); /* not the flush's records */
-	pthread_join(t, NULL);
-	CHECK_EQ(rc, -EIO);
+	write_n(e, "after", 10); /* not the flush's records */
+	CHECK_EQ(t_flush_join(&f), -EIO);
 	le_stats st;
-	le_stats_get(flush_e, &st);
+	le_stats_get(e, &st);
 	CHECK_EQ(st.sync_errors, 1);
-	CHECK_EQ(le_close(flush_e), 0); /* reported by the flush: not again */
+	CHECK_EQ(le_close(e), 0); /* reported by the flush: not again */
 	restore();
 	CHECK_EQ(count_records(dir), 20);
 	t_rmrf(dir);
@@ -269,11 +267,7 @@ TEST(a_failed_seal_sync_starts_one_new_segment_not_two)
 	c.checkpoint_ms = 0;
 	c.flush_ms = 5;
 	c.segment_bytes = 8192;
-	le__os t = le__os_real;
-	t.fdatasync = failing_fdatasync;
-	le__os_install(&t);
-	le_engine *e;
-	CHECK_RC(le_open(&e, &c));
+	le_engine *e = open_failing_sync(&c);
 	/* ~100 records of ~40 bytes a segment (8 KiB) */
 	write_n(e, "first segment ..........", 60);
 	wait_written(e, 60);
