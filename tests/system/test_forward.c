@@ -2263,32 +2263,6 @@ static void publish_as_a_claiming_b(const t_nats *n, int copies)
 	natsConnection_Destroy(nc);
 }
 
-/* Host a, with its own credentials on its own subject, publishes
- * records 1-3 of host b's shard 0 before b ships them: the collector must
- * refuse the claim (the subject says a), or b's own records 1-3 would
- * come too late and be dropped as already stored. */
-TEST(a_message_claiming_another_host_on_its_own_subject_is_refused)
-{
-	t_nats n;
-	struct wopts w = {.shards = 2};
-
-	setup();
-	write_log(path("src-b"), 500, &w);
-	auth_server(&n, 1);
-	collect_as_collector(&n, path("dst")); /* creates the stream */
-	publish_as_a_claiming_b(&n, 1);
-	CHECK_EQ(TOOL(60, path("err"), "forward", "--nats", n.url, "--host",
-	              "b", "--user", "b", "--password-file", path("b.pw"),
-	              "--once", path("src-b")), 0);
-	collect_as_collector(&n, path("dst"));
-	CHECK_EQ(compare(path("src-b"), path("dst"), "b", 2), 500);
-	CHECK_EQ(count_lines(path("col.err"), "the headers claim another "
-	                     "origin than the subject's (host a shard 0)"), 1);
-	CHECK_EQ(origin_dir(path("dst"), "a", 0), -1);
-	t_nats_stop(&n);
-	t_rmrf(base);
-}
-
 /* Messages the collector's durable has neither delivered nor had
  * acknowledged, read as the collector; -1 when it cannot be read. */
 static long unacked(const t_nats *n)
@@ -2308,6 +2282,64 @@ static long unacked(const t_nats *n)
 	return v;
 }
 
+/* Poll unacked until it is want or secs have passed.  @return its last
+ * value. */
+static long wait_unacked(const t_nats *n, long want, double secs)
+{
+	double end = t_now() + secs;
+	long v;
+	while ((v = unacked(n)) != want && t_now() < end)
+		t_sleep_ms(50);
+	return v;
+}
+
+/* Where the tests of forged messages begin: host b's 500 records (two
+ * shards) shipped with --once after host a published `forged` messages
+ * claiming b's first records; the stream made by a first collector, whose
+ * user may copy to the dead-letter stream when dead is 1. */
+static void b_shipped_after_forgeries(t_nats *n, int dead, int forged)
+{
+	struct wopts w = {.shards = 2};
+
+	setup();
+	write_log(path("src-b"), 500, &w);
+	auth_server(n, dead);
+	collect_as_collector(n, path("dst")); /* creates the stream */
+	publish_as_a_claiming_b(n, forged);
+	CHECK_EQ(TOOL(60, path("err"), "forward", "--nats", n->url, "--host",
+	              "b", "--user", "b", "--password-file", path("b.pw"),
+	              "--once", path("src-b")), 0);
+}
+
+/* A collector as user collector into dst, errors to col.err, running
+ * until it is stopped. */
+static pid_t start_collector(const t_nats *n)
+{
+	return start_tool(path("col.err"), "collect", "--nats", n->url,
+	                  "--user", "collector", "--password-file",
+	                  path("collector.pw"), "--ack-wait-ms", "2000",
+	                  "--gap-wait-ms", "10000", path("dst"),
+	                  (const char *)NULL);
+}
+
+/* Host a, with its own credentials on its own subject, publishes
+ * records 1-3 of host b's shard 0 before b ships them: the collector must
+ * refuse the claim (the subject says a), or b's own records 1-3 would
+ * come too late and be dropped as already stored. */
+TEST(a_message_claiming_another_host_on_its_own_subject_is_refused)
+{
+	t_nats n;
+
+	b_shipped_after_forgeries(&n, 1, 1);
+	collect_as_collector(&n, path("dst"));
+	CHECK_EQ(compare(path("src-b"), path("dst"), "b", 2), 500);
+	CHECK_EQ(count_lines(path("col.err"), "the headers claim another "
+	                     "origin than the subject's (host a shard 0)"), 1);
+	CHECK_EQ(origin_dir(path("dst"), "a", 0), -1);
+	t_nats_stop(&n);
+	t_rmrf(base);
+}
+
 /* Forged messages the collector may not copy to the dead-letter stream
  * (its permissions lack it) stay in the stream; the refused publish must
  * not stop the collector, or it would stop at them on every restart and
@@ -2315,31 +2347,16 @@ static long unacked(const t_nats *n)
 TEST(collector_not_allowed_to_dead_letter_a_hundred_forged_messages_still_stores_the_other_hosts)
 {
 	t_nats n;
-	struct wopts w = {.shards = 2};
 
-	setup();
-	write_log(path("src-b"), 500, &w);
-	auth_server(&n, 0);
-	collect_as_collector(&n, path("dst")); /* creates the stream */
-	publish_as_a_claiming_b(&n, 100);
-	CHECK_EQ(TOOL(60, path("err"), "forward", "--nats", n.url, "--host",
-	              "b", "--user", "b", "--password-file", path("b.pw"),
-	              "--once", path("src-b")), 0);
-	pid_t c = start_tool(path("col.err"), "collect", "--nats", n.url,
-	                     "--user", "collector", "--password-file",
-	                     path("collector.pw"), "--ack-wait-ms", "2000",
-	                     "--gap-wait-ms", "10000", path("dst"),
-	                     (const char *)NULL);
+	b_shipped_after_forgeries(&n, 0, 100);
+	pid_t c = start_collector(&n);
 	CHECK(err_says(path("col.err"), "Publish to \"logs-dead.forged\"",
 	               10000));
 	/* Everything acknowledged but the forged messages, kept for a later
 	 * copy; the collector still running.  After the first refused copy
 	 * the others wait for a backoff instead of a publish timeout each
 	 * (100 of those would hold b's records up for minutes). */
-	double end = t_now() + 20;
-	while (unacked(&n) != 100 && t_now() < end)
-		t_sleep_ms(50);
-	CHECK_EQ(unacked(&n), 100);
+	CHECK_EQ(wait_unacked(&n, 100, 20), 100);
 	CHECK_EQ(waitpid(c, NULL, WNOHANG), 0);
 	kill(c, SIGTERM);
 	CHECK_EQ(t_wait(c, 30, NULL), 0);
@@ -2349,10 +2366,6 @@ TEST(collector_not_allowed_to_dead_letter_a_hundred_forged_messages_still_stores
 	t_rmrf(base);
 }
 
-/* The same with --once: a run that cannot copy its rejected messages
- * anywhere must not wait for them for ever (a cron job would pile up);
- * it stores every other record, then gives up at --outage-deadline-ms
- * with exit 1, the messages left in the stream for the next run. */
 /* More refused messages than may wait for a copy: they count against
  * the consumer's MAX_ACK_PENDING (20,000), which would end its deliveries
  * and hold every host's records; past 1,000 the rest go with their line
@@ -2360,25 +2373,10 @@ TEST(collector_not_allowed_to_dead_letter_a_hundred_forged_messages_still_stores
 TEST(refused_messages_past_a_thousand_waiting_for_a_copy_are_dropped_not_kept)
 {
 	t_nats n;
-	struct wopts w = {.shards = 2};
 
-	setup();
-	write_log(path("src-b"), 500, &w);
-	auth_server(&n, 0);
-	collect_as_collector(&n, path("dst")); /* creates the stream */
-	publish_as_a_claiming_b(&n, 1100);
-	CHECK_EQ(TOOL(60, path("err"), "forward", "--nats", n.url, "--host",
-	              "b", "--user", "b", "--password-file", path("b.pw"),
-	              "--once", path("src-b")), 0);
-	pid_t c = start_tool(path("col.err"), "collect", "--nats", n.url,
-	                     "--user", "collector", "--password-file",
-	                     path("collector.pw"), "--ack-wait-ms", "2000",
-	                     "--gap-wait-ms", "10000", path("dst"),
-	                     (const char *)NULL);
-	double end = t_now() + 30;
-	while (unacked(&n) != 1000 && t_now() < end)
-		t_sleep_ms(100);
-	CHECK_EQ(unacked(&n), 1000);
+	b_shipped_after_forgeries(&n, 0, 1100);
+	pid_t c = start_collector(&n);
+	CHECK_EQ(wait_unacked(&n, 1000, 30), 1000);
 	kill(c, SIGTERM);
 	CHECK_EQ(t_wait(c, 30, NULL), 0);
 	CHECK_EQ(count_lines(path("col.err"), "dropped without a dead-letter "
@@ -2388,19 +2386,16 @@ TEST(refused_messages_past_a_thousand_waiting_for_a_copy_are_dropped_not_kept)
 	t_rmrf(base);
 }
 
+/* Forged messages the collector may not dead-letter, with --once: a run
+ * that cannot copy its rejected messages anywhere must not wait for them
+ * for ever (a cron job would pile up); it stores every other record, then
+ * gives up at --outage-deadline-ms with exit 1, the messages left in the
+ * stream for the next run. */
 TEST(collector_once_that_cannot_dead_letter_gives_up_at_the_outage_deadline)
 {
 	t_nats n;
-	struct wopts w = {.shards = 2};
 
-	setup();
-	write_log(path("src-b"), 500, &w);
-	auth_server(&n, 0);
-	collect_as_collector(&n, path("dst")); /* creates the stream */
-	publish_as_a_claiming_b(&n, 5);
-	CHECK_EQ(TOOL(60, path("err"), "forward", "--nats", n.url, "--host",
-	              "b", "--user", "b", "--password-file", path("b.pw"),
-	              "--once", path("src-b")), 0);
+	b_shipped_after_forgeries(&n, 0, 5);
 	double t0 = t_now();
 	CHECK_EQ(TOOL(60, path("col.err"), "collect", "--nats", n.url,
 	              "--user", "collector", "--password-file",
