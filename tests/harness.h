@@ -254,4 +254,22 @@ static inline int t_spit(const char *path, const void *buf, size_t len)
 	return w == len ? 0 : -1;
 }
 
+/* The bytes a test vector spells in hex ("0a1b 2c3d\n..."; spaces and
+ * newlines between pairs ignored), into out.  @return their count. */
+static inline size_t t_unhex(const char *hex, unsigned char *out)
+{
+	size_t n = 0;
+	while (*hex) {
+		if (*hex == ' ' || *hex == '\n') {
+			hex++;
+			continue;
+		}
+		unsigned v;
+		CHECK(sscanf(hex, "%2x", &v) == 1);
+		out[n++] = (unsigned char)v;
+		hex += 2;
+	}
+	return n;
+}
+
 #endif

@@ -261,6 +261,22 @@ static void collect_once(const char *url, const char *dst)
 	CHECK_EQ(rc, 0);
 }
 
+/* collect_once into dst, then compare the log src with it: the records
+ * of host's shards alike in both (compare). */
+static long collect_compare(const t_nats *n, const char *src,
+                            const char *host, unsigned shards)
+{
+	collect_once(n->url, path("dst"));
+	return compare(path(src), path("dst"), host, shards);
+}
+
+/* How every test ends: the server stopped, the test's directory gone. */
+static void teardown(t_nats *n)
+{
+	t_nats_stop(n);
+	t_rmrf(base);
+}
+
 /* ---- shipping ---- */
 
 TEST(forward_once_then_collect_stores_every_record_once)
@@ -272,12 +288,10 @@ TEST(forward_once_then_collect_stores_every_record_once)
 	write_log(path("src"), 60000, &w);
 	server(&n, NULL);
 	forward_once(&n, path("src"), "web-1");
-	collect_once(n.url, path("dst"));
-	CHECK_EQ(compare(path("src"), path("dst"), "web-1", 3), 60000);
+	CHECK_EQ(collect_compare(&n, "src", "web-1", 3), 60000);
 	/* A second run of each ships and stores nothing more. */
 	forward_once(&n, path("src"), "web-1");
-	collect_once(n.url, path("dst"));
-	CHECK_EQ(compare(path("src"), path("dst"), "web-1", 3), 60000);
+	CHECK_EQ(collect_compare(&n, "src", "web-1", 3), 60000);
 	/* cat shows where each record came from. */
 	char cmd[1200];
 	snprintf(cmd, sizeof cmd, "'%s' cat -o json '%s' > '%s'", cli(),
@@ -286,8 +300,7 @@ TEST(forward_once_then_collect_stores_every_record_once)
 	char *out = slurp(path("cat.out"));
 	CHECK(strstr(out, "\"host\":\"web-1\",\"origin_shard\":2,"
 	                  "\"origin_seq\":20000,\"msg\":\"s2-59999 "));
-	t_nats_stop(&n);
-	t_rmrf(base);
+	teardown(&n);
 }
 
 TEST(two_hosts_merge_by_time_in_the_collected_store)
@@ -316,8 +329,7 @@ TEST(two_hosts_merge_by_time_in_the_collected_store)
 	CHECK_EQ(rc, 0);
 	CHECK_EQ(hosts, 3);
 	le_reader_close(x);
-	t_nats_stop(&n);
-	t_rmrf(base);
+	teardown(&n);
 }
 
 /* Every file of dir and below, "name inode" lines, sorted. */
@@ -351,10 +363,8 @@ TEST(ten_thousand_acks_leave_the_files_and_inodes_unchanged)
 	char *err = slurp(path("fwd.err"));
 	CHECK(strstr(err, "10000 records, 1280000 bytes in 10000 messages"));
 	CHECK_EQ(t_stream_msgs(n.url, "LOGS"), 10001);
-	collect_once(n.url, path("dst"));
-	CHECK_EQ(compare(path("src"), path("dst"), "h", 1), 10001);
-	t_nats_stop(&n);
-	t_rmrf(base);
+	CHECK_EQ(collect_compare(&n, "src", "h", 1), 10001);
+	teardown(&n);
 }
 
 /* 80 records whose frames are 131,072 bytes: exactly 10,485,760. */
@@ -379,10 +389,8 @@ static void exact_batch(int extra_byte)
 	CHECK_EQ(rc, 0);
 	snprintf(buf, sizeof buf, "%d", 1 + extra_byte);
 	CHECK_EQ(t_stream_msgs(n.url, "LOGS"), 1 + extra_byte);
-	collect_once(n.url, path("dst"));
-	CHECK_EQ(compare(path("src"), path("dst"), "h", 1), 80);
-	t_nats_stop(&n);
-	t_rmrf(base);
+	CHECK_EQ(collect_compare(&n, "src", "h", 1), 80);
+	teardown(&n);
 }
 
 TEST(batch_of_exactly_max_batch_bytes_goes_as_one_message)
@@ -444,8 +452,7 @@ TEST(stored_record_too_large_for_a_message_is_reported_and_the_rest_moves)
 	CHECK_EQ(n_, 201);
 	CHECK_EQ(markers, 1);
 	le_reader_close(x);
-	t_nats_stop(&n);
-	t_rmrf(base);
+	teardown(&n);
 }
 
 /* ---- retention ---- */
@@ -508,8 +515,7 @@ TEST(retention_past_the_margin_ships_a_gap_marker_with_the_count)
 	CHECK_EQ(compare_shard(path("src"), path("dst"), "h", 0,
 	                       101 + st.lost_unshipped),
 	         recs - 100);
-	t_nats_stop(&n);
-	t_rmrf(base);
+	teardown(&n);
 }
 
 /* ---- following ---- */
@@ -551,8 +557,7 @@ TEST(follow_ships_records_written_later_across_rotation_until_sigterm)
 	kill(f, SIGTERM);
 	CHECK_EQ(t_wait(f, 30, NULL), 0);
 	CHECK_EQ(compare(path("src"), path("dst"), "h", 2), 21000);
-	t_nats_stop(&n);
-	t_rmrf(base);
+	teardown(&n);
 }
 
 /* A user out of inotify instances (fs.inotify.max_user_instances is 128
@@ -597,8 +602,7 @@ TEST(follower_without_an_inotify_instance_still_ships_new_records_and_shards)
 	                                     "open files): looking for new "
 	                                     "records every 1000 ms"));
 	CHECK_EQ(compare(path("src"), path("dst"), "h", 2), 1500);
-	t_nats_stop(&n);
-	t_rmrf(base);
+	teardown(&n);
 }
 
 /* ---- faults ---- */
@@ -635,10 +639,8 @@ TEST(server_down_at_start_waits_quietly_then_ships)
 	CHECK_EQ(t_nats_run(&n), 0);
 	CHECK_EQ(t_js_ready(n.url, 10000), 0);
 	CHECK_EQ(t_wait(f, 30, NULL), 0);
-	collect_once(n.url, path("dst"));
-	CHECK_EQ(compare(path("src"), path("dst"), "h", 1), 20000);
-	t_nats_stop(&n);
-	t_rmrf(base);
+	CHECK_EQ(collect_compare(&n, "src", "h", 1), 20000);
+	teardown(&n);
 }
 
 TEST(server_restarted_mid_stream_loses_nothing)
@@ -659,10 +661,8 @@ TEST(server_restarted_mid_stream_loses_nothing)
 	t_sleep_ms(1000);
 	CHECK_EQ(t_nats_run(&n), 0);
 	CHECK_EQ(t_wait(f, 90, NULL), 0);
-	collect_once(n.url, path("dst"));
-	CHECK_EQ(compare(path("src"), path("dst"), "h", 2), 400000);
-	t_nats_stop(&n);
-	t_rmrf(base);
+	CHECK_EQ(collect_compare(&n, "src", "h", 2), 400000);
+	teardown(&n);
 }
 
 /* A server stopped, then killed, takes what sat in its socket with it:
@@ -690,10 +690,8 @@ TEST(server_killed_after_the_log_was_read_loses_nothing)
 	waitpid(n.pid, NULL, 0);
 	CHECK_EQ(t_nats_run(&n), 0);
 	CHECK_EQ(t_wait(f, 90, NULL), 0);
-	collect_once(n.url, path("dst"));
-	CHECK_EQ(compare(path("src"), path("dst"), "h", 2), 30000);
-	t_nats_stop(&n);
-	t_rmrf(base);
+	CHECK_EQ(collect_compare(&n, "src", "h", 2), 30000);
+	teardown(&n);
 }
 
 /* pid's RSS once it holds still: within 64 KiB for a second.  How soon
@@ -768,10 +766,8 @@ TEST(server_paused_five_seconds_holds_the_window_and_memory)
 		fprintf(stderr, "  RSS %ld -> %ld KiB while paused\n", r0, hi);
 	CHECK(hi - r0 <= 4096);
 	CHECK_EQ(t_wait(f, 90, NULL), 0);
-	collect_once(n.url, path("dst"));
-	CHECK_EQ(compare(path("src"), path("dst"), "h", 1), 300000);
-	t_nats_stop(&n);
-	t_rmrf(base);
+	CHECK_EQ(collect_compare(&n, "src", "h", 1), 300000);
+	teardown(&n);
 }
 
 TEST(forwarder_killed_ten_times_during_a_million_records)
@@ -796,8 +792,7 @@ TEST(forwarder_killed_ten_times_during_a_million_records)
 	CHECK_EQ(TOOL(120, path("fwd.err"), "forward", "--nats", n.url,
 	              "--host", "h", "--once", "--max-batch-bytes", "64K",
 	              "--max-record-bytes", "4K", path("src")), 0);
-	collect_once(n.url, path("dst"));
-	long got = compare(path("src"), path("dst"), "h", 2);
+	long got = collect_compare(&n, "src", "h", 2);
 	if (got != 1000000) {
 		/* what each run said: the account of where a range went */
 		for (int i = 0; i < 10; i++) {
@@ -809,8 +804,7 @@ TEST(forwarder_killed_ten_times_during_a_million_records)
 		say_file("collector", path("col.err"));
 	}
 	CHECK_EQ(got, 1000000);
-	t_nats_stop(&n);
-	t_rmrf(base);
+	teardown(&n);
 }
 
 /* A fresh server, and 20,000 records of one shard shipped to it as host
@@ -900,8 +894,7 @@ TEST(deferred_records_read_back_the_same_text_after_forward_and_collect)
 	if (rc)
 		say_file("verify", path("verify.out"));
 	CHECK_EQ(rc, 0);
-	t_nats_stop(&n);
-	t_rmrf(base);
+	teardown(&n);
 }
 
 /* Call sites made at run time, as the level macros make them at compile
@@ -980,8 +973,7 @@ TEST(batch_grown_by_many_descriptors_before_a_large_record_ships_intact)
 	collect_once(n.url, path("dst"));
 	CHECK_EQ(compare(path("src"), path("dst"), "g", 1),
 	         3 * BIG_SITES + 2);
-	t_nats_stop(&n);
-	t_rmrf(base);
+	teardown(&n);
 }
 
 /* A record whose frame fits a message only without its descriptor goes
@@ -1039,8 +1031,7 @@ TEST(record_after_one_that_outgrew_its_message_keeps_its_text)
 	CHECK(r.len == 3 && !memcmp(r.payload, "v b", 3));
 	CHECK_EQ(le_reader_next(x, &r), 0);
 	le_reader_close(x);
-	t_nats_stop(&n);
-	t_rmrf(base);
+	teardown(&n);
 }
 
 static long ship_20000(t_nats *n)
@@ -1075,10 +1066,8 @@ TEST(restart_behind_its_cursor_with_other_batches_stores_nothing_twice)
 	close(fd);
 	forward_once(&n, path("src"), "h"); /* default batches: larger */
 	CHECK_EQ(t_stream_msgs(n.url, "LOGS"), msgs);
-	collect_once(n.url, path("dst"));
-	CHECK_EQ(compare(path("src"), path("dst"), "h", 1), 20000);
-	t_nats_stop(&n);
-	t_rmrf(base);
+	CHECK_EQ(collect_compare(&n, "src", "h", 1), 20000);
+	teardown(&n);
 }
 
 /* The stream's first message held elsewhere (delivered, its ack timer
@@ -1138,8 +1127,7 @@ static void wait_for_one_pending_elsewhere(const char *fetch)
 	natsSubscription_Destroy(sub);
 	jsCtx_Destroy(js);
 	natsConnection_Destroy(nc);
-	t_nats_stop(&n);
-	t_rmrf(base);
+	teardown(&n);
 }
 
 TEST(collector_waits_for_an_earlier_message_still_pending_past_the_gap_wait)
@@ -1173,10 +1161,8 @@ TEST(collector_killed_ten_times_stores_everything_once)
 		kill(c, SIGKILL);
 		CHECK_EQ(t_wait(c, 10, NULL), 128 + SIGKILL);
 	}
-	collect_once(n.url, path("dst"));
-	CHECK_EQ(compare(path("src"), path("dst"), "h", 2), 300000);
-	t_nats_stop(&n);
-	t_rmrf(base);
+	CHECK_EQ(collect_compare(&n, "src", "h", 2), 300000);
+	teardown(&n);
 }
 
 static void js_open(const t_nats *n, natsConnection **nc, jsCtx **js)
@@ -1281,8 +1267,7 @@ TEST(collector_rejects_a_message_with_one_bad_frame_whole)
 	}
 	CHECK_EQ(le_reader_next(x, &r), 0);
 	le_reader_close(x);
-	t_nats_stop(&n);
-	t_rmrf(base);
+	teardown(&n);
 }
 
 /* ---- publishers the collector cannot trust ---- */
@@ -1332,8 +1317,7 @@ TEST(forged_origins_are_dead_lettered_and_every_real_record_stored)
 	free((void *)keys);
 	write_log(path("src"), 1000, &w); /* real traffic after them */
 	forward_once(&n, path("src"), "real");
-	collect_once(n.url, path("dst"));
-	CHECK_EQ(compare(path("src"), path("dst"), "real", 1), 3000);
+	CHECK_EQ(collect_compare(&n, "src", "real", 1), 3000);
 	CHECK_EQ(count_lines(path("col.err"), "claim another origin than the "
 	                     "subject's (host real shard 0)"), 150);
 	CHECK_EQ(count_lines(path("col.err"), "the subject is not "
@@ -1352,8 +1336,7 @@ TEST(forged_origins_are_dead_lettered_and_every_real_record_stored)
 	CHECK_EQ(count_lines(path("col.err"), "rejected (subject"), 0);
 	CHECK_EQ(stream_msgs(js, "LOGS_DEAD"), 300);
 	js_close(nc, js);
-	t_nats_stop(&n);
-	t_rmrf(base);
+	teardown(&n);
 }
 
 /* JetStream drops a message whose Nats-Msg-Id it saw in the last two
@@ -1386,12 +1369,10 @@ TEST(message_ids_published_by_another_host_do_not_suppress_its_messages)
 	              "real", "--max-record-bytes", "1024", "--max-batch-bytes",
 	              "20000", "--once",
 	              path("src")), 0);
-	collect_once(n.url, path("dst"));
-	CHECK_EQ(compare(path("src"), path("dst"), "real", 1), 3000);
+	CHECK_EQ(collect_compare(&n, "src", "real", 1), 3000);
 	CHECK_EQ(count_lines(path("col.err"), "header Le-Format missing"), 3000);
 	js_close(nc, js);
-	t_nats_stop(&n);
-	t_rmrf(base);
+	teardown(&n);
 }
 
 /* The same with the ids a host may read from the stream (the documented
@@ -1439,12 +1420,10 @@ TEST(message_ids_read_from_the_stream_do_not_let_another_host_erase_records)
 	forward_once(&n, path("src"), "b");
 	char *err = slurp(path("fwd.err"));
 	forward_once(&n, path("src"), "b"); /* nothing left, cursor sound */
-	collect_once(n.url, path("dst"));
-	CHECK_EQ(compare(path("src"), path("dst"), "b", 1), 300);
+	CHECK_EQ(collect_compare(&n, "src", "b", 1), 300);
 	CHECK(strstr(err, "another publisher's message"));
 	free(err);
-	t_nats_stop(&n);
-	t_rmrf(base);
+	teardown(&n);
 }
 
 /* ---- gap claims ---- */
@@ -1602,8 +1581,7 @@ TEST(forged_gap_inside_a_real_range_erases_no_record)
 	CHECK_EQ(each_once(path("src"), path("dst"), "web-1", 2000), 1);
 	CHECK_EQ(cat_lines(path("dst"), "10 records lost before shipping"),
 	         2001);
-	t_nats_stop(&n);
-	t_rmrf(base);
+	teardown(&n);
 }
 
 /* Did the collector's stderr err say it rejected stream message k of
@@ -1659,8 +1637,7 @@ TEST(gap_claim_beyond_the_sequence_range_is_refused)
 	                                        "shipping", 30));
 	CHECK_EQ(le_reader_next(x, &r), 0);
 	le_reader_close(x);
-	t_nats_stop(&n);
-	t_rmrf(base);
+	teardown(&n);
 }
 
 /* ---- many origins ---- */
@@ -1731,8 +1708,7 @@ TEST(three_hundred_new_origins_are_stored_and_the_collector_goes_on)
 	}
 	js_close(nc, js);
 	forward_once(&n, path("b"), "real-b");
-	collect_once(n.url, path("dst"));
-	CHECK_EQ(compare(path("a"), path("dst"), "real-a", 1), 2000);
+	CHECK_EQ(collect_compare(&n, "a", "real-a", 1), 2000);
 	CHECK_EQ(compare(path("b"), path("dst"), "real-b", 1), 1000);
 	CHECK_EQ(origin_dir(path("dst"), "fake-299", 0), 300);
 	CHECK_EQ(count_records(path("dst")), 3000 + FAKES);
@@ -1756,8 +1732,7 @@ TEST(three_hundred_new_origins_are_stored_and_the_collector_goes_on)
 	free(left);
 	free(after);
 	free(cur);
-	t_nats_stop(&n);
-	t_rmrf(base);
+	teardown(&n);
 }
 
 /* A host's credentials allow any shard token; an engine has 256 shards
@@ -1789,8 +1764,7 @@ TEST(shard_above_an_engines_256_is_refused)
 	CHECK_EQ(count_lines(path("col.err"), "header Le-Shard missing or "
 	                     "above 255"), 1);
 	CHECK_EQ(origin_dir(path("dst"), "x", 256), -1);
-	t_nats_stop(&n);
-	t_rmrf(base);
+	teardown(&n);
 }
 
 /* ---- clear errors, nothing lost ---- */
@@ -1870,8 +1844,7 @@ TEST(bad_credentials_are_a_clear_error)
 	              "--password-file", path("pw"), "--once", path("dst")), 2);
 	CHECK(strstr(slurp(path("err")), "--password-file needs --user"));
 	untouched(path("src"), 100);
-	t_nats_stop(&n);
-	t_rmrf(base);
+	teardown(&n);
 }
 
 TEST(stream_with_conflicting_settings_is_a_clear_error)
@@ -1912,8 +1885,7 @@ TEST(stream_with_conflicting_settings_is_a_clear_error)
 	untouched(path("src"), 100);
 	jsCtx_Destroy(js);
 	natsConnection_Destroy(nc);
-	t_nats_stop(&n);
-	t_rmrf(base);
+	teardown(&n);
 }
 
 /* In base: a CA (ca.pem) and, signed by it, a server certificate for
@@ -1999,8 +1971,7 @@ TEST(tls_with_the_servers_ca_ships_and_without_it_is_a_clear_error)
 	              path("ca.pem"), "--once", "--ack-wait-ms", "2000",
 	              "--gap-wait-ms", "10000", path("dst")), 0);
 	CHECK_EQ(compare(path("src"), path("dst"), "h", 1), 3000);
-	t_nats_stop(&n);
-	t_rmrf(base);
+	teardown(&n);
 }
 
 TEST(mutual_tls_without_the_client_certificate_is_a_clear_error_not_a_hang)
@@ -2041,8 +2012,7 @@ TEST(mutual_tls_without_the_client_certificate_is_a_clear_error_not_a_hang)
 	              path("cli.key"), "--once", "--ack-wait-ms", "2000",
 	              "--gap-wait-ms", "10000", path("dst")), 0);
 	CHECK_EQ(compare(path("src"), path("dst"), "h", 1), 2000);
-	t_nats_stop(&n);
-	t_rmrf(base);
+	teardown(&n);
 }
 
 /* Poll errf until it holds `text` or ms pass.  @return whether it does. */
@@ -2098,8 +2068,7 @@ TEST(url_off_this_machine_without_tls_warns_at_start)
 	              path("dst")), 0);
 	CHECK(!err_says(path("err"), "warning", 0));
 	CHECK_EQ(compare(path("src"), path("dst"), "h", 1), 100);
-	t_nats_stop(&n);
-	t_rmrf(base);
+	teardown(&n);
 }
 
 /* ---- per-host credentials ---- */
@@ -2198,8 +2167,7 @@ TEST(a_hosts_credentials_cannot_ship_as_another_host)
 	collect_as_collector(&n, path("dst"));
 	CHECK_EQ(compare(path("src-b"), path("dst"), "b", 2), 500);
 	CHECK_EQ(compare(path("src-a"), path("dst"), "a", 1), 1000);
-	t_nats_stop(&n);
-	t_rmrf(base);
+	teardown(&n);
 }
 
 /* Connect to n's JetStream as user u (password from base/u.pw). */
@@ -2336,8 +2304,7 @@ TEST(a_message_claiming_another_host_on_its_own_subject_is_refused)
 	CHECK_EQ(count_lines(path("col.err"), "the headers claim another "
 	                     "origin than the subject's (host a shard 0)"), 1);
 	CHECK_EQ(origin_dir(path("dst"), "a", 0), -1);
-	t_nats_stop(&n);
-	t_rmrf(base);
+	teardown(&n);
 }
 
 /* Forged messages the collector may not copy to the dead-letter stream
@@ -2362,8 +2329,7 @@ TEST(collector_not_allowed_to_dead_letter_a_hundred_forged_messages_still_stores
 	CHECK_EQ(t_wait(c, 30, NULL), 0);
 	CHECK(err_says(path("col.err"), "going on without it", 0));
 	CHECK_EQ(compare(path("src-b"), path("dst"), "b", 2), 500);
-	t_nats_stop(&n);
-	t_rmrf(base);
+	teardown(&n);
 }
 
 /* More refused messages than may wait for a copy: they count against
@@ -2382,8 +2348,7 @@ TEST(refused_messages_past_a_thousand_waiting_for_a_copy_are_dropped_not_kept)
 	CHECK_EQ(count_lines(path("col.err"), "dropped without a dead-letter "
 	                     "copy (1000 already wait for one)"), 100);
 	CHECK_EQ(compare(path("src-b"), path("dst"), "b", 2), 500);
-	t_nats_stop(&n);
-	t_rmrf(base);
+	teardown(&n);
 }
 
 /* Forged messages the collector may not dead-letter, with --once: a run
@@ -2407,8 +2372,7 @@ TEST(collector_once_that_cannot_dead_letter_gives_up_at_the_outage_deadline)
 	               "dead-letter stream LOGS_DEAD", 0));
 	CHECK_EQ(compare(path("src-b"), path("dst"), "b", 2), 500);
 	CHECK_EQ(unacked(&n), 5);
-	t_nats_stop(&n);
-	t_rmrf(base);
+	teardown(&n);
 }
 
 /* ---- memory ---- */
@@ -2468,8 +2432,7 @@ static void rss_flat(int small, int big, const char *window)
 	 * pages, differ from run to run). */
 	CHECK(b - a <= 4096);
 	CHECK(cb - ca <= 4096);
-	t_nats_stop(&n);
-	t_rmrf(base);
+	teardown(&n);
 }
 
 TEST(memory_is_the_same_for_a_20mb_and_a_100mb_backlog)

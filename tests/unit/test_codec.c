@@ -11,21 +11,6 @@
 #include "base/clock.h"
 #include "base/os.h"
 
-static void unhex(const char *s, unsigned char *out, size_t *n)
-{
-	*n = 0;
-	while (*s) {
-		if (*s == ' ' || *s == '\n') {
-			s++;
-			continue;
-		}
-		unsigned v;
-		sscanf(s, "%2x", &v);
-		out[(*n)++] = (unsigned char)v;
-		s += 2;
-	}
-}
-
 static void check_all_impls(const void *buf, size_t len, uint32_t want)
 {
 	CHECK_EQ(le__crc32c_sw(0, buf, len), want);
@@ -139,8 +124,7 @@ static const char *CKPT_VEC =
 TEST(segment_header_matches_format_md_vector)
 {
 	unsigned char want[64], got[64];
-	size_t n;
-	unhex(HDR_VEC, want, &n);
+	size_t n = t_unhex(HDR_VEC, want);
 	CHECK_EQ(n, 64);
 	le__seg_hdr h = {.version = 1, .fields = LE_FIELD_ALL, .shard = 2,
 	                 .index = 7, .base_seq = 100,
@@ -162,8 +146,7 @@ static void frame_vec(const char *vec, uint32_t fields, uint32_t flags,
                       int level, uint32_t shard, uint64_t seq, uint64_t ts)
 {
 	unsigned char want[64], got[64];
-	size_t n;
-	unhex(vec, want, &n);
+	size_t n = t_unhex(vec, want);
 	uint32_t len = le__frame_encode(got, fields, flags, level, shard, seq,
 	                                ts, "hello", 5);
 	CHECK_EQ(len, n);
@@ -230,8 +213,7 @@ TEST(frame_put_all_writes_what_frame_put_writes)
 		}
 	/* And the FORMAT.md vector, sealed. */
 	unsigned char want[64], got[64];
-	size_t n;
-	unhex(FRAME_ALL_VEC, want, &n);
+	size_t n = t_unhex(FRAME_ALL_VEC, want);
 	unsigned char *f = got;
 	CHECK_EQ(le__frame_put_all(got, 0, LE_INFO, 2, 100,
 	                           1764538227123456789ull, "hello", 5),
@@ -243,8 +225,7 @@ TEST(frame_put_all_writes_what_frame_put_writes)
 TEST(flipped_bit_anywhere_in_a_crc_frame_is_detected)
 {
 	unsigned char f0[64];
-	size_t n;
-	unhex(FRAME_ALL_VEC, f0, &n);
+	size_t n = t_unhex(FRAME_ALL_VEC, f0);
 	for (size_t i = 0; i < n; i++)
 		for (int bit = 0; bit < 8; bit++) {
 			unsigned char f[64];
@@ -364,8 +345,7 @@ TEST(frames_checked_together_stop_where_one_at_a_time_stops)
 TEST(checkpoint_matches_vector_and_newest_valid_slot_wins)
 {
 	unsigned char want[64], got[64];
-	size_t n;
-	unhex(CKPT_VEC, want, &n);
+	CHECK_EQ(t_unhex(CKPT_VEC, want), 64);
 	le__ckpt c = {.gen = 3, .seg_index = 7, .offset = 4096, .next_seq = 200,
 	              .last_ts = 1764538227123456789ull, .last_off = 4000,
 	              .shard = 2};

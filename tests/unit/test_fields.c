@@ -15,21 +15,6 @@
 #include "sink/stream.h"
 #include "sink/syslog.h"
 
-static void unhex(const char *s, unsigned char *out, size_t *n)
-{
-	*n = 0;
-	while (*s) {
-		if (*s == ' ' || *s == '\n') {
-			s++;
-			continue;
-		}
-		unsigned v;
-		sscanf(s, "%2x", &v);
-		out[(*n)++] = (unsigned char)v;
-		s += 2;
-	}
-}
-
 /* docs/FORMAT.md, "Test vectors". */
 static const char *PAYLOAD_VEC =
 	"20000000 01047573 65720300 0000626f\n"
@@ -65,12 +50,12 @@ TEST(field_block_and_frame_match_format_md_vectors)
 	unsigned char want[256], got[256], fr[256];
 	size_t n;
 
-	unhex(PAYLOAD_VEC, want, &n);
+	n = t_unhex(PAYLOAD_VEC, want);
 	CHECK_EQ(vec_payload(got, sizeof got), n);
 	CHECK(memcmp(got, want, n) == 0);
 	uint32_t k = le__frame_encode(fr, LE_FIELD_ALL, LE_REC_FIELDS, LE_INFO,
 	                              2, 100, VEC_TS, got, (uint32_t)n);
-	unhex(FRAME_VEC, want, &n);
+	n = t_unhex(FRAME_VEC, want);
 	CHECK_EQ(k, n);
 	CHECK(memcmp(fr, want, n) == 0);
 
@@ -87,7 +72,7 @@ TEST(field_block_and_frame_match_format_md_vectors)
 	                 .index = 7, .base_seq = 100,
 	                 .created_ns = 1764538227000000000ull};
 	le__seg_hdr_encode(got, &h);
-	unhex(HDR_V2_VEC, want, &n);
+	n = t_unhex(HDR_V2_VEC, want);
 	CHECK_EQ(n, 64);
 	CHECK(memcmp(got, want, 64) == 0);
 	CHECK_EQ(le__seg_hdr_decode(got, &h), 0);

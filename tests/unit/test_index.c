@@ -23,20 +23,6 @@ static const char vector_hex[] =
 	"00000000 00000000 41000100 00000000"
 	"25080000 00000000 0023bc42 2be67c18";
 
-static size_t unhex(const char *h, unsigned char *out)
-{
-	size_t n = 0;
-	for (; *h; h++) {
-		if (*h == ' ')
-			continue;
-		unsigned v;
-		sscanf(h, "%2x", &v);
-		out[n++] = (unsigned char)v;
-		h++;
-	}
-	return n;
-}
-
 static le__index vector_index(le__idx_entry *e)
 {
 	e[0] = (le__idx_entry){64, 100, 0};
@@ -55,7 +41,7 @@ TEST(index_vector_matches_format_md)
 	le__idx_entry e[2];
 	le__index x = vector_index(e), y;
 	const char *why;
-	size_t n = unhex(vector_hex, want);
+	size_t n = t_unhex(vector_hex, want);
 
 	CHECK_EQ(n, LE_IDX_HDR + 2 * LE_IDX_ENTRY);
 	CHECK_EQ(le__index_encode(got, &x), n);
@@ -76,7 +62,7 @@ TEST(index_with_any_flipped_bit_or_cut_is_refused)
 	unsigned char img[256], bad[256];
 	le__index y;
 	const char *why;
-	size_t n = unhex(vector_hex, img);
+	size_t n = t_unhex(vector_hex, img);
 
 	for (size_t i = 0; i < n; i++)
 		for (int b = 0; b < 8; b++) {
