@@ -121,6 +121,8 @@ struct le_reader {
 int le__rd_cursor_fill(le_reader *r, struct cursor *c);
 /* The caller is done with c's head. */
 void le__rd_consume(struct cursor *c);
+/* The frame just decoded into c->head (at off) becomes c's head. */
+void le__rd_take_head(le_reader *r, struct cursor *c, uint64_t off);
 /* Open segs[iseg], or find the shard has no more.  @return 0 or a reader
  * error. */
 int le__rd_seg_open(le_reader *r, struct cursor *c);

@@ -343,6 +343,17 @@ static int on_end(le_reader *r, struct cursor *c)
 	return 0;
 }
 
+/* The frame just decoded into c->head, which stood at off, is c's head:
+ * counted as read, and (following) seen now. */
+void le__rd_take_head(le_reader *r, struct cursor *c, uint64_t off)
+{
+	c->head_off = off;
+	c->has = 1;
+	r->st.bytes += (uint64_t)c->head.size + 4;
+	if (r->follow)
+		c->seen_mono = le__mono_ns();
+}
+
 /* Decode the next frame of the open segment into the head, or deal with
  * what stands there instead. */
 static int seg_step(le_reader *r, struct cursor *c)
@@ -352,11 +363,7 @@ static int seg_step(le_reader *r, struct cursor *c)
 	int rc = le__scan_next(&c->scan, &c->head, &why);
 
 	if (rc == LE_FRAME_OK) {
-		c->head_off = off;
-		c->has = 1;
-		r->st.bytes += (uint64_t)c->head.size + 4;
-		if (r->follow)
-			c->seen_mono = le__mono_ns();
+		le__rd_take_head(r, c, off);
 		return 0;
 	}
 	if (rc < 0)

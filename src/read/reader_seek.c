@@ -132,11 +132,7 @@ int le__rd_goto_frame(le_reader *r, struct cursor *c, size_t k, uint64_t off,
 	if (off < c->scan.file_len &&
 	    le__scan_next(&c->scan, &c->head, &why) == LE_FRAME_OK &&
 	    c->head.seq == seq) {
-		c->head_off = off;
-		c->has = 1;
-		r->st.bytes += (uint64_t)c->head.size + 4;
-		if (r->follow)
-			c->seen_mono = le__mono_ns();
+		le__rd_take_head(r, c, off);
 		return 0;
 	}
 	c->scan.off = off0;
