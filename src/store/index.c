@@ -195,22 +195,6 @@ static int add_entry(le__index *x, uint64_t off, uint64_t seq,
 	return 0;
 }
 
-static ssize_t pread_all(int fd, unsigned char *buf, size_t len, uint64_t off)
-{
-	size_t got = 0;
-	while (got < len) {
-		ssize_t n = pread(fd, buf + got, len - got, (off_t)(off + got));
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			return -errno;
-		if (n == 0)
-			break;
-		got += (size_t)n;
-	}
-	return (ssize_t)got;
-}
-
 /* A plain sequential reader: the window holds file bytes
  * [win_off, win_off + win_len). */
 struct walk {
@@ -234,8 +218,8 @@ static int walk_window(struct walk *w, uint64_t off, size_t need)
 		w->cap = need;
 	}
 	uint64_t left = w->file_len - off;
-	ssize_t got = pread_all(w->fd, w->buf, left < w->cap ? (size_t)left
-	                                                     : w->cap, off);
+	size_t want = left < w->cap ? (size_t)left : w->cap;
+	ssize_t got = le__pread_full(w->fd, w->buf, want, off);
 	if (got < 0)
 		return (int)got;
 	w->win_off = off;
@@ -316,7 +300,7 @@ int le__index_build(const char *seg_path, le__index *x)
 		return w.fd;
 	rc = fstat(w.fd, &st) < 0 ? -errno : 0;
 	if (rc == 0) {
-		ssize_t got = pread_all(w.fd, hb, sizeof hb, 0);
+		ssize_t got = le__pread_full(w.fd, hb, sizeof hb, 0);
 		rc = got < 0 ? (int)got
 		             : got < LE_SEG_HDR ? LE_ECORRUPT
 		                                : le__seg_hdr_decode(hb, &h);
