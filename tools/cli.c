@@ -78,41 +78,6 @@ void fmt_size(char *buf, size_t cap, uint64_t bytes)
 		snprintf(buf, cap, "%.1f%c", v, units[u]);
 }
 
-/* Bytes at p that go out as they are: a printable ASCII character other
- * than the escape character (and '"' in JSON), or a valid multi-byte UTF-8
- * character.  @return their count, 0 if p[0] needs escaping. */
-static size_t plain_len(const unsigned char *p, size_t left, int json)
-{
-	unsigned c = p[0];
-	size_t n = le_utf8_len(p, left);
-
-	if (n != 1)
-		return n;
-	if (c < 0x20 || c == 0x7f || c == '\\' || (json && c == '"'))
-		return 0;
-	return 1;
-}
-
-/* Write payload bytes, escaped as the usage text says for json or text. */
-void put_escaped(FILE *f, const unsigned char *p, size_t len, int json)
-{
-	size_t i = 0, n;
-
-	while (i < len) {
-		size_t j = i;
-		while (j < len && (n = plain_len(p + j, len - j, json)) > 0)
-			j += n;
-		fwrite(p + i, 1, j - i, f);
-		if (j == len)
-			break;
-		if (p[j] == '\\' || p[j] == '"')
-			fprintf(f, "\\%c", p[j]);
-		else
-			fprintf(f, json ? "\\u%04x" : "\\x%02x", p[j]);
-		i = j + 1;
-	}
-}
-
 /* ---- arguments ---- */
 
 int usage_error(const char *fmt, const char *what)

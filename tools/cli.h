@@ -42,8 +42,6 @@ int out_finish(int rc);
 /* RFC 3339 UTC with nanoseconds: 2026-11-30T21:30:27.123456789Z ("-" for
  * 0: a log without timestamps). */
 void fmt_ts(char *buf, size_t cap, uint64_t ns);
-/* Write payload bytes, escaped for json or text. */
-void put_escaped(FILE *f, const unsigned char *p, size_t len, int json);
 /* "1.5M": bytes in a human unit (1024-based, as du -h). */
 void fmt_size(char *buf, size_t cap, uint64_t bytes);
 
