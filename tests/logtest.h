@@ -9,9 +9,12 @@
 
 typedef void (*rec_fn)(const le_record *r, void *arg);
 
-/* Read every record of dir in `mode`, calling fn (if any) for each.
+/* Read every record of dir in `mode`, calling fn (if any) for each, and
+ * on_problem (if any) with parg for each problem the reader reports.
  * @return the number of records, or the reader's negative error. */
-static inline long read_all(const char *dir, int mode, rec_fn fn, void *arg)
+static inline long read_all_reporting(const char *dir, int mode, rec_fn fn,
+                                      void *arg, le_problem_fn on_problem,
+                                      void *parg)
 {
 	le_reader *r;
 	le_reader_opts o;
@@ -21,6 +24,8 @@ static inline long read_all(const char *dir, int mode, rec_fn fn, void *arg)
 
 	le_reader_opts_init(&o);
 	o.mode = mode;
+	o.on_problem = on_problem;
+	o.arg = parg;
 	CHECK_RC(le_reader_open(&r, dir, &o));
 	while ((rc = le_reader_next(r, &rec)) == 1) {
 		if (fn)
@@ -31,6 +36,12 @@ static inline long read_all(const char *dir, int mode, rec_fn fn, void *arg)
 	if (rc < 0)
 		return rc;
 	return n;
+}
+
+/* read_all_reporting without a problem callback. */
+static inline long read_all(const char *dir, int mode, rec_fn fn, void *arg)
+{
+	return read_all_reporting(dir, mode, fn, arg, NULL, NULL);
 }
 
 static inline void count_app_record(const le_record *r, void *arg)

@@ -101,7 +101,8 @@ int le__reaper_push(le__reaper *r, const le__reap *x)
 
 size_t le__reaper_take_back(le__reaper *r, const void *owner, le__reap *out,
                             size_t cap)
-{	size_t got = 0;
+{
+	size_t got = 0;
 
 	if (!atomic_load_explicit(&r->nback, memory_order_relaxed))
 		return 0; /* the common case: no lock */

@@ -488,24 +488,7 @@ static void on_prob(void *arg, const char *file, uint64_t off,
 static long read_probs(const char *dir, int mode, struct seen *sn,
                        struct probs *p)
 {
-	le_reader *r;
-	le_reader_opts o;
-	le_record rec;
-	long n = 0;
-	int rc;
-
-	le_reader_opts_init(&o);
-	o.mode = mode;
-	o.on_problem = on_prob;
-	o.arg = p;
-	CHECK_RC(le_reader_open(&r, dir, &o));
-	while ((rc = le_reader_next(r, &rec)) == 1) {
-		if (sn)
-			see(&rec, sn);
-		n++;
-	}
-	le_reader_close(r);
-	return rc < 0 ? rc : n;
+	return read_all_reporting(dir, mode, sn ? see : NULL, sn, on_prob, p);
 }
 
 /* Records 1..2, a claim "7 records <why>" for 3..9, records 10..11. */
