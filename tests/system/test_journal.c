@@ -196,33 +196,48 @@ static char *expect_msgs(const log_t *l, pick_fn pick, const void *arg,
 	return s;
 }
 
+/* begin, then engine_log into log. */
+static void begin_engine_log(char *log, unsigned shards, int runs, int n,
+                             uint64_t seg_bytes)
+{
+	begin(log);
+	engine_log(log, shards, runs, n, seg_bytes);
+}
+
+/* begin_engine_log, its log read back. */
+static log_t begin_with_log(char *log, unsigned shards, int runs, int n,
+                            uint64_t seg_bytes)
+{
+	begin_engine_log(log, shards, runs, n, seg_bytes);
+	return read_log(log);
+}
+
+/* end, and l's records freed. */
+static void end_with_log(const char *log, log_t *l)
+{
+	free(l->r);
+	end(log);
+}
+
 /* ---- selection ---- */
 
 TEST(cat_prints_a_multi_shard_log_with_restarts_in_merged_order)
 {
 	char log[256];
-	begin(log);
-	engine_log(log, 3, 3, 700, 16 << 10);
-	log_t l = read_log(log);
+	log_t l = begin_with_log(log, 3, 3, 700, 16 << 10);
 	CHECK_EQ(l.n, 2100);
-	char *want = expect_msgs(&l, NULL, NULL, 0, 0);
-	CHECK_EQ(run("cat -o cat '%s'", log), 0);
-	EXPECT_OUT(want);
+	CHECK_PRINTS(expect_msgs(&l, NULL, NULL, 0, 0), "cat -o cat '%s'", log);
 	CHECK_EQ(strlen(err_text), 0);
 	/* timestamps never go back in the merge */
 	for (size_t i = 1; i < l.n; i++)
 		CHECK(l.r[i].ts >= l.r[i - 1].ts);
-	free(want);
-	free(l.r);
-	end(log);
+	end_with_log(log, &l);
 }
 
 TEST(lines_gives_the_last_n_and_plus_n_the_first_n)
 {
 	char log[256];
-	begin(log);
-	engine_log(log, 3, 2, 500, 8 << 10);
-	log_t l = read_log(log);
+	log_t l = begin_with_log(log, 3, 2, 500, 8 << 10);
 	static const size_t ns[] = {1, 10, 333, 999, 1000, 5000};
 	for (size_t k = 0; k < sizeof ns / sizeof ns[0]; k++) {
 		CHECK_PRINTS(expect_msgs(&l, NULL, NULL, ns[k], 0),
@@ -233,23 +248,19 @@ TEST(lines_gives_the_last_n_and_plus_n_the_first_n)
 	}
 	CHECK_PRINTS(expect_msgs(&l, NULL, NULL, 10, 0), /* -n alone: 10 */
 	             "cat -o cat -n '%s'", log);
-	free(l.r);
-	end(log);
+	end_with_log(log, &l);
 }
 
 TEST(reverse_prints_newest_first_with_and_without_lines)
 {
 	char log[256];
-	begin(log);
-	engine_log(log, 2, 2, 400, 8 << 10);
-	log_t l = read_log(log);
+	log_t l = begin_with_log(log, 2, 2, 400, 8 << 10);
 	CHECK_PRINTS(expect_msgs(&l, NULL, NULL, 0, 1),
 	             "cat -o cat -r '%s'", log);
 	CHECK_PRINTS(expect_msgs(&l, NULL, NULL, 7, 1),
 	             "cat -o cat -r -n 7 '%s'", log);
 	CHECK_EQ(run("cat -r -f '%s'", log), 2); /* as journalctl */
-	free(l.r);
-	end(log);
+	end_with_log(log, &l);
 }
 
 static int pick_since(const rec *r, const void *arg)
@@ -271,9 +282,7 @@ static void rfc3339(char *buf, size_t cap, uint64_t ns)
 TEST(since_and_until_select_by_record_time_across_segments)
 {
 	char log[256], a[64], b[64];
-	begin(log);
-	engine_log(log, 3, 3, 900, 8 << 10);
-	log_t l = read_log(log);
+	log_t l = begin_with_log(log, 3, 3, 900, 8 << 10);
 	for (size_t k = 1; k < l.n; k += l.n / 9) {
 		uint64_t t[2] = {l.r[k].ts, l.r[k + (l.n - k) / 2].ts};
 		rfc3339(a, sizeof a, t[0]);
@@ -285,8 +294,7 @@ TEST(since_and_until_select_by_record_time_across_segments)
 		CHECK_PRINTS(expect_msgs(&l, pick_since, open_end, 0, 0),
 		             "cat -o cat -S '%s' '%s'", a, log);
 	}
-	free(l.r);
-	end(log);
+	end_with_log(log, &l);
 }
 
 /* A hand-made log: one record a minute from TS0, over two shards and
@@ -338,8 +346,7 @@ TEST(since_takes_date_time_forms_and_zones)
 	CHECK(strstr(err_text, "half past nine"));
 	CHECK_EQ(run("cat --since '2026-11-30 22:00' --until '2026-11-30 "
 	             "21:00' '%s'", log), 2);
-	free(l.r);
-	end(log);
+	end_with_log(log, &l);
 }
 
 TEST(relative_times_today_and_yesterday_count_back_from_now)
@@ -384,8 +391,7 @@ TEST(relative_times_today_and_yesterday_count_back_from_now)
 	uint64_t t[2] = {0, today};
 	CHECK_PRINTS(expect_msgs(&l, pick_since, t, 0, 0),
 	             "cat -o cat --until today '%s'", log);
-	free(l.r);
-	end(log);
+	end_with_log(log, &l);
 }
 
 static int pick_levels(const rec *r, const void *arg)
@@ -397,9 +403,7 @@ static int pick_levels(const rec *r, const void *arg)
 TEST(priority_selects_a_level_and_above_or_a_range)
 {
 	char log[256];
-	begin(log);
-	engine_log(log, 3, 2, 300, 8 << 10);
-	log_t l = read_log(log);
+	log_t l = begin_with_log(log, 3, 2, 300, 8 << 10);
 	struct {
 		const char *arg;
 		int lo, hi;
@@ -415,8 +419,7 @@ TEST(priority_selects_a_level_and_above_or_a_range)
 		             "cat -o cat -p %s '%s'", p[k].arg, log);
 	}
 	CHECK_EQ(run("cat -p loud '%s'", log), 2);
-	free(l.r);
-	end(log);
+	end_with_log(log, &l);
 }
 
 static int pick_99(const rec *r, const void *arg)
@@ -438,9 +441,7 @@ static int pick_regex(const rec *r, const void *arg)
 TEST(grep_matches_extended_regex_and_ignore_case)
 {
 	char log[256];
-	begin(log);
-	engine_log(log, 2, 2, 300, 8 << 10);
-	log_t l = read_log(log);
+	log_t l = begin_with_log(log, 2, 2, 300, 8 << 10);
 	char *want = expect_msgs(&l, pick_regex, NULL, 0, 0);
 	CHECK_EQ(run("cat -o cat -g '^r1-001[1-3]|99$' '%s'", log), 0);
 	EXPECT_OUT(want);
@@ -452,8 +453,7 @@ TEST(grep_matches_extended_regex_and_ignore_case)
 	EXPECT_OUT(want);
 	CHECK_EQ(run("cat -g '(' '%s'", log), 2);
 	free(want);
-	free(l.r);
-	end(log);
+	end_with_log(log, &l);
 }
 
 struct fm {
@@ -477,9 +477,7 @@ static int pick_group(const rec *r, const void *arg)
 TEST(field_matches_follow_journalctl_rules)
 {
 	char log[256];
-	begin(log);
-	engine_log(log, 3, 2, 300, 8 << 10);
-	log_t l = read_log(log);
+	log_t l = begin_with_log(log, 3, 2, 300, 8 << 10);
 	struct fm f = {0, 2, LE_WARN};
 	char *want = expect_msgs(&l, pick_fields, &f, 0, 0);
 	CHECK_EQ(run("cat -o cat '%s' SHARD=0 SHARD=2 LEVEL=WARN", log), 0);
@@ -496,8 +494,7 @@ TEST(field_matches_follow_journalctl_rules)
 	EXPECT_OUT("");
 	CHECK_EQ(run("cat '%s' 'bad key=1'", log), 2);
 	CHECK_EQ(run("cat '%s' SHARD=0 +", log), 2);
-	free(l.r);
-	end(log);
+	end_with_log(log, &l);
 }
 
 /* Records with typed fields: text shows key=value after the message,
@@ -540,18 +537,14 @@ static int pick_shard1(const rec *r, const void *arg)
 TEST(shard_option_reads_one_shard)
 {
 	char log[256];
-	begin(log);
-	engine_log(log, 3, 2, 300, 8 << 10);
-	log_t l = read_log(log);
-	char *want = expect_msgs(&l, pick_shard1, NULL, 0, 0);
-	CHECK_EQ(run("cat -o cat --shard 1 '%s'", log), 0);
-	EXPECT_OUT(want);
-	free(want); /* -n with a shard: its last 5 */
+	log_t l = begin_with_log(log, 3, 2, 300, 8 << 10);
+	CHECK_PRINTS(expect_msgs(&l, pick_shard1, NULL, 0, 0),
+	             "cat -o cat --shard 1 '%s'", log);
+	/* -n with a shard: its last 5 */
 	CHECK_PRINTS(expect_msgs(&l, pick_shard1, NULL, 5, 0),
 	             "cat -o cat --shard=1 -n 5 '%s'", log);
 	CHECK_EQ(run("cat --shard 7 '%s'", log), 2);
-	free(l.r);
-	end(log);
+	end_with_log(log, &l);
 }
 
 /* ---- output ---- */
@@ -677,8 +670,7 @@ TEST(records_without_timestamps_never_print_1970)
 TEST(closed_pipe_ends_cat_quietly)
 {
 	char log[256], cmd[2048], p[300];
-	begin(log);
-	engine_log(log, 2, 1, 60000, 1 << 20);
+	begin_engine_log(log, 2, 1, 60000, 1 << 20);
 	snprintf(cmd, sizeof cmd, "(TZ=UTC '%s' cat '%s' 2>'%s/err'; echo $? "
 	         ">'%s/rc') | head -n 3 >/dev/null", cli(), log, scratch,
 	         scratch);
@@ -718,9 +710,7 @@ static const char *json_cursor(int k)
 TEST(after_cursor_resumes_exactly_after_its_record)
 {
 	char log[256], cur[LE_CURSOR_MAX];
-	begin(log);
-	engine_log(log, 3, 2, 400, 8 << 10);
-	log_t l = read_log(log);
+	log_t l = begin_with_log(log, 3, 2, 400, 8 << 10);
 	CHECK_EQ(run("cat -o json --show-cursor '%s'", log), 0);
 	char *json = strdup(out_text);
 	for (size_t k = 0; k < l.n; k += 97) {
@@ -743,8 +733,7 @@ TEST(after_cursor_resumes_exactly_after_its_record)
 	EXPECT_OUT("");
 	CHECK_EQ(run("cat --after-cursor 'v=9,s=0' '%s'", log), 2);
 	CHECK(strstr(err_text, "cursor"));
-	free(l.r);
-	end(log);
+	end_with_log(log, &l);
 }
 
 TEST(cursor_file_resumes_across_rotation_and_restart)
@@ -775,23 +764,19 @@ TEST(cursor_file_resumes_across_rotation_and_restart)
 TEST(cursor_into_vacuumed_segments_resumes_at_oldest_and_counts)
 {
 	char log[256], cur[LE_CURSOR_MAX];
-	begin(log);
-	engine_log(log, 1, 1, 3000, 4 << 10);
+	begin_engine_log(log, 1, 1, 3000, 4 << 10);
 	CHECK_EQ(run("cat -o json --show-cursor --lines=+5 '%s'", log), 0);
 	snprintf(cur, sizeof cur, "%s", json_cursor(4));
 	CHECK_EQ(run("vacuum --size 40K '%s'", log), 0);
 	log_t l = read_log(log);
 	CHECK(l.r[0].seq > 6);
-	char *want = expect_msgs(&l, NULL, NULL, 0, 0);
-	CHECK_EQ(run("cat -o cat --after-cursor '%s' '%s'", cur, log), 0);
-	EXPECT_OUT(want);
+	CHECK_PRINTS(expect_msgs(&l, NULL, NULL, 0, 0),
+	             "cat -o cat --after-cursor '%s' '%s'", cur, log);
 	char n[64];
 	snprintf(n, sizeof n, "%" PRIu64 " records were skipped",
 	         l.r[0].seq - 6);
 	CHECK(strstr(err_text, n));
-	free(want);
-	free(l.r);
-	end(log);
+	end_with_log(log, &l);
 }
 
 /* ---- follow ---- */
@@ -1016,8 +1001,7 @@ static void follow_live_producer(int poll_mode)
 	free(f.buf);
 	free(f.lat);
 	close(f.fd);
-	free(l.r);
-	end(log);
+	end_with_log(log, &l);
 }
 
 TEST(follow_prints_a_live_producer_once_across_rotation_restart_and_kill)
@@ -1069,8 +1053,7 @@ TEST(bad_directories_exit_2_saying_what_was_expected)
 	static const char *const cmds[] = {"cat", "tail", "verify", "stats",
 	                                   "stats --disk-usage",
 	                                   "vacuum --size 1M", "recover"};
-	begin(log);
-	engine_log(log, 1, 1, 10, 8 << 10);
+	begin_engine_log(log, 1, 1, 10, 8 << 10);
 	snprintf(d, sizeof d, "%s/other", scratch);
 	mkdir(d, 0755);
 	snprintf(d, sizeof d, "%s/other/notes.txt", scratch);
@@ -1214,8 +1197,7 @@ static uint64_t du(const char *dir, int apparent)
 TEST(disk_usage_counts_every_file_as_du_does)
 {
 	char log[256];
-	begin(log);
-	engine_log(log, 3, 2, 2000, 16 << 10);
+	begin_engine_log(log, 3, 2, 2000, 16 << 10);
 	CHECK_EQ(run("stats --disk-usage '%s'", log), 0);
 	unsigned long long files, ap, al;
 	char *t = strstr(out_text, "\ntotal");
@@ -1246,8 +1228,7 @@ static int count_segs(const char *log, unsigned shard)
 TEST(vacuum_deletes_oldest_sealed_segments_never_the_active_one)
 {
 	char log[256];
-	begin(log);
-	engine_log(log, 2, 2, 3000, 8 << 10);
+	begin_engine_log(log, 2, 2, 3000, 8 << 10);
 	int before = count_segs(log, 0) + count_segs(log, 1);
 	CHECK(before > 8);
 	log_t l0 = read_log(log);
@@ -1331,8 +1312,7 @@ TEST(vacuum_keeps_what_the_forwarder_has_not_shipped)
 {
 	char log[256];
 	uint64_t index[64], base[64];
-	begin(log);
-	engine_log(log, 1, 1, 3000, 8 << 10);
+	begin_engine_log(log, 1, 1, 3000, 8 << 10);
 	size_t n = seg_bases(log, index, base, 64);
 	CHECK(n >= 8 && n < 64);
 	/* The cursor in segment 3, named by its hint: 0..2 are shipped. */
@@ -1403,8 +1383,7 @@ static char *complete_words(const char *words, int cword)
 TEST(bash_completion_offers_commands_options_formats_and_shards)
 {
 	char log[256], words[600];
-	begin(log);
-	engine_log(log, 3, 1, 10, 8 << 10);
+	begin_engine_log(log, 3, 1, 10, 8 << 10);
 	char *c = complete_words("logengine c", 1);
 	CHECK_STR_EQ(c, "cat capture\n");
 	free(c);
