@@ -272,15 +272,31 @@ static le_engine *open_dir(const char *dir, le_config *c)
 	return e;
 }
 
+/* An engine of the default configuration on dir, the cases logged
+ * `rounds` times, closed. */
+static void log_cases_into(const char *dir, int rounds)
+{
+	le_config c;
+	le_config_init(&c);
+	le_engine *e = open_dir(dir, &c);
+	for (int i = 0; i < rounds; i++)
+		log_cases(e);
+	CHECK_RC(le_close(e));
+}
+
+/* rec's text is case i's. */
+static void check_is_case(const le_record *rec, int i)
+{
+	CHECK_EQ(rec->len, strlen(want[i]));
+	CHECK(memcmp(rec->payload, want[i], rec->len) == 0);
+}
+
 TEST(level_macros_read_back_as_snprintf_prints_them)
 {
 	char dir[256];
-	le_config c;
-	le_config_init(&c);
-	le_engine *e = open_dir(t_tmpdir(dir), &c);
-	log_cases(e);
-	log_cases(e); /* registered sites: no descriptor in these frames */
-	CHECK_RC(le_close(e));
+	/* the second round's sites are registered: no descriptor in its
+	 * frames */
+	log_cases_into(t_tmpdir(dir), 2);
 	/* two rounds: the expected list twice */
 	int n1 = nwant;
 	for (int i = 0; i < n1; i++) {
@@ -323,11 +339,7 @@ TEST(stream_lines_are_snprintfs_text)
 TEST(a_segment_copied_away_reads_back_the_same)
 {
 	char dir[256], dir2[256], cmd[1200];
-	le_config c;
-	le_config_init(&c);
-	le_engine *e = open_dir(t_tmpdir(dir), &c);
-	log_cases(e);
-	CHECK_RC(le_close(e));
+	log_cases_into(t_tmpdir(dir), 1);
 	t_tmpdir(dir2);
 	snprintf(cmd, sizeof cmd, "mkdir -p %s/shard-000 && cp %s/shard-000/*.seg "
 	         "%s/shard-000/", dir2, dir, dir2);
@@ -359,8 +371,7 @@ TEST(rotated_segments_each_carry_their_descriptors)
 	CHECK_RC(le_reader_open(&r, dir, NULL));
 	int rc, i = 0;
 	while ((rc = le_reader_next(r, &rec)) == 1) {
-		CHECK_EQ(rec.len, strlen(want[i % nwant]));
-		CHECK(memcmp(rec.payload, want[i % nwant], rec.len) == 0);
+		check_is_case(&rec, i % nwant);
 		i++;
 	}
 	CHECK_EQ(rc, 0);
@@ -378,20 +389,14 @@ TEST(rotated_segments_each_carry_their_descriptors)
 TEST(a_reader_started_mid_segment_finds_the_descriptor)
 {
 	char dir[256];
-	le_config c;
-	le_config_init(&c);
-	le_engine *e = open_dir(t_tmpdir(dir), &c);
-	log_cases(e);
-	log_cases(e);
-	CHECK_RC(le_close(e));
+	log_cases_into(t_tmpdir(dir), 2);
 	le_reader *r;
 	le_record rec;
 	CHECK_RC(le_reader_open(&r, dir, NULL));
 	CHECK_RC(le_reader_seek_tail(r, 3));
 	for (int i = nwant - 3; i < nwant; i++) {
 		CHECK_EQ(le_reader_next(r, &rec), 1);
-		CHECK_EQ(rec.len, strlen(want[i]));
-		CHECK(memcmp(rec.payload, want[i], rec.len) == 0);
+		check_is_case(&rec, i);
 	}
 	CHECK_EQ(le_reader_next(r, &rec), 0);
 	le_reader_close(r);
@@ -403,12 +408,7 @@ TEST(a_reader_started_mid_segment_finds_the_descriptor)
 TEST(a_tail_from_mid_segment_gives_the_text)
 {
 	char dir[256];
-	le_config c;
-	le_config_init(&c);
-	le_engine *e = open_dir(t_tmpdir(dir), &c);
-	log_cases(e);
-	log_cases(e);
-	CHECK_RC(le_close(e));
+	log_cases_into(t_tmpdir(dir), 2);
 	le_reader *r;
 	le_record rec;
 	uint64_t off = 0;
@@ -422,8 +422,7 @@ TEST(a_tail_from_mid_segment_gives_the_text)
 	CHECK_RC(le_tail_open(&t, dir, 0, 1, off));
 	for (int i = 0; i < nwant; i++) {
 		CHECK_EQ(le_tail_next(t, &rec), 1);
-		CHECK_EQ(rec.len, strlen(want[i]));
-		CHECK(memcmp(rec.payload, want[i], rec.len) == 0);
+		check_is_case(&rec, i);
 	}
 	CHECK_EQ(le_tail_next(t, &rec), 0);
 	le_tail_close(t);
