@@ -496,54 +496,10 @@ TEST(threads_racing_to_register_sites_all_read_back)
 	t_rmrf(dir);
 }
 
-/* A process killed before its writer took anything: the next le_open
- * writes its deferred records out with the descriptors of its SITES. */
-TEST(deferred_records_of_a_killed_process_are_recovered_with_their_text)
+/* A child process logs the cases into dir and is killed before its writer
+ * takes any (flush_ms is long: the writer sleeps, all stays queued). */
+static void killed_with_cases_queued(const char *dir)
 {
-	char dir[256];
-	t_tmpdir(dir);
-	fflush(NULL);
-	pid_t pid = fork();
-	CHECK(pid >= 0);
-	if (pid == 0) {
-		le_config c;
-		le_config_init(&c);
-		c.flush_ms = 60000; /* the writer sleeps: all stays queued */
-		le_engine *e = open_dir(dir, &c);
-		log_cases(e);
-		raise(SIGKILL);
-		_exit(3);
-	}
-	int st;
-	CHECK_EQ(waitpid(pid, &st, 0), pid);
-	CHECK(WIFSIGNALED(st));
-	/* all in QUEUE: no segment holds a record yet */
-	CHECK(read_all(dir, LE_RECOVER_TOLERATE_TAIL, NULL, NULL) <= 0);
-	le_config c;
-	le_config_init(&c);
-	le_engine *e = open_dir(dir, &c);
-	CHECK_RC(le_close(e));
-	nwant = 0;
-	{
-		/* the expected texts, from a log of our own */
-		char d2[256];
-		le_config c2;
-		le_config_init(&c2);
-		le_engine *e2 = open_dir(t_tmpdir(d2), &c2);
-		log_cases(e2);
-		CHECK_RC(le_close(e2));
-		t_rmrf(d2);
-	}
-	check_dir(dir);
-	t_rmrf(dir);
-}
-
-/* A SITES entry damaged while the process was dead: its records are kept,
- * saying their call site is lost; the others keep their text. */
-TEST(a_damaged_sites_entry_loses_only_its_records_text)
-{
-	char dir[256], path[300];
-	t_tmpdir(dir);
 	fflush(NULL);
 	pid_t pid = fork();
 	CHECK(pid >= 0);
@@ -558,6 +514,40 @@ TEST(a_damaged_sites_entry_loses_only_its_records_text)
 	}
 	int st;
 	CHECK_EQ(waitpid(pid, &st, 0), pid);
+	CHECK(WIFSIGNALED(st));
+}
+
+/* A process killed before its writer took anything: the next le_open
+ * writes its deferred records out with the descriptors of its SITES. */
+TEST(deferred_records_of_a_killed_process_are_recovered_with_their_text)
+{
+	char dir[256];
+	t_tmpdir(dir);
+	killed_with_cases_queued(dir);
+	/* all in QUEUE: no segment holds a record yet */
+	CHECK(read_all(dir, LE_RECOVER_TOLERATE_TAIL, NULL, NULL) <= 0);
+	le_config c;
+	le_config_init(&c);
+	le_engine *e = open_dir(dir, &c);
+	CHECK_RC(le_close(e));
+	nwant = 0;
+	{
+		/* the expected texts, from a log of our own */
+		char d2[256];
+		log_cases_into(t_tmpdir(d2), 1);
+		t_rmrf(d2);
+	}
+	check_dir(dir);
+	t_rmrf(dir);
+}
+
+/* A SITES entry damaged while the process was dead: its records are kept,
+ * saying their call site is lost; the others keep their text. */
+TEST(a_damaged_sites_entry_loses_only_its_records_text)
+{
+	char dir[256], path[300];
+	t_tmpdir(dir);
+	killed_with_cases_queued(dir);
 	/* the first entry of the area: the first site's descriptor */
 	snprintf(path, sizeof path, "%s/shard-000/SITES", dir);
 	size_t len;
