@@ -127,131 +127,131 @@ static void seg_and_index(const char *dir, t_seg *s, int n, uint64_t *ts,
 	CHECK_RC(le__index_build(path, x));
 }
 
-TEST(build_covers_every_frame_with_an_entry_per_spacing)
-{
+/* What the tests of a built index start from: seg_and_index's segment of
+ * n <= FIX_MAX frames in a directory of its own, and its index. */
+#define FIX_MAX 600
+typedef struct fix {
 	char dir[256];
-	enum { N = 600 };
-	uint64_t ts[N];
-	size_t off[N];
+	uint64_t ts[FIX_MAX];
+	size_t off[FIX_MAX];
 	t_seg s;
 	le__index x;
+} fix;
 
-	t_tmpdir(dir);
-	seg_and_index(dir, &s, N, ts, off, -1, &x);
-	CHECK_EQ(x.records, N);
-	CHECK_EQ(x.end, s.len);
-	CHECK_EQ(x.base_seq, 10);
-	CHECK(x.n >= s.len / LE_IDX_SPACING);
-	CHECK(x.n <= s.len / LE_IDX_SPACING + 1);
+static void fix_open(fix *f, int n, int flip)
+{
+	t_tmpdir(f->dir);
+	seg_and_index(f->dir, &f->s, n, f->ts, f->off, flip, &f->x);
+}
+
+static void fix_close(fix *f)
+{
+	le__index_free(&f->x);
+	t_seg_free(&f->s);
+	t_rmrf(f->dir);
+}
+
+TEST(build_covers_every_frame_with_an_entry_per_spacing)
+{
+	enum { N = 600 };
+	fix f;
+
+	fix_open(&f, N, -1);
+	CHECK_EQ(f.x.records, N);
+	CHECK_EQ(f.x.end, f.s.len);
+	CHECK_EQ(f.x.base_seq, 10);
+	CHECK(f.x.n >= f.s.len / LE_IDX_SPACING);
+	CHECK(f.x.n <= f.s.len / LE_IDX_SPACING + 1);
 	uint64_t mx = 0, mn = UINT64_MAX;
 	for (int i = 0; i < N; i++) {
-		mx = ts[i] > mx ? ts[i] : mx;
-		mn = ts[i] < mn ? ts[i] : mn;
+		mx = f.ts[i] > mx ? f.ts[i] : mx;
+		mn = f.ts[i] < mn ? f.ts[i] : mn;
 	}
-	CHECK_EQ(x.ts_max, mx);
-	CHECK_EQ(x.ts_min, mn);
+	CHECK_EQ(f.x.ts_max, mx);
+	CHECK_EQ(f.x.ts_min, mn);
 	/* Every entry names a real frame with its sequence. */
-	for (size_t k = 0; k < x.n; k++) {
-		int i = (int)(x.e[k].seq - 10);
+	for (size_t k = 0; k < f.x.n; k++) {
+		int i = (int)(f.x.e[k].seq - 10);
 		CHECK(i >= 0 && i < N);
-		CHECK_EQ(x.e[k].off, off[i]);
+		CHECK_EQ(f.x.e[k].off, f.off[i]);
 	}
-	le__index_free(&x);
-	t_seg_free(&s);
-	t_rmrf(dir);
+	fix_close(&f);
 }
 
 TEST(find_time_never_skips_a_record_at_or_after_the_time)
 {
-	char dir[256];
 	enum { N = 600 };
-	uint64_t ts[N];
-	size_t off[N];
-	t_seg s;
-	le__index x;
+	fix f;
 
-	t_tmpdir(dir);
-	seg_and_index(dir, &s, N, ts, off, -1, &x);
+	fix_open(&f, N, -1);
 	for (uint64_t t = TS0 - 10000; t < TS0 + 210000; t += 333) {
 		uint64_t o, q;
-		le__index_find_time(&x, t, &o, &q);
+		le__index_find_time(&f.x, t, &o, &q);
 		int first = -1; /* the first frame at or after t */
 		for (int i = 0; i < N && first < 0; i++)
-			if (ts[i] >= t)
+			if (f.ts[i] >= t)
 				first = i;
 		if (first < 0) {
-			CHECK_EQ(o, x.end);
+			CHECK_EQ(o, f.x.end);
 			CHECK_EQ(q, 10 + N);
 			continue;
 		}
-		CHECK(o <= off[first]);
+		CHECK(o <= f.off[first]);
 		int at = -1;
 		for (int i = 0; i < N; i++)
-			if (off[i] == o)
+			if (f.off[i] == o)
 				at = i;
 		CHECK(at >= 0);
 		CHECK_EQ(q, 10 + (uint64_t)at);
 		/* and not further back than one spacing plus a frame */
-		CHECK(off[first] - o <= LE_IDX_SPACING + 3000 ||
+		CHECK(f.off[first] - o <= LE_IDX_SPACING + 3000 ||
 		      o == LE_SEG_HDR);
 	}
 	for (uint64_t q = 10; q < 10 + N; q += 7) {
 		uint64_t o, at;
-		le__index_find_seq(&x, q, &o, &at);
+		le__index_find_seq(&f.x, q, &o, &at);
 		CHECK(at <= q);
-		CHECK_EQ(o, off[at - 10]);
-		CHECK(off[q - 10] - o <= LE_IDX_SPACING + 3000);
+		CHECK_EQ(o, f.off[at - 10]);
+		CHECK(f.off[q - 10] - o <= LE_IDX_SPACING + 3000);
 	}
-	le__index_free(&x);
-	t_seg_free(&s);
-	t_rmrf(dir);
+	fix_close(&f);
 }
 
 TEST(build_stops_at_damage_and_covers_the_prefix)
 {
-	char dir[256];
 	enum { N = 300 };
-	uint64_t ts[N];
-	size_t off[N];
-	t_seg s;
-	le__index x;
+	fix f;
 
-	t_tmpdir(dir);
-	seg_and_index(dir, &s, N, ts, off, 200, &x);
-	CHECK_EQ(x.records, 200);
-	CHECK_EQ(x.end, off[200]);
-	le__index_free(&x);
-	t_seg_free(&s);
-	t_rmrf(dir);
+	fix_open(&f, N, 200);
+	CHECK_EQ(f.x.records, 200);
+	CHECK_EQ(f.x.end, f.off[200]);
+	fix_close(&f);
 }
 
 TEST(load_refuses_an_index_of_another_segment_or_a_torn_one)
 {
-	char dir[256], sdir[300], ipath[600];
+	char sdir[300], ipath[600];
 	enum { N = 300 };
-	uint64_t ts[N];
-	size_t off[N];
-	t_seg s;
-	le__index x, y;
+	fix f;
+	le__index y;
 	le__seg_hdr h;
 
-	t_tmpdir(dir);
-	seg_and_index(dir, &s, N, ts, off, -1, &x);
-	snprintf(sdir, sizeof sdir, "%s/shard-000", dir);
-	CHECK_EQ(le__seg_hdr_decode(s.buf, &h), 0);
-	CHECK_EQ(le__index_load(sdir, &h, s.len, &y), -ENOENT);
-	CHECK_RC(le__index_write(sdir, &x));
-	CHECK_RC(le__index_load(sdir, &h, s.len, &y));
+	fix_open(&f, N, -1);
+	snprintf(sdir, sizeof sdir, "%s/shard-000", f.dir);
+	CHECK_EQ(le__seg_hdr_decode(f.s.buf, &h), 0);
+	CHECK_EQ(le__index_load(sdir, &h, f.s.len, &y), -ENOENT);
+	CHECK_RC(le__index_write(sdir, &f.x));
+	CHECK_RC(le__index_load(sdir, &h, f.s.len, &y));
 	CHECK_EQ(y.records, N);
 	le__index_free(&y);
 	/* the segment shorter than the index says: not this file */
-	CHECK_EQ(le__index_load(sdir, &h, off[100], &y), LE_ECORRUPT);
+	CHECK_EQ(le__index_load(sdir, &h, f.off[100], &y), LE_ECORRUPT);
 	le__seg_hdr h2 = h;
 	h2.created_ns++;
-	CHECK_EQ(le__index_load(sdir, &h2, s.len, &y), LE_ECORRUPT);
+	CHECK_EQ(le__index_load(sdir, &h2, f.s.len, &y), LE_ECORRUPT);
 	h2 = h;
 	h2.base_seq++;
-	CHECK_EQ(le__index_load(sdir, &h2, s.len, &y), LE_ECORRUPT);
+	CHECK_EQ(le__index_load(sdir, &h2, f.s.len, &y), LE_ECORRUPT);
 	/* torn: every length short of the whole file */
 	le__index_path(ipath, sizeof ipath, sdir, 1);
 	size_t len;
@@ -259,12 +259,10 @@ TEST(load_refuses_an_index_of_another_segment_or_a_torn_one)
 	CHECK(img);
 	for (size_t cut = 0; cut < len; cut += 5) {
 		CHECK_EQ(t_spit(ipath, img, cut), 0);
-		CHECK(le__index_load(sdir, &h, s.len, &y) < 0);
+		CHECK(le__index_load(sdir, &h, f.s.len, &y) < 0);
 	}
 	free(img);
-	le__index_free(&x);
-	t_seg_free(&s);
-	t_rmrf(dir);
+	fix_close(&f);
 }
 
 /* Segments of shard_dir, and which have an index that loads. */
