@@ -18,6 +18,19 @@ static void write_n(le_engine *e, int n)
 		CHECK_EQ(le_write(e, (uint64_t)i, LE_INFO, "record", 6), 0);
 }
 
+/* In a child: c opened on dir with a writer that sleeps a minute
+ * (flush_ms), so that what is logged stays queued; exit 3 if it does not
+ * open. */
+static le_engine *child_open_sleeping(le_config *c)
+{
+	le_engine *e;
+	c->dir = dir;
+	c->flush_ms = 60000;
+	if (le_open(&e, c) != 0)
+		_exit(3);
+	return e;
+}
+
 static atomic_int stop_bg;
 
 static void *background(void *arg)
@@ -114,14 +127,9 @@ static void crash_child(int with_app_handler, int n)
 		signal(SIGSEGV, app_handler);
 	le_config c;
 	le_config_init(&c);
-	c.dir = dir;
 	c.mapped_queue = 0;      /* so only the handler can save them */
-	c.flush_ms = 60000;
 	c.crash_flush_ms = 5000;
-	le_engine *e;
-	if (le_open(&e, &c) != 0)
-		_exit(3);
-	write_n(e, n);
+	write_n(child_open_sleeping(&c), n);
 	volatile int *bad = NULL;
 	if (getpid() > 0) /* opaque to the compiler */
 		bad = (volatile int *)(uintptr_t)strtoul("8", NULL, 10);
@@ -174,13 +182,8 @@ TEST(without_crash_handler_mapped_queue_still_saves_records)
 	pid_t pid = fork();
 	if (pid == 0) {
 		le_config c;
-		le_config_init(&c);
-		c.dir = dir;
-		c.flush_ms = 60000; /* nothing written before the crash */
-		le_engine *e;
-		if (le_open(&e, &c) != 0)
-			_exit(3);
-		write_n(e, 400);
+		le_config_init(&c); /* nothing written before the crash */
+		write_n(child_open_sleeping(&c), 400);
 		abort();
 	}
 	int st;
@@ -207,12 +210,8 @@ TEST(queued_records_in_a_shard_not_opened_are_not_abandoned)
 	if (pid == 0) {
 		le_config c;
 		le_config_init(&c);
-		c.dir = dir;
 		c.shards = 4;
-		c.flush_ms = 60000;
-		le_engine *e;
-		if (le_open(&e, &c) != 0)
-			_exit(3);
+		le_engine *e = child_open_sleeping(&c);
 		for (int i = 0; i < 100; i++)
 			le_write(e, 3, LE_INFO, "shard three", 11);
 		abort();
