@@ -606,6 +606,22 @@ static int queue_copy(const char *dir, const char *to)
 	return cp_file(a, b);
 }
 
+/* Open dir (no syncs) and close it again.  @return the records its
+ * le_open recovered from queues a dead process left. */
+static uint64_t open_to_recover(const char *dir)
+{
+	le_config c;
+	le_engine *e;
+	le_stats st;
+	le_config_init(&c);
+	c.dir = dir;
+	c.durability = LE_SYNC_NONE;
+	CHECK_RC(le_open(&e, &c));
+	CHECK_RC(le_stats_get(e, &st));
+	CHECK_RC(le_close(e));
+	return st.recovered_records;
+}
+
 /* dir's QUEUE file recovered twice (put back after the first recovery
  * renewed it, as a recovery killed before its release leaves it): the
  * first writes `first` records, the second none. */
@@ -618,16 +634,7 @@ static void recover_twice(const char *dir, uint64_t first)
 	CHECK_EQ(mkdir(copy, 0700), 0);
 	CHECK_EQ(queue_copy(dir, keep), 0);
 	for (int round = 0; round < 2; round++) {
-		le_config c;
-		le_engine *e;
-		le_stats st;
-		le_config_init(&c);
-		c.dir = dir;
-		c.durability = LE_SYNC_NONE;
-		CHECK_RC(le_open(&e, &c));
-		CHECK_RC(le_stats_get(e, &st));
-		CHECK_EQ(st.recovered_records, round == 0 ? first : 0);
-		CHECK_RC(le_close(e));
+		CHECK_EQ(open_to_recover(dir), round == 0 ? first : 0);
 		CHECK_EQ(queue_copy(keep, dir), 0); /* the same file again */
 	}
 	t_rmrf(keep);
@@ -704,22 +711,13 @@ TEST(live_directory_copied_then_recovered_has_no_duplicate)
 	waitpid(pid, NULL, 0);
 	snprintf(p, sizeof p, "%s/shard-000/QUEUE", copy);
 	CHECK(le__ring_file_busy(p, 0)); /* the copy holds queued records */
-	le_config c;
-	le_engine *e;
-	le_stats st;
-	le_config_init(&c);
-	c.dir = copy;
-	c.durability = LE_SYNC_NONE;
-	CHECK_RC(le_open(&e, &c));
-	CHECK_RC(le_stats_get(e, &st));
-	CHECK_RC(le_close(e));
+	uint64_t recovered = open_to_recover(copy);
 	struct once o = {.max = MAX};
 	o.seen = calloc(MAX, 1);
 	CHECK(o.seen != NULL);
 	CHECK(read_all(copy, LE_RECOVER_SKIP, count_once, &o) >= 0);
 	fprintf(stderr, "  %ld records read from the copy (%" PRIu64
-	        " written at recovery), %ld twice\n", o.n,
-	        st.recovered_records, o.dup);
+	        " written at recovery), %ld twice\n", o.n, recovered, o.dup);
 	CHECK(o.n > 0);
 	CHECK_EQ(o.other, 0);
 	CHECK_EQ(o.dup, 0);
