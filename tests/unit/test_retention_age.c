@@ -36,6 +36,24 @@ static void write_n(le_engine *e, const char *what, int n)
 	CHECK_RC(le_flush(e, 5000));
 }
 
+/* An engine on a new dir with segments of 8 KiB (about 130 records),
+ * retention_age_ms age_ms (0: none). */
+static le_engine *open_small_segments(uint32_t age_ms)
+{
+	le_config c;
+	le_engine *e;
+
+	t_tmpdir(dir);
+	le_config_init(&c);
+	c.dir = dir;
+	c.durability = LE_SYNC_NONE;
+	c.segment_bytes = 8192;
+	c.flush_ms = 5;
+	c.retention_age_ms = age_ms;
+	CHECK_RC(le_open(&e, &c));
+	return e;
+}
+
 /* counts[0]: "old" records left, counts[1]: "new" ones */
 static void count_kinds(const le_record *r, void *arg)
 {
@@ -47,17 +65,7 @@ static void count_kinds(const le_record *r, void *arg)
 
 TEST(segments_older_than_the_age_limit_go_and_newer_ones_stay)
 {
-	le_config c;
-	le_engine *e;
-
-	t_tmpdir(dir);
-	le_config_init(&c);
-	c.dir = dir;
-	c.durability = LE_SYNC_NONE;
-	c.segment_bytes = 8192;
-	c.flush_ms = 5;
-	c.retention_age_ms = 3000;
-	CHECK_RC(le_open(&e, &c));
+	le_engine *e = open_small_segments(3000);
 	write_n(e, "old", 600); /* several sealed segments */
 	int before = segments();
 	CHECK(before >= 3);
@@ -91,16 +99,7 @@ TEST(segments_older_than_the_age_limit_go_and_newer_ones_stay)
 
 TEST(no_age_limit_keeps_every_segment)
 {
-	le_config c;
-	le_engine *e;
-
-	t_tmpdir(dir);
-	le_config_init(&c);
-	c.dir = dir;
-	c.durability = LE_SYNC_NONE;
-	c.segment_bytes = 8192;
-	c.flush_ms = 5;
-	CHECK_RC(le_open(&e, &c));
+	le_engine *e = open_small_segments(0);
 	write_n(e, "old", 600);
 	usleep(1200000);
 	write_n(e, "new", 10);

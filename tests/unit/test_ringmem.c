@@ -39,6 +39,34 @@ static void in_order(const le_record *r, void *arg)
 	(*next)++;
 }
 
+/* An engine on a new dir with a queue of `bytes` in process memory
+ * (mapped_queue 0), producers blocked rather than dropping. */
+static le_engine *open_ring(uint64_t bytes)
+{
+	le_config c;
+	le_engine *e;
+
+	t_tmpdir(dir);
+	le_config_init(&c);
+	c.dir = dir;
+	c.mapped_queue = 0;
+	c.durability = LE_SYNC_NONE;
+	c.queue_capacity_bytes = bytes;
+	c.overflow = LE_OVERFLOW_BLOCK;
+	CHECK_RC(le_open(&e, &c));
+	return e;
+}
+
+/* Close e: its n records "r 0" .. "r n-1" read back in order; dir goes. */
+static void close_and_read_in_order(le_engine *e, long n)
+{
+	long next = 0;
+	CHECK_EQ(le_close(e), 0);
+	CHECK(read_all(dir, LE_RECOVER_ABSOLUTE, in_order, &next) >= 0);
+	CHECK_EQ(next, n);
+	t_rmrf(dir);
+}
+
 /*
  * A 32 MiB queue at a light load (about 12 MB/s of ring, several laps):
  * what stays resident is what is queued plus the pages faulted in ahead,
@@ -46,18 +74,8 @@ static void in_order(const le_record *r, void *arg)
  */
 TEST(a_lightly_used_large_queue_keeps_little_of_its_ring_resident)
 {
-	le_config c;
-	le_engine *e;
 	char b[128];
-
-	t_tmpdir(dir);
-	le_config_init(&c);
-	c.dir = dir;
-	c.mapped_queue = 0; /* process memory */
-	c.durability = LE_SYNC_NONE;
-	c.queue_capacity_bytes = 32u << 20;
-	c.overflow = LE_OVERFLOW_BLOCK;
-	CHECK_RC(le_open(&e, &c));
+	le_engine *e = open_ring(32u << 20);
 	le__ring *r = &e->shards[0].ring;
 	CHECK(r->trims);
 	memset(b, 'x', sizeof b);
@@ -87,11 +105,7 @@ TEST(a_lightly_used_large_queue_keeps_little_of_its_ring_resident)
 	/* queued (a batch: tens of KiB) + ahead (2 MiB) + pages not yet
 	 * returned: far below the ring */
 	CHECK(most < r->size / 4);
-	CHECK_EQ(le_close(e), 0);
-	long next = 0;
-	CHECK(read_all(dir, LE_RECOVER_ABSOLUTE, in_order, &next) >= 0);
-	CHECK_EQ(next, n);
-	t_rmrf(dir);
+	close_and_read_in_order(e, n);
 }
 
 /* The same ring under a load that goes round it several times a second
@@ -99,18 +113,8 @@ TEST(a_lightly_used_large_queue_keeps_little_of_its_ring_resident)
  * nothing either. */
 TEST(a_busy_large_queue_loses_nothing)
 {
-	le_config c;
-	le_engine *e;
 	char b[128];
-
-	t_tmpdir(dir);
-	le_config_init(&c);
-	c.dir = dir;
-	c.mapped_queue = 0;
-	c.durability = LE_SYNC_NONE;
-	c.queue_capacity_bytes = 8u << 20;
-	c.overflow = LE_OVERFLOW_BLOCK;
-	CHECK_RC(le_open(&e, &c));
+	le_engine *e = open_ring(8u << 20);
 	memset(b, 'x', sizeof b);
 	long n = 0;
 	/* bursts with pauses: light, then busy, then light again */
@@ -122,11 +126,7 @@ TEST(a_busy_large_queue_loses_nothing)
 		}
 		usleep(round % 3 ? 2000 : 150000);
 	}
-	CHECK_EQ(le_close(e), 0);
-	long next = 0;
-	CHECK(read_all(dir, LE_RECOVER_ABSOLUTE, in_order, &next) >= 0);
-	CHECK_EQ(next, n);
-	t_rmrf(dir);
+	close_and_read_in_order(e, n);
 }
 
 /*
