@@ -98,6 +98,19 @@ static void plant_link(const char *name, const char *target)
 	CHECK_EQ(symlink(target, p), 0);
 }
 
+/* path holds the len bytes of before still (which is freed). */
+static void check_unchanged(const char *path, unsigned char *before,
+                            size_t len)
+{
+	size_t now = 0;
+	unsigned char *after = t_slurp(path, &now);
+	CHECK(after && before);
+	CHECK_EQ(now, len);
+	CHECK(memcmp(before, after, len) == 0);
+	free(before);
+	free(after);
+}
+
 TEST(symlinked_queue_is_refused_and_its_target_untouched)
 {
 	setup();
@@ -132,7 +145,7 @@ TEST(symlinked_lock_is_refused_and_its_target_untouched)
 TEST(symlinked_segment_into_another_log_is_left_alone)
 {
 	char other[300], seg[400];
-	size_t len0 = 0, len1 = 0;
+	size_t len = 0;
 
 	setup();
 	snprintf(other, sizeof other, "%s/other", base);
@@ -143,15 +156,11 @@ TEST(symlinked_segment_into_another_log_is_left_alone)
 	CHECK(fd >= 0);
 	CHECK_EQ(write(fd, "\1\2\3", 3), 3);
 	close(fd);
-	unsigned char *before = t_slurp(seg, &len0);
+	unsigned char *before = t_slurp(seg, &len);
 	mkshard();
 	plant_link("shard-000/0000000000000001.seg", seg);
 	open_refused("shard-000/0000000000000001.seg is a symbolic link");
-	unsigned char *after = t_slurp(seg, &len1);
-	CHECK_EQ(len1, len0);
-	CHECK(memcmp(before, after, len0) == 0);
-	free(before);
-	free(after);
+	check_unchanged(seg, before, len);
 	t_rmrf(base);
 }
 
@@ -179,22 +188,18 @@ TEST(symlinked_shard_directory_is_refused)
 TEST(hard_linked_segment_is_not_written_through)
 {
 	char other[300], seg[400], p[400];
-	size_t len0 = 0, len1 = 0;
+	size_t len = 0;
 
 	setup();
 	snprintf(other, sizeof other, "%s/other", base);
 	make_log(other, 10);
 	snprintf(seg, sizeof seg, "%s/shard-000/0000000000000001.seg", other);
-	unsigned char *before = t_slurp(seg, &len0);
+	unsigned char *before = t_slurp(seg, &len);
 	mkshard();
 	snprintf(p, sizeof p, "%s/shard-000/0000000000000001.seg", dir);
 	CHECK_EQ(link(seg, p), 0);
 	open_refused("shard-000/0000000000000001.seg has 2 hard links");
-	unsigned char *after = t_slurp(seg, &len1);
-	CHECK_EQ(len1, len0);
-	CHECK(memcmp(before, after, len0) == 0);
-	free(before);
-	free(after);
+	check_unchanged(seg, before, len);
 	t_rmrf(base);
 }
 
