@@ -326,6 +326,15 @@ static void note_seq(const le_record *r, void *arg)
 	s->n++;
 }
 
+/* The sequences of dir's records read in mode, of which there must be
+ * want. */
+static struct seqs read_seqs(const char *dir, int mode, long want)
+{
+	struct seqs s = {0};
+	CHECK_EQ(read_all(dir, mode, note_seq, &s), want);
+	return s;
+}
+
 static void write_n(le_engine *e, int n, int tag)
 {
 	char buf[64];
@@ -343,8 +352,7 @@ TEST(reopen_continues_sequence_numbers)
 		write_n(e, 1000, round);
 		CHECK_EQ(le_close(e), 0);
 	}
-	struct seqs s = {0};
-	CHECK_EQ(read_all(c.dir, LE_RECOVER_ABSOLUTE, note_seq, &s), 3000);
+	struct seqs s = read_seqs(c.dir, LE_RECOVER_ABSOLUTE, 3000);
 	CHECK_EQ(s.first, 1);
 	CHECK_EQ(s.last, 3000);
 	CHECK_EQ(s.n, 3000);
@@ -391,8 +399,7 @@ TEST(segment_truncated_at_every_byte_of_last_record_reopens_cleanly)
 		CHECK_EQ(st.recovered_truncated_bytes, cut - (len - frame));
 		CHECK_EQ(le_write(e, 0, LE_INFO, "after", 5), 0);
 		CHECK_EQ(le_close(e), 0);
-		struct seqs s = {0};
-		CHECK_EQ(read_all(c.dir, LE_RECOVER_ABSOLUTE, note_seq, &s), 10);
+		struct seqs s = read_seqs(c.dir, LE_RECOVER_ABSOLUTE, 10);
 		CHECK_EQ(s.last, 10); /* rec 0.9 gone, "after" took seq 10 */
 		char last[64];
 		read_all(c.dir, 0, last_payload, last);
@@ -423,8 +430,7 @@ static void tail_case(int garbage)
 	CHECK_EQ(st.recovered_truncated_bytes, 5000);
 	write_n(e, 5, 1);
 	le_close(e);
-	struct seqs s = {0};
-	CHECK_EQ(read_all(c.dir, LE_RECOVER_ABSOLUTE, note_seq, &s), 105);
+	struct seqs s = read_seqs(c.dir, LE_RECOVER_ABSOLUTE, 105);
 	CHECK_EQ(s.last, 105);
 	t_rmrf(c.dir);
 }
@@ -463,8 +469,7 @@ static void damage_case(uint32_t checkpoint_ms)
 	CHECK(len2 >= len); /* nothing of the damaged file was cut */
 	CHECK(memcmp(img, img2, len) == 0);
 	/* SKIP mode gets 99 old records and the new one, numbered after. */
-	struct seqs s = {0};
-	CHECK_EQ(read_all(c.dir, LE_RECOVER_SKIP, note_seq, &s), 100);
+	struct seqs s = read_seqs(c.dir, LE_RECOVER_SKIP, 100);
 	CHECK_EQ(s.last, 101);
 	free(img);
 	free(img2);
@@ -512,8 +517,7 @@ TEST(rotation_by_size_keeps_every_record)
 	long n = count_segs(c.dir, 0);
 	CHECK(n > 10);
 	CHECK_EQ((long)st.segments_created, n);
-	struct seqs s = {0};
-	CHECK_EQ(read_all(c.dir, LE_RECOVER_ABSOLUTE, note_seq, &s), 20000);
+	struct seqs s = read_seqs(c.dir, LE_RECOVER_ABSOLUTE, 20000);
 	CHECK_EQ(s.n, 20000);
 	t_rmrf(c.dir);
 }
@@ -689,8 +693,7 @@ TEST(direct_io_roundtrip_and_reopen)
 		write_n(e, 3001, round);
 		CHECK_EQ(le_close(e), 0);
 	}
-	struct seqs s = {0};
-	CHECK_EQ(read_all(c.dir, LE_RECOVER_ABSOLUTE, note_seq, &s), 6002);
+	struct seqs s = read_seqs(c.dir, LE_RECOVER_ABSOLUTE, 6002);
 	CHECK_EQ(s.last, 6002);
 	t_rmrf(c.dir);
 }
@@ -713,8 +716,7 @@ TEST(torn_or_lying_checkpoint_is_not_trusted)
 	e = open_cfg(&c);
 	write_n(e, 1, 1);
 	le_close(e);
-	struct seqs s = {0};
-	CHECK_EQ(read_all(c.dir, LE_RECOVER_ABSOLUTE, note_seq, &s), 101);
+	struct seqs s = read_seqs(c.dir, LE_RECOVER_ABSOLUTE, 101);
 	CHECK_EQ(s.last, 101);
 	free(img);
 	t_rmrf(c.dir);
@@ -771,8 +773,7 @@ TEST(fields_switched_off_still_roundtrip)
 	e = open_cfg(&c);
 	write_n(e, 10, 1);
 	le_close(e);
-	struct seqs s = {0};
-	CHECK_EQ(read_all(c.dir, LE_RECOVER_ABSOLUTE, note_seq, &s), 20);
+	struct seqs s = read_seqs(c.dir, LE_RECOVER_ABSOLUTE, 20);
 	CHECK_EQ(s.last, 20);
 	t_rmrf(c.dir);
 }
