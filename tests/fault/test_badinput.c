@@ -1057,7 +1057,9 @@ TEST(checkpoint_cut_in_its_trailing_zeros_does_not_shadow_the_next)
 
 /* A checkpoint that decodes (right magic, right CRC, right slot) but says
  * something false about the log. */
-static void lie(img *m, void (*edit)(le__ckpt *c, const img *m))
+typedef void (*lie_fn)(le__ckpt *c, const img *m);
+
+static void lie(img *m, lie_fn edit)
 {
 	unsigned char ck[LE_CKPT_FILE_BYTES];
 	le__ckpt c;
@@ -1115,40 +1117,38 @@ static void bounds_swapped(le__ckpt *c, const img *m)
 	c->offset = m->off[2];
 }
 
-TEST(checkpoint_naming_a_later_segment_is_ignored)
+/* Each lie of the NULL-terminated list told, in turn, to a new log of
+ * two sessions. */
+static void lies_told(const lie_fn *edits)
 {
 	img m;
 	img_make_two_sessions(&m);
-	lie(&m, later_segment);
+	for (; *edits; edits++)
+		lie(&m, *edits);
 	img_free(&m);
+}
+
+TEST(checkpoint_naming_a_later_segment_is_ignored)
+{
+	lies_told((const lie_fn[]){later_segment, NULL});
 }
 
 TEST(checkpoint_with_offset_past_the_end_is_ignored)
 {
-	img m;
-	img_make_two_sessions(&m);
-	lie(&m, offset_past_end);
-	lie(&m, frame_past_end);
-	lie(&m, bounds_swapped);
-	img_free(&m);
+	lies_told((const lie_fn[]){offset_past_end, frame_past_end,
+	                           bounds_swapped, NULL});
 }
 
 TEST(checkpoint_with_sequence_ahead_of_the_log_is_ignored)
 {
-	img m;
-	img_make_two_sessions(&m);
-	lie(&m, sequence_ahead);
-	lie(&m, sequence_ahead_at_a_real_frame);
-	lie(&m, other_shard);
-	img_free(&m);
+	lies_told((const lie_fn[]){sequence_ahead,
+	                           sequence_ahead_at_a_real_frame,
+	                           other_shard, NULL});
 }
 
 TEST(checkpoint_behind_the_log_is_only_a_starting_point)
 {
-	img m;
-	img_make_two_sessions(&m);
-	lie(&m, earlier_frame);
-	img_free(&m);
+	lies_told((const lie_fn[]){earlier_frame, NULL});
 }
 
 /* The last record's payload is itself a well-formed frame (a log shipper
