@@ -24,6 +24,7 @@
  * a segment file under another segment's name.
  */
 #include "unit/segfile.h"
+#include "unit/probs.h"
 #include "unit/allocwatch.h"
 
 #include <fcntl.h>
@@ -32,7 +33,6 @@
 #include "store/segment.h"
 
 
-#define MAX_PROBS 32
 #define MAX_FRAMES 4096
 #define N_REC 5 /* records in the small logs */
 
@@ -182,22 +182,8 @@ typedef struct got {
 	rec *r;
 	int n, cap;
 	int rc;
-	int nprob;
-	uint64_t prob_off[MAX_PROBS];
-	char prob[MAX_PROBS][200];
+	t_probs pr;
 } got;
-
-static void on_problem(void *arg, const char *file, uint64_t off,
-                       const char *what)
-{
-	got *g = arg;
-	(void)file;
-	if (g->nprob < MAX_PROBS) {
-		g->prob_off[g->nprob] = off;
-		snprintf(g->prob[g->nprob], sizeof g->prob[0], "%s", what);
-	}
-	g->nprob++;
-}
 
 static void read_all(got *g, const char *dir, int mode)
 {
@@ -210,8 +196,8 @@ static void read_all(got *g, const char *dir, int mode)
 	memset(g, 0, sizeof *g);
 	le_reader_opts_init(&o);
 	o.mode = mode;
-	o.on_problem = on_problem;
-	o.arg = g;
+	o.on_problem = t_probs_note;
+	o.arg = &g->pr;
 	CHECK_RC(le_reader_open(&r, dir, &o));
 	while ((rc = le_reader_next(r, &lr)) > 0) {
 		if (g->n == g->cap) {
@@ -275,11 +261,11 @@ static void check_log_is(const char *dir, uint64_t n)
 {
 	got g;
 	read_all(&g, dir, LE_RECOVER_ABSOLUTE);
-	if (g.rc != 0 || g.nprob != 0)
+	if (g.rc != 0 || g.pr.n != 0)
 		fprintf(stderr, "  ABSOLUTE read: rc %d, %d problems, first: "
-		        "%s\n", g.rc, g.nprob, g.nprob ? g.prob[0] : "-");
+		        "%s\n", g.rc, g.pr.n, g.pr.n ? g.pr.what[0] : "-");
 	CHECK_EQ(g.rc, 0);
-	CHECK_EQ(g.nprob, 0);
+	CHECK_EQ(g.pr.n, 0);
 	check_complete(&g, 0, n);
 	got_free(&g);
 }
@@ -411,12 +397,12 @@ TEST(truncated_segment_reads_as_its_whole_record_prefix_in_every_mode)
 				CHECK_EQ(g.rc, clean ? 0 : LE_ECORRUPT);
 			else
 				CHECK_EQ(g.rc, 0);
-			CHECK_EQ(g.nprob, clean ? 0 : 1);
+			CHECK_EQ(g.pr.n, clean ? 0 : 1);
 			/* (ABSOLUTE and POINT_IN_TIME do not look ahead to
 			 * tell a torn tail from damage: they stop either way.) */
 			if (!clean && (mode == LE_RECOVER_TOLERATE_TAIL ||
 			               mode == LE_RECOVER_SKIP))
-				CHECK(strstr(g.prob[0], "torn tail"));
+				CHECK(strstr(g.pr.what[0], "torn tail"));
 			got_free(&g);
 		}
 		/* verify: at frame boundaries and around them (each run is a
@@ -476,15 +462,15 @@ TEST(segment_torn_inside_its_header_reopens_cleanly)
 		reopen_append(m.dir, 1, 2);
 		got g;
 		read_all(&g, m.dir, LE_RECOVER_ABSOLUTE);
-		int ok = g.rc == 0 && g.nprob == 0 && g.n == 2 &&
+		int ok = g.rc == 0 && g.pr.n == 0 && g.n == 2 &&
 		         g.r[0].seq == 1 && g.r[1].seq == 2 && g.r[0].ok &&
 		         g.r[1].ok;
 		/* Say what the first few cuts did, then fail once. */
 		if (!ok && bad < 3)
 			fprintf(stderr, "  header cut at %zu: ABSOLUTE read "
 			        "rc %d, %d problems (%s), %d records, seqs %"
-			        PRIu64 "..\n", cut, g.rc, g.nprob,
-			        g.nprob ? g.prob[0] : "-", g.n,
+			        PRIu64 "..\n", cut, g.rc, g.pr.n,
+			        g.pr.n ? g.pr.what[0] : "-", g.n,
 			        g.n ? g.r[0].seq : 0);
 		bad += !ok;
 		got_free(&g);
@@ -525,8 +511,8 @@ static void tail_case(int garbage)
 		for (int mode = 0; mode < 4; mode++) {
 			read_all(&g, m.dir, mode);
 			check_complete(&g, 0, N_REC);
-			CHECK_EQ(g.nprob, 1);
-			CHECK_EQ(g.prob_off[0], m.seg_len);
+			CHECK_EQ(g.pr.n, 1);
+			CHECK_EQ(g.pr.off[0], m.seg_len);
 			CHECK_EQ(g.rc, mode == LE_RECOVER_ABSOLUTE ? LE_ECORRUPT
 			                                           : 0);
 			got_free(&g);
@@ -607,11 +593,11 @@ TEST(bit_flip_at_every_byte_is_reported_within_its_frame)
 		CHECK_EQ(g.n, k < 0 ? 0 : N_REC - 1);
 		for (int j = 0; j < g.n; j++)
 			CHECK(g.r[j].seq != (uint64_t)k + 1);
-		CHECK(g.nprob >= 1);
-		long long at = (long long)g.prob_off[0];
+		CHECK(g.pr.n >= 1);
+		long long at = (long long)g.pr.off[0];
 		if (at < lo || at >= hi)
 			fprintf(stderr, "  flip at %zu (frame %d): first "
-			        "problem at %lld: %s\n", i, k, at, g.prob[0]);
+			        "problem at %lld: %s\n", i, k, at, g.pr.what[0]);
 		CHECK(at >= lo && at < hi);
 		got_free(&g);
 
@@ -729,8 +715,8 @@ TEST(absurd_length_never_allocates_absurdly)
 				check_all_original(&g);
 				int want = mode == LE_RECOVER_SKIP ? N_REC - 1 : k;
 				CHECK_EQ(g.n, want);
-				CHECK_EQ(g.nprob, 1);
-				CHECK_EQ(g.prob_off[0], m.off[k]);
+				CHECK_EQ(g.pr.n, 1);
+				CHECK_EQ(g.pr.off[0], m.off[k]);
 				got_free(&g);
 			}
 			/* le_open: a torn tail is cut, damage kept whole. */
@@ -782,8 +768,8 @@ TEST(frame_copied_to_wrong_offset_is_detected)
 	read_all(&g, m.dir, LE_RECOVER_TOLERATE_TAIL);
 	CHECK_EQ(g.rc, LE_ECORRUPT);
 	CHECK_EQ(g.n, 4);
-	CHECK_EQ(g.prob_off[0], at);
-	CHECK(strstr(g.prob[0], "sequence"));
+	CHECK_EQ(g.pr.off[0], at);
+	CHECK(strstr(g.pr.what[0], "sequence"));
 	got_free(&g);
 	read_all(&g, m.dir, LE_RECOVER_SKIP);
 	CHECK_EQ(g.rc, 0);
@@ -805,8 +791,8 @@ TEST(frame_copied_to_wrong_offset_is_detected)
 	read_all(&g, m.dir, LE_RECOVER_TOLERATE_TAIL);
 	CHECK_EQ(g.rc, 0);
 	check_complete(&g, 0, N_REC);
-	CHECK_EQ(g.nprob, 1);
-	CHECK_EQ(g.prob_off[0], m.seg_len);
+	CHECK_EQ(g.pr.n, 1);
+	CHECK_EQ(g.pr.off[0], m.seg_len);
 	got_free(&g);
 	reopen_append(m.dir, N_REC + 1, 2);
 	check_log_is(m.dir, N_REC + 2);
@@ -878,9 +864,9 @@ static void check_copy_detected(const multi *mu, uint32_t shard,
 
 	read_all(&g, mu->dir, LE_RECOVER_TOLERATE_TAIL);
 	CHECK_EQ(g.rc, LE_ECORRUPT);
-	CHECK(g.nprob >= 1);
-	CHECK_EQ(g.prob_off[g.nprob - 1], at);
-	CHECK(strstr(g.prob[g.nprob - 1], why));
+	CHECK(g.pr.n >= 1);
+	CHECK_EQ(g.pr.off[g.pr.n - 1], at);
+	CHECK(strstr(g.pr.what[g.pr.n - 1], why));
 	check_all_original(&g);
 	got_free(&g);
 	read_all(&g, mu->dir, LE_RECOVER_SKIP);
@@ -1208,7 +1194,7 @@ TEST(checkpoint_naming_a_frame_inside_a_payload_cuts_nothing)
 	got g;
 	read_all(&g, dir, LE_RECOVER_ABSOLUTE);
 	CHECK_EQ(g.rc, 0);
-	CHECK_EQ(g.nprob, 0);
+	CHECK_EQ(g.pr.n, 0);
 	CHECK_EQ(g.n, N_REC + 1);
 	for (int i = 0; i < g.n; i++) {
 		CHECK_EQ(g.r[i].seq, i + 1);

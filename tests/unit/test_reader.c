@@ -5,6 +5,7 @@
  * the wrong place, sequence gaps, and the field sets.
  */
 #include "segfile.h"
+#include "probs.h"
 #include "allocwatch.h"
 
 
@@ -18,7 +19,6 @@
 
 #define ALL LE_FIELD_ALL
 #define TS0 1796074227000000000ull /* 2026-11-30T21:30:27Z */
-#define MAX_PROBS 64
 
 /* ---- reading everything back ---- */
 
@@ -35,23 +35,9 @@ typedef struct got {
 	rec *r;
 	int n, cap;
 	int rc;               /* what ended the read: 0 or an error */
-	int nprob;
-	uint64_t prob_off[MAX_PROBS];
-	char prob[MAX_PROBS][256];
+	t_probs pr;
 	le_reader_stats st;
 } got;
-
-static void on_problem(void *arg, const char *file, uint64_t off,
-                       const char *what)
-{
-	got *g = arg;
-	(void)file;
-	if (g->nprob < MAX_PROBS) {
-		g->prob_off[g->nprob] = off;
-		snprintf(g->prob[g->nprob], sizeof g->prob[0], "%s", what);
-	}
-	g->nprob++;
-}
 
 static void keep(got *g, const le_record *lr)
 {
@@ -105,8 +91,8 @@ static void read_dir(got *g, const char *dir, int mode, int shard,
 	le_reader_opts_init(&o);
 	o.mode = mode;
 	o.shard = shard;
-	o.on_problem = on_problem;
-	o.arg = g;
+	o.on_problem = t_probs_note;
+	o.arg = &g->pr;
 	CHECK_RC(le_reader_open(&r, dir, &o));
 	if (follow)
 		CHECK_RC(le_reader_follow(r, 0));
@@ -114,7 +100,7 @@ static void read_dir(got *g, const char *dir, int mode, int shard,
 		keep(g, &lr);
 	g->rc = rc;
 	CHECK_RC(le_reader_stats_get(r, &g->st));
-	CHECK_EQ(g->st.problems, g->nprob);
+	CHECK_EQ(g->st.problems, g->pr.n);
 	CHECK_EQ(g->st.records, g->n);
 	le_reader_close(r);
 }
@@ -142,14 +128,6 @@ static void expect_read(const char *dir, int mode, int rc, int n)
 	got g;
 	read_expect(&g, dir, mode, rc, n);
 	got_free(&g);
-}
-
-static int prob_has(const got *g, const char *s)
-{
-	for (int i = 0; i < g->nprob && i < MAX_PROBS; i++)
-		if (strstr(g->prob[i], s))
-			return 1;
-	return 0;
 }
 
 /* The payload written for (shard, seq): lengths vary with seq. */
@@ -219,7 +197,7 @@ TEST(records_come_back_in_file_order)
 		                    (payload_of(p, sizeof p, 0, 1 + (uint64_t)i), p));
 	t_seg_save(&s, dir);
 	read_expect(&g, dir, LE_RECOVER_TOLERATE_TAIL, 0, 10);
-	CHECK_EQ(g.nprob, 0);
+	CHECK_EQ(g.pr.n, 0);
 	for (int i = 0; i < 10; i++) {
 		CHECK_EQ(g.r[i].seq, i + 1);
 		CHECK_EQ(g.r[i].off, offs[i]);
@@ -251,7 +229,7 @@ TEST(segments_are_read_in_index_order)
 	for (int k = 0; k < 3; k++)
 		save_seg_n(dir, ALL, 0, idx[k], base[k], 5, 1000);
 	read_expect(&g, dir, LE_RECOVER_ABSOLUTE, 0, 15);
-	CHECK_EQ(g.nprob, 0);
+	CHECK_EQ(g.pr.n, 0);
 	for (int i = 0; i < 15; i++) {
 		CHECK_EQ(g.r[i].seq, i + 1);
 		CHECK(rec_is_original(&g.r[i], 1000));
@@ -386,10 +364,10 @@ TEST(truncated_last_record_at_every_byte_is_a_torn_tail)
 		int torn = cut > last; /* cut == last: a clean end */
 
 		read_expect(&g, dir, LE_RECOVER_TOLERATE_TAIL, 0, 4);
-		CHECK_EQ(g.nprob, torn);
+		CHECK_EQ(g.pr.n, torn);
 		if (torn) {
-			CHECK(prob_has(&g, "torn tail"));
-			CHECK_EQ(g.prob_off[0], last);
+			CHECK(t_probs_has(&g.pr, "torn tail"));
+			CHECK_EQ(g.pr.off[0], last);
 		}
 		got_free(&g);
 
@@ -420,9 +398,9 @@ TEST(zero_filled_tail_ends_the_log)
 	t_seg_save(&s, dir);
 
 	read_expect(&g, dir, LE_RECOVER_TOLERATE_TAIL, 0, 5);
-	CHECK_EQ(g.nprob, 1);
-	CHECK(prob_has(&g, "zero-filled tail"));
-	CHECK_EQ(g.prob_off[0], end);
+	CHECK_EQ(g.pr.n, 1);
+	CHECK(t_probs_has(&g.pr, "zero-filled tail"));
+	CHECK_EQ(g.pr.off[0], end);
 	got_free(&g);
 
 	expect_read(dir, LE_RECOVER_ABSOLUTE, LE_ECORRUPT, 5);
@@ -431,7 +409,7 @@ TEST(zero_filled_tail_ends_the_log)
 	for (size_t z = 1; z < 4; z++) {
 		t_seg_save_len(&s, dir, end + z);
 		read_expect(&g, dir, LE_RECOVER_TOLERATE_TAIL, 0, 5);
-		CHECK(prob_has(&g, "zero-filled tail"));
+		CHECK(t_probs_has(&g.pr, "zero-filled tail"));
 		got_free(&g);
 	}
 	t_seg_free(&s);
@@ -455,8 +433,8 @@ TEST(zero_filled_tail_in_earlier_segment_is_not_a_gap)
 	save_seg_n(dir, ALL, 0, 2, 6, 5, 1);
 	for (int mode = 0; mode < 4; mode++) {
 		read_all(&g, dir, mode);
-		CHECK_EQ(g.nprob, 1);
-		CHECK(prob_has(&g, "zero-filled tail"));
+		CHECK_EQ(g.pr.n, 1);
+		CHECK(t_probs_has(&g.pr, "zero-filled tail"));
 		if (mode == LE_RECOVER_ABSOLUTE) {
 			CHECK_EQ(g.rc, LE_ECORRUPT);
 			CHECK_EQ(g.n, 5);
@@ -485,9 +463,9 @@ TEST(garbage_tail_is_a_torn_tail)
 		t_seg_save(&s, dir);
 
 		read_expect(&g, dir, LE_RECOVER_TOLERATE_TAIL, 0, 5);
-		CHECK_EQ(g.nprob, 1);
-		CHECK(prob_has(&g, "torn tail"));
-		CHECK_EQ(g.prob_off[0], end);
+		CHECK_EQ(g.pr.n, 1);
+		CHECK(t_probs_has(&g.pr, "torn tail"));
+		CHECK_EQ(g.pr.off[0], end);
 		got_free(&g);
 
 		read_expect(&g, dir, LE_RECOVER_SKIP, 0, 5);
@@ -524,7 +502,7 @@ TEST(garbage_tail_before_another_segment_is_corruption)
 	/* SKIP: the damage is reported; no gap report for the segment after
 	 * it, since nobody knows how many frames the garbage held. */
 	read_expect(&g, dir, LE_RECOVER_SKIP, 0, 10);
-	CHECK_EQ(g.nprob, 1);
+	CHECK_EQ(g.pr.n, 1);
 	CHECK_EQ(g.st.skipped_bytes, sizeof junk);
 	got_free(&g);
 	t_rmrf(dir);
@@ -545,20 +523,20 @@ TEST(bit_flip_in_middle_is_corruption_not_tail)
 	t_seg_save(&s, dir);
 
 	read_expect(&g, dir, LE_RECOVER_TOLERATE_TAIL, LE_ECORRUPT, 4);
-	CHECK_EQ(g.nprob, 1);
-	CHECK_EQ(g.prob_off[0], bad);
-	CHECK(prob_has(&g, "checksum"));
+	CHECK_EQ(g.pr.n, 1);
+	CHECK_EQ(g.pr.off[0], bad);
+	CHECK(t_probs_has(&g.pr, "checksum"));
 	got_free(&g);
 
 	expect_read(dir, LE_RECOVER_ABSOLUTE, LE_ECORRUPT, 4);
 
 	read_expect(&g, dir, LE_RECOVER_POINT_IN_TIME, 0, 4);
-	CHECK_EQ(g.nprob, 1);
+	CHECK_EQ(g.pr.n, 1);
 	got_free(&g);
 
 	read_expect(&g, dir, LE_RECOVER_SKIP, 0, 9);
-	CHECK_EQ(g.nprob, 1);
-	CHECK_EQ(g.prob_off[0], bad);
+	CHECK_EQ(g.pr.n, 1);
+	CHECK_EQ(g.pr.off[0], bad);
 	CHECK_EQ(g.st.skipped_bytes, frame_off(&s, 5) - bad);
 	for (int i = 0; i < 9; i++) {
 		CHECK_EQ(g.r[i].seq, i < 4 ? i + 1 : i + 2);
@@ -636,7 +614,7 @@ TEST(bit_flip_at_every_byte_is_detected)
 			s.buf[i] ^= (unsigned char)(1u << bit);
 			for (int mode = 0; mode < 4; mode++) {
 				read_all(&g, dir, mode);
-				CHECK(g.nprob >= 1);
+				CHECK(g.pr.n >= 1);
 				for (int j = 0; j < g.n; j++)
 					CHECK(rec_is_original(&g.r[j], 1));
 				if (mode == LE_RECOVER_ABSOLUTE)
@@ -704,8 +682,8 @@ TEST(frame_copied_to_wrong_offset_is_rejected)
 	t_seg_save(&s, dir);
 
 	read_expect(&g, dir, LE_RECOVER_TOLERATE_TAIL, LE_ECORRUPT, 4);
-	CHECK_EQ(g.prob_off[0], f4);
-	CHECK(prob_has(&g, "sequence"));
+	CHECK_EQ(g.pr.off[0], f4);
+	CHECK(t_probs_has(&g.pr, "sequence"));
 	got_free(&g);
 
 	read_expect(&g, dir, LE_RECOVER_SKIP, 0, 7);
@@ -737,8 +715,8 @@ TEST(frame_copied_to_other_shard_is_rejected)
 
 	read_all(&g, dir, LE_RECOVER_TOLERATE_TAIL);
 	CHECK_EQ(g.rc, LE_ECORRUPT);
-	CHECK(prob_has(&g, "another shard"));
-	CHECK_EQ(g.prob_off[0], f2);
+	CHECK(t_probs_has(&g.pr, "another shard"));
+	CHECK_EQ(g.pr.off[0], f2);
 	got_free(&g);
 
 	read_expect(&g, dir, LE_RECOVER_SKIP, 0, 9);
@@ -768,7 +746,7 @@ TEST(segment_copied_to_other_shard_is_rejected)
 
 	read_all(&g, dir, LE_RECOVER_TOLERATE_TAIL);
 	CHECK_EQ(g.rc, LE_ECORRUPT);
-	CHECK(prob_has(&g, "another shard"));
+	CHECK(t_probs_has(&g.pr, "another shard"));
 	got_free(&g);
 
 	read_expect(&g, dir, LE_RECOVER_SKIP, 0, 3);
@@ -790,7 +768,7 @@ TEST(segment_renamed_to_other_index_is_rejected)
 	CHECK(rename(from, to) == 0);
 	read_all(&g, dir, LE_RECOVER_TOLERATE_TAIL);
 	CHECK_EQ(g.rc, LE_ECORRUPT);
-	CHECK(prob_has(&g, "index"));
+	CHECK(t_probs_has(&g.pr, "index"));
 	got_free(&g);
 	t_rmrf(dir);
 }
@@ -810,8 +788,8 @@ TEST(sequence_gap_between_segments_is_reported)
 	t_seg_free(&s);
 
 	read_expect(&g, dir, LE_RECOVER_TOLERATE_TAIL, 0, 10);
-	CHECK_EQ(g.nprob, 1);
-	CHECK(prob_has(&g, "sequence gap: expected 6, segment starts at 9"));
+	CHECK_EQ(g.pr.n, 1);
+	CHECK(t_probs_has(&g.pr, "sequence gap: expected 6, segment starts at 9"));
 	got_free(&g);
 
 	expect_read(dir, LE_RECOVER_ABSOLUTE, LE_ECORRUPT, 5);
@@ -819,7 +797,7 @@ TEST(sequence_gap_between_segments_is_reported)
 	expect_read(dir, LE_RECOVER_POINT_IN_TIME, 0, 5);
 
 	read_expect(&g, dir, LE_RECOVER_SKIP, 0, 10);
-	CHECK_EQ(g.nprob, 1);
+	CHECK_EQ(g.pr.n, 1);
 	got_free(&g);
 	t_rmrf(dir);
 }
@@ -835,7 +813,7 @@ TEST(deleted_leading_segments_are_not_a_gap)
 	save_seg_n(dir, ALL, 0, 40, 1000, 3, 1);
 	save_seg_n(dir, ALL, 0, 41, 1003, 3, 1);
 	read_expect(&g, dir, LE_RECOVER_ABSOLUTE, 0, 6);
-	CHECK_EQ(g.nprob, 0);
+	CHECK_EQ(g.pr.n, 0);
 	CHECK_EQ(g.r[0].seq, 1000);
 	CHECK_EQ(g.r[5].seq, 1005);
 	got_free(&g);
@@ -865,8 +843,8 @@ TEST(torn_header_of_last_segment_is_a_torn_tail)
 			t_seg_save(&h, dir);
 		}
 		read_expect(&g, dir, LE_RECOVER_TOLERATE_TAIL, 0, 5);
-		CHECK_EQ(g.nprob, 1);
-		CHECK(prob_has(&g, "torn tail"));
+		CHECK_EQ(g.pr.n, 1);
+		CHECK(t_probs_has(&g.pr, "torn tail"));
 		got_free(&g);
 		expect_read(dir, LE_RECOVER_ABSOLUTE, LE_ECORRUPT, 5);
 	}
@@ -877,7 +855,7 @@ TEST(torn_header_of_last_segment_is_a_torn_tail)
 	t_seg_save(&h, dir);
 	read_all(&g, dir, LE_RECOVER_TOLERATE_TAIL);
 	CHECK_EQ(g.rc, LE_ECORRUPT);
-	CHECK(!prob_has(&g, "torn tail"));
+	CHECK(!t_probs_has(&g.pr, "torn tail"));
 	got_free(&g);
 	t_seg_free(&s);
 	t_seg_free(&h);
@@ -925,9 +903,9 @@ TEST(a_header_written_between_two_looks_is_read_not_called_damage)
 			read_dir(&g, dir, modes[m], -1, follow);
 			CHECK_EQ(g.rc, 0);
 			CHECK_EQ(landing_armed, 0);
-			for (int i = 0; i < g.nprob && i < MAX_PROBS; i++)
-				fprintf(stderr, "  problem: %s\n", g.prob[i]);
-			CHECK_EQ(g.nprob, 0);
+			for (int i = 0; i < g.pr.n && i < T_MAX_PROBS; i++)
+				fprintf(stderr, "  problem: %s\n", g.pr.what[i]);
+			CHECK_EQ(g.pr.n, 0);
 			CHECK_EQ(g.n, 8);
 			for (int i = 0; i < g.n; i++)
 				CHECK_EQ(g.r[i].seq, (uint64_t)i + 1);
@@ -954,14 +932,14 @@ TEST(damaged_header_of_middle_segment_is_corruption)
 		t_seg_free(&s);
 	}
 	read_expect(&g, dir, LE_RECOVER_TOLERATE_TAIL, LE_ECORRUPT, 4);
-	CHECK(prob_has(&g, "header"));
-	CHECK_EQ(g.prob_off[0], 0);
+	CHECK(t_probs_has(&g.pr, "header"));
+	CHECK_EQ(g.pr.off[0], 0);
 	got_free(&g);
 
 	expect_read(dir, LE_RECOVER_POINT_IN_TIME, 0, 4);
 
 	read_expect(&g, dir, LE_RECOVER_SKIP, 0, 8);
-	CHECK_EQ(g.nprob, 1);
+	CHECK_EQ(g.pr.n, 1);
 	CHECK_EQ(g.r[4].seq, 9);
 	got_free(&g);
 	t_rmrf(dir);
@@ -1008,7 +986,7 @@ TEST(fields_off_still_decode)
 		t_seg_save(&s, dir);
 		read_all(&g, dir, LE_RECOVER_ABSOLUTE);
 		CHECK_EQ(g.rc, 0);
-		CHECK_EQ(g.nprob, 0);
+		CHECK_EQ(g.pr.n, 0);
 		CHECK_EQ(g.n, 6);
 		for (int i = 0; i < 6; i++) {
 			const rec *r = &g.r[i];
