@@ -597,7 +597,8 @@ TEST(bit_flip_at_every_byte_is_reported_within_its_frame)
 		long long at = (long long)g.pr.off[0];
 		if (at < lo || at >= hi)
 			fprintf(stderr, "  flip at %zu (frame %d): first "
-			        "problem at %lld: %s\n", i, k, at, g.pr.what[0]);
+			        "problem at %lld: %s\n", i, k, at,
+			        g.pr.what[0]);
 		CHECK(at >= lo && at < hi);
 		got_free(&g);
 

@@ -789,7 +789,8 @@ TEST(sequence_gap_between_segments_is_reported)
 
 	read_expect(&g, dir, LE_RECOVER_TOLERATE_TAIL, 0, 10);
 	CHECK_EQ(g.pr.n, 1);
-	CHECK(t_probs_has(&g.pr, "sequence gap: expected 6, segment starts at 9"));
+	CHECK(t_probs_has(&g.pr,
+	                  "sequence gap: expected 6, segment starts at 9"));
 	got_free(&g);
 
 	expect_read(dir, LE_RECOVER_ABSOLUTE, LE_ECORRUPT, 5);
@@ -904,7 +905,8 @@ TEST(a_header_written_between_two_looks_is_read_not_called_damage)
 			CHECK_EQ(g.rc, 0);
 			CHECK_EQ(landing_armed, 0);
 			for (int i = 0; i < g.pr.n && i < T_MAX_PROBS; i++)
-				fprintf(stderr, "  problem: %s\n", g.pr.what[i]);
+				fprintf(stderr, "  problem: %s\n",
+				        g.pr.what[i]);
 			CHECK_EQ(g.pr.n, 0);
 			CHECK_EQ(g.n, 8);
 			for (int i = 0; i < g.n; i++)
