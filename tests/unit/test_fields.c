@@ -209,8 +209,8 @@ static void check_utf8_cases(const struct utf8_case *c, size_t n)
 	for (size_t i = 0; i < n; i++) {
 		size_t got = le_utf8_len(c[i].s, c[i].len);
 		if (got != c[i].want)
-			fprintf(stderr, "  case %zu: got %zu want %zu\n", i, got,
-			        c[i].want);
+			fprintf(stderr, "  case %zu: got %zu want %zu\n", i,
+			        got, c[i].want);
 		CHECK_EQ(got, c[i].want);
 	}
 }
@@ -218,13 +218,20 @@ static void check_utf8_cases(const struct utf8_case *c, size_t n)
 TEST(utf8_len_takes_every_valid_length_and_its_edges)
 {
 	static const struct utf8_case c[] = {
-	    {"a", 1, 1},           {"\x01", 1, 1},        {"\x7f", 1, 1},
-	    {"\xc2\x80", 2, 2},    {"\xdf\xbf", 2, 2},    {"\xe0\xa0\x80", 3, 3},
-	    {"\xe2\x82\xac", 3, 3}, {"\xed\x9f\xbf", 3, 3}, {"\xee\x80\x80", 3, 3},
-	    {"\xef\xbf\xbf", 3, 3}, {"\xf0\x90\x80\x80", 4, 4},
-	    {"\xf4\x8f\xbf\xbf", 4, 4},
-	    /* only the first character counts */
-	    {"\xc3\xa9zz", 4, 2},  {"ab", 2, 1},
+	    {"a", 1, 1},                /* ASCII */
+	    {"\x01", 1, 1},             /* a control byte is ASCII too */
+	    {"\x7f", 1, 1},
+	    {"\xc2\x80", 2, 2},         /* U+0080, the first of two bytes */
+	    {"\xdf\xbf", 2, 2},         /* U+07FF */
+	    {"\xe0\xa0\x80", 3, 3},     /* U+0800, the first of three */
+	    {"\xe2\x82\xac", 3, 3},     /* U+20AC, the euro sign */
+	    {"\xed\x9f\xbf", 3, 3},     /* U+D7FF, just below surrogates */
+	    {"\xee\x80\x80", 3, 3},     /* U+E000, just above them */
+	    {"\xef\xbf\xbf", 3, 3},     /* U+FFFF */
+	    {"\xf0\x90\x80\x80", 4, 4}, /* U+10000, the first of four */
+	    {"\xf4\x8f\xbf\xbf", 4, 4}, /* U+10FFFF, the last */
+	    {"\xc3\xa9zz", 4, 2},       /* only the first character counts */
+	    {"ab", 2, 1},
 	};
 	check_utf8_cases(c, sizeof c / sizeof c[0]);
 }
@@ -232,12 +239,18 @@ TEST(utf8_len_takes_every_valid_length_and_its_edges)
 TEST(utf8_len_refuses_overlongs_surrogates_and_past_u10ffff)
 {
 	static const struct utf8_case c[] = {
-	    {"\xc0\x80", 2, 0},         {"\xc1\xbf", 2, 0},
-	    {"\xe0\x80\x80", 3, 0},     {"\xe0\x9f\xbf", 3, 0},
-	    {"\xf0\x80\x80\x80", 4, 0}, {"\xf0\x8f\xbf\xbf", 4, 0},
-	    {"\xed\xa0\x80", 3, 0},     {"\xed\xbf\xbf", 3, 0},
-	    {"\xf4\x90\x80\x80", 4, 0}, {"\xf5\x80\x80\x80", 4, 0},
-	    {"\xff", 1, 0},             {"\xfe", 1, 0},
+	    {"\xc0\x80", 2, 0},         /* U+0000 overlong in two */
+	    {"\xc1\xbf", 2, 0},         /* U+007F overlong in two */
+	    {"\xe0\x80\x80", 3, 0},     /* overlong in three */
+	    {"\xe0\x9f\xbf", 3, 0},     /* U+07FF overlong in three */
+	    {"\xf0\x80\x80\x80", 4, 0}, /* overlong in four */
+	    {"\xf0\x8f\xbf\xbf", 4, 0}, /* U+FFFF overlong in four */
+	    {"\xed\xa0\x80", 3, 0},     /* U+D800, the first surrogate */
+	    {"\xed\xbf\xbf", 3, 0},     /* U+DFFF, the last */
+	    {"\xf4\x90\x80\x80", 4, 0}, /* U+110000 */
+	    {"\xf5\x80\x80\x80", 4, 0}, /* a lead byte past F4 */
+	    {"\xff", 1, 0},             /* never in UTF-8 */
+	    {"\xfe", 1, 0},
 	};
 	check_utf8_cases(c, sizeof c / sizeof c[0]);
 }
@@ -245,11 +258,16 @@ TEST(utf8_len_refuses_overlongs_surrogates_and_past_u10ffff)
 TEST(utf8_len_refuses_stray_continuations_and_cut_sequences)
 {
 	static const struct utf8_case c[] = {
-	    {"\x80", 1, 0},            {"\xbf\xbf", 2, 0},
-	    {"\xc3", 1, 0},            {"\xe2\x82", 2, 0},
-	    {"\xf0\x9f\x98", 3, 0},    {"\xe2\x82\xac", 2, 0},
-	    {"\xe2\x82\x41", 3, 0},    {"\xf0\x9f\xc0\x80", 4, 0},
-	    {"\xc3\xa9", 0, 0},        {"a", 0, 0},
+	    {"\x80", 1, 0},             /* a continuation byte alone */
+	    {"\xbf\xbf", 2, 0},
+	    {"\xc3", 1, 0},             /* cut by the end of the bytes */
+	    {"\xe2\x82", 2, 0},
+	    {"\xf0\x9f\x98", 3, 0},
+	    {"\xe2\x82\xac", 2, 0},     /* whole, but len cuts it */
+	    {"\xe2\x82\x41", 3, 0},     /* cut by an ASCII byte */
+	    {"\xf0\x9f\xc0\x80", 4, 0}, /* cut by a lead byte */
+	    {"\xc3\xa9", 0, 0},         /* nothing to look at */
+	    {"a", 0, 0},
 	};
 	check_utf8_cases(c, sizeof c / sizeof c[0]);
 }

@@ -116,8 +116,8 @@ static void read_expect(got *g, const char *dir, int mode, int rc, int n)
 {
 	read_all(g, dir, mode);
 	if (g->rc != rc || g->n != n)
-		fprintf(stderr, "  mode %d: rc %d, %d records; want rc %d, %d\n",
-		        mode, g->rc, g->n, rc, n);
+		fprintf(stderr, "  mode %d: rc %d, %d records; "
+		        "want rc %d, %d\n", mode, g->rc, g->n, rc, n);
 	CHECK_EQ(g->rc, rc);
 	CHECK_EQ(g->n, n);
 }
@@ -371,7 +371,8 @@ TEST(truncated_last_record_at_every_byte_is_a_torn_tail)
 		}
 		got_free(&g);
 
-		expect_read(dir, LE_RECOVER_ABSOLUTE, torn ? LE_ECORRUPT : 0, 4);
+		expect_read(dir, LE_RECOVER_ABSOLUTE, torn ? LE_ECORRUPT : 0,
+		            4);
 
 		expect_read(dir, LE_RECOVER_POINT_IN_TIME, 0, 4);
 
@@ -654,7 +655,8 @@ TEST(absurd_length_does_not_allocate)
 			seg_n(&s, ALL, 0, 1, 1, 5, 1);
 			le__put32(s.buf + frame_off(&s, k), words[w]);
 			t_seg_save(&s, dir);
-			expect_read(dir, LE_RECOVER_TOLERATE_TAIL, k == 4 ? 0 : LE_ECORRUPT, k);
+			expect_read(dir, LE_RECOVER_TOLERATE_TAIL,
+			            k == 4 ? 0 : LE_ECORRUPT, k);
 			expect_read(dir, LE_RECOVER_SKIP, 0, 4);
 			t_seg_free(&s);
 		}
