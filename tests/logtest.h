@@ -7,6 +7,20 @@
 
 #include <pthread.h>
 
+/* An engine opened with c, or the test fails saying why (le_errmsg names
+ * the configuration field or the file). */
+static inline le_engine *t_open(const le_config *c)
+{
+	le_engine *e = NULL;
+	int rc = le_open(&e, c);
+	if (rc < 0) {
+		fprintf(stderr, "  le_open(%s): %s (%s)\n",
+		        c->dir ? c->dir : "NULL", le_strerror(rc), le_errmsg());
+		_exit(1);
+	}
+	return e;
+}
+
 typedef void (*rec_fn)(const le_record *r, void *arg);
 
 /* Read every record of dir in `mode`, calling fn (if any) for each, and

@@ -15,18 +15,6 @@
 
 static char dirbuf[256];
 
-static le_engine *open_cfg(le_config *c)
-{
-	le_engine *e = NULL;
-	int rc = le_open(&e, c);
-	if (rc < 0) {
-		fprintf(stderr, "  le_open: %s (%s)\n", le_strerror(rc),
-		        le_errmsg());
-		_exit(1);
-	}
-	return e;
-}
-
 static le_config base_cfg(void)
 {
 	le_config c;
@@ -60,7 +48,7 @@ TEST(open_creates_shard_dirs_and_close_is_clean)
 {
 	le_config c = base_cfg();
 	c.shards = 3;
-	le_engine *e = open_cfg(&c);
+	le_engine *e = t_open(&c);
 	CHECK_EQ(le_close(e), 0);
 	for (int i = 0; i < 3; i++) {
 		char p[400];
@@ -149,7 +137,7 @@ TEST(block_mode_loses_nothing_and_keeps_per_shard_order)
 	c.overflow = LE_OVERFLOW_BLOCK;
 	c.queue_capacity = 512; /* small: producers really block */
 	c.segment_bytes = 1 << 20;
-	le_engine *e = open_cfg(&c);
+	le_engine *e = t_open(&c);
 	struct prod p[4];
 	run_producers(e, p, 4, 50000, 100);
 	CHECK_RC(le_flush(e, 10000));
@@ -194,7 +182,7 @@ TEST(drops_are_counted_exactly_and_reported_by_markers)
 	c.queue_capacity = 64;
 	c.queue_capacity_bytes = 64 * 1024;
 	c.max_record_bytes = 1024;
-	le_engine *e = open_cfg(&c);
+	le_engine *e = t_open(&c);
 	struct prod p[4];
 	run_producers(e, p, 4, 100000, 200);
 	CHECK_RC(le_flush(e, 10000));
@@ -246,7 +234,7 @@ TEST(concurrent_producers_never_exceed_queue_bounds)
 	c.queue_capacity = 100;
 	c.queue_capacity_bytes = 20000; /* bytes bind before records */
 	c.max_record_bytes = 4096;
-	le_engine *e = open_cfg(&c);
+	le_engine *e = t_open(&c);
 	struct sampler s = {.e = e};
 	pthread_t th;
 	pthread_create(&th, NULL, sample, &s);
@@ -277,7 +265,7 @@ TEST(oversize_record_is_truncated_and_flagged_or_rejected)
 	le_config c = base_cfg();
 	c.max_record_bytes = 100;
 	c.queue_capacity_bytes = 4096;
-	le_engine *e = open_cfg(&c);
+	le_engine *e = t_open(&c);
 	char big[300];
 	memset(big, 'x', sizeof big);
 	le_stats st;
@@ -291,7 +279,7 @@ TEST(oversize_record_is_truncated_and_flagged_or_rejected)
 	CHECK_EQ(len, 100);
 
 	c.oversize = LE_OVERSIZE_REJECT;
-	e = open_cfg(&c);
+	e = t_open(&c);
 	CHECK_EQ(le_write(e, 0, LE_INFO, big, 7), 0);
 	CHECK_EQ(le_write(e, 0, LE_INFO, big, 3), 0);
 	le_stats_get(e, &st);
@@ -348,7 +336,7 @@ TEST(reopen_continues_sequence_numbers)
 {
 	le_config c = base_cfg();
 	for (int round = 0; round < 3; round++) {
-		le_engine *e = open_cfg(&c);
+		le_engine *e = t_open(&c);
 		write_n(e, 1000, round);
 		CHECK_EQ(le_close(e), 0);
 	}
@@ -381,7 +369,7 @@ static void last_payload(const le_record *r, void *arg)
 TEST(segment_truncated_at_every_byte_of_last_record_reopens_cleanly)
 {
 	le_config c = base_cfg();
-	le_engine *e = open_cfg(&c);
+	le_engine *e = t_open(&c);
 	write_n(e, 10, 0);
 	le_close(e);
 	char seg[1024];
@@ -393,7 +381,7 @@ TEST(segment_truncated_at_every_byte_of_last_record_reopens_cleanly)
 	size_t frame = 7 + 28;
 	for (size_t cut = len - frame; cut < len; cut++) {
 		t_spit(seg, img, cut);
-		e = open_cfg(&c);
+		e = t_open(&c);
 		le_stats st;
 		le_stats_get(e, &st);
 		CHECK_EQ(st.recovered_truncated_bytes, cut - (len - frame));
@@ -412,7 +400,7 @@ TEST(segment_truncated_at_every_byte_of_last_record_reopens_cleanly)
 static void tail_case(int garbage)
 {
 	le_config c = base_cfg();
-	le_engine *e = open_cfg(&c);
+	le_engine *e = t_open(&c);
 	write_n(e, 100, 0);
 	le_close(e);
 	char seg[1024];
@@ -424,7 +412,7 @@ static void tail_case(int garbage)
 	/* The reader sees a torn tail; verify-style ABSOLUTE refuses it. */
 	CHECK_EQ(read_all(c.dir, LE_RECOVER_TOLERATE_TAIL, NULL, NULL), 100);
 	CHECK(read_all(c.dir, LE_RECOVER_ABSOLUTE, NULL, NULL) < 0);
-	e = open_cfg(&c);
+	e = t_open(&c);
 	le_stats st;
 	le_stats_get(e, &st);
 	CHECK_EQ(st.recovered_truncated_bytes, 5000);
@@ -449,7 +437,7 @@ static void damage_case(uint32_t checkpoint_ms)
 {
 	le_config c = base_cfg();
 	c.checkpoint_ms = checkpoint_ms;
-	le_engine *e = open_cfg(&c);
+	le_engine *e = t_open(&c);
 	write_n(e, 100, 0);
 	le_close(e);
 	char seg[1024];
@@ -458,7 +446,7 @@ static void damage_case(uint32_t checkpoint_ms)
 	unsigned char *img = t_slurp(seg, &len);
 	img[len / 2] ^= 0x10; /* a flipped bit in the middle */
 	t_spit(seg, img, len);
-	e = open_cfg(&c);
+	e = t_open(&c);
 	le_stats st;
 	le_stats_get(e, &st);
 	CHECK_EQ(st.recovered_truncated_bytes, 0);
@@ -508,7 +496,7 @@ TEST(rotation_by_size_keeps_every_record)
 	le_config c = base_cfg();
 	c.segment_bytes = 8192;
 	c.overflow = LE_OVERFLOW_BLOCK;
-	le_engine *e = open_cfg(&c);
+	le_engine *e = t_open(&c);
 	write_n(e, 20000, 0);
 	le_stats st;
 	le_flush(e, 5000);
@@ -528,7 +516,7 @@ TEST(retention_deletes_oldest_segments_only)
 	c.segment_bytes = 8192;
 	c.retention_bytes = 40000;
 	c.overflow = LE_OVERFLOW_BLOCK;
-	le_engine *e = open_cfg(&c);
+	le_engine *e = t_open(&c);
 	write_n(e, 20000, 0);
 	le_flush(e, 5000);
 	le_stats st;
@@ -551,7 +539,7 @@ TEST(age_rotation_starts_new_segment)
 	le_config c = base_cfg();
 	c.segment_max_age_ms = 50;
 	c.flush_ms = 5;
-	le_engine *e = open_cfg(&c);
+	le_engine *e = t_open(&c);
 	write_n(e, 10, 0);
 	le_flush(e, 1000);
 	usleep(200000);
@@ -619,10 +607,10 @@ TEST(missing_or_unusable_directory_fails_at_open)
 TEST(second_engine_on_same_dir_is_refused)
 {
 	le_config c = base_cfg();
-	le_engine *e = open_cfg(&c), *e2;
+	le_engine *e = t_open(&c), *e2;
 	CHECK_EQ(le_open(&e2, &c), LE_EBUSY);
 	le_close(e);
-	e = open_cfg(&c);
+	e = t_open(&c);
 	le_close(e);
 	t_rmrf(c.dir);
 }
@@ -630,7 +618,7 @@ TEST(second_engine_on_same_dir_is_refused)
 TEST(bad_arguments_to_le_write_return_errors)
 {
 	le_config c = base_cfg();
-	le_engine *e = open_cfg(&c);
+	le_engine *e = t_open(&c);
 	CHECK_EQ(le_write(e, 0, LE_INFO, NULL, 5), LE_EINVAL);
 	CHECK_EQ(le_write(e, 0, 99, "x", 1), LE_EINVAL);
 	CHECK_EQ(le_write(e, 0, -1, "x", 1), LE_EINVAL);
@@ -666,7 +654,7 @@ TEST(logf_formats_and_truncates_long_messages)
 {
 	le_config c = base_cfg();
 	c.max_record_bytes = 1000;
-	le_engine *e = open_cfg(&c);
+	le_engine *e = t_open(&c);
 	CHECK_EQ(le_logf(e, LE_WARN, "Logging int: %d, int: %d, double: %f", 1,
 	                 2, 3.5), 0);
 	CHECK_EQ(le_logf(e, LE_ERROR, "%05000d", 7), 0);
@@ -701,7 +689,7 @@ TEST(direct_io_roundtrip_and_reopen)
 TEST(torn_or_lying_checkpoint_is_not_trusted)
 {
 	le_config c = base_cfg();
-	le_engine *e = open_cfg(&c);
+	le_engine *e = t_open(&c);
 	write_n(e, 100, 0);
 	le_close(e);
 	char ck[400];
@@ -713,7 +701,7 @@ TEST(torn_or_lying_checkpoint_is_not_trusted)
 	unsigned char junk[1024];
 	memset(junk, 0xA5, sizeof junk);
 	t_spit(ck, junk, sizeof junk);
-	e = open_cfg(&c);
+	e = t_open(&c);
 	write_n(e, 1, 1);
 	le_close(e);
 	struct seqs s = read_seqs(c.dir, LE_RECOVER_ABSOLUTE, 101);
@@ -726,7 +714,7 @@ TEST(durability_batch_syncs_before_flush_returns)
 {
 	le_config c = base_cfg();
 	c.durability = LE_SYNC_BATCH;
-	le_engine *e = open_cfg(&c);
+	le_engine *e = t_open(&c);
 	write_n(e, 10, 0);
 	CHECK_RC(le_flush(e, 5000));
 	le_stats st;
@@ -741,7 +729,7 @@ TEST(flush_returns_promptly_with_nothing_queued)
 {
 	le_config c = base_cfg();
 	c.flush_ms = 60000;
-	le_engine *e = open_cfg(&c);
+	le_engine *e = t_open(&c);
 	CHECK_EQ(le_flush(e, 2000), 0);
 	write_n(e, 3, 0);
 	CHECK_EQ(le_flush(e, 2000), 0); /* does not wait for flush_ms */
@@ -764,13 +752,13 @@ TEST(fields_switched_off_still_roundtrip)
 {
 	le_config c = base_cfg();
 	c.fields = LE_FIELD_CRC | LE_FIELD_SEQUENCE;
-	le_engine *e = open_cfg(&c);
+	le_engine *e = t_open(&c);
 	write_n(e, 10, 0);
 	le_close(e);
 	CHECK_EQ(read_all(c.dir, LE_RECOVER_ABSOLUTE, check_fields, NULL), 10);
 	/* Reopened with every field on: a new segment, numbering goes on. */
 	c.fields = LE_FIELD_ALL;
-	e = open_cfg(&c);
+	e = t_open(&c);
 	write_n(e, 10, 1);
 	le_close(e);
 	struct seqs s = read_seqs(c.dir, LE_RECOVER_ABSOLUTE, 20);
@@ -804,7 +792,7 @@ static void check_stamp(const le_record *r, void *arg)
 TEST(timestamps_are_wall_clock_at_the_call)
 {
 	le_config c = base_cfg();
-	le_engine *e = open_cfg(&c);
+	le_engine *e = t_open(&c);
 	struct stamps s = {0};
 	for (int i = 0; i < 8; i++) {
 		s.lo[i] = wall_ns();
@@ -868,7 +856,7 @@ TEST(records_are_never_dated_before_their_call)
 	c.queue_capacity_bytes = 64u << 20;
 	c.max_pending_bytes = 32u << 20;
 	c.batch_size = 1u << 16;
-	early_e = open_cfg(&c);
+	early_e = t_open(&c);
 	atomic_store(&early_stop, 0);
 	pthread_t t[3];
 	for (int i = 0; i < 3; i++)
@@ -898,7 +886,7 @@ TEST(records_are_never_dated_before_their_call)
 TEST(default_queue_is_one_aligned_mapping_of_whole_huge_pages)
 {
 	le_config c = base_cfg();
-	le_engine *e = open_cfg(&c);
+	le_engine *e = t_open(&c);
 	char want[400], line[1024], path[400];
 	snprintf(want, sizeof want, "%s/shard-000/QUEUE", c.dir);
 	FILE *f = fopen("/proc/self/smaps", "r");
@@ -968,7 +956,7 @@ TEST(engine_threads_are_named_for_top_and_perf)
 	c.shards = 2;
 	c.retention_bytes = 1u << 30;
 	c.stream_fd = fds[1];
-	le_engine *e = open_cfg(&c);
+	le_engine *e = t_open(&c);
 	/* named by le_open itself, not by the threads when they get to it */
 	CHECK(thread_named("le-writer-0"));
 	CHECK(thread_named("le-writer-1"));
@@ -993,7 +981,7 @@ TEST(stream_only_engine_counts_its_records_as_stream_lines)
 	c.store = 0;
 	c.stream_fd = fds[1];
 	c.shards = 2;
-	le_engine *e = open_cfg(&c);
+	le_engine *e = t_open(&c);
 	for (int i = 0; i < 3; i++)
 		CHECK_EQ(le_write(e, 0, LE_INFO, "line", 4), 0);
 	CHECK_EQ(le_flush(e, 1000), 0);
@@ -1049,7 +1037,7 @@ static void hammer(int with_trickle)
 	/* With a trickle, every flush needs a sync: fewer rounds. */
 	c.durability = with_trickle ? LE_SYNC_INTERVAL : LE_SYNC_NONE;
 	hammer_rounds = with_trickle ? 300 : 5000;
-	hammer_e = open_cfg(&c);
+	hammer_e = t_open(&c);
 	atomic_store(&hammer_stop, 0);
 	pthread_t p, t[4];
 	if (with_trickle)
@@ -1090,7 +1078,7 @@ TEST(a_batch_is_written_once_it_holds_a_quarter_of_the_queue_bytes)
 	c.max_record_bytes = 4096;
 	c.flush_ms = 60000;
 	c.overflow = LE_OVERFLOW_BLOCK;
-	le_engine *e = open_cfg(&c);
+	le_engine *e = t_open(&c);
 	static char big[4096];
 	memset(big, 'b', sizeof big);
 	uint64_t t0 = le__mono_ns();

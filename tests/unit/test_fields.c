@@ -383,14 +383,7 @@ static le_engine *open_dir(uint32_t max_rec, int oversize)
 	if (max_rec)
 		c.max_record_bytes = max_rec;
 	c.oversize = oversize;
-	le_engine *e;
-	int rc = le_open(&e, &c);
-	if (rc < 0) {
-		fprintf(stderr, "  le_open: %s (%s)\n", le_strerror(rc),
-		        le_errmsg());
-		_exit(1);
-	}
-	return e;
+	return t_open(&c);
 }
 
 struct seen {

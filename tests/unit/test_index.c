@@ -296,23 +296,36 @@ static int count_indexed(const char *sdir, int *segs)
 	return ok;
 }
 
-TEST(engine_writes_an_index_for_every_segment_it_seals)
+/* n records logged into dir by an engine rotating at seg_bytes, keeping
+ * retention bytes (0: all), flushed every 1000 records so that the index
+ * builder keeps up; closed. */
+static void rotating_log(const char *dir, uint64_t seg_bytes,
+                         uint64_t retention, int n)
 {
-	char dir[256], sdir[300];
 	le_config c;
 	le_engine *e;
-	int segs;
 
-	t_tmpdir(dir);
 	le_config_init(&c);
 	c.dir = dir;
-	c.segment_bytes = 256 << 10;
+	c.segment_bytes = seg_bytes;
+	c.retention_bytes = retention;
 	CHECK_RC(le_open(&e, &c));
-	for (int i = 0; i < 20000; i++)
+	for (int i = 0; i < n; i++) {
 		while (le_logf(e, LE_INFO, "record %d of a rotating log", i) ==
 		       LE_EFULL)
 			le_flush(e, -1);
+		if (i % 1000 == 0)
+			le_flush(e, -1); /* let the builder keep up */
+	}
 	CHECK_RC(le_close(e));
+}
+
+TEST(engine_writes_an_index_for_every_segment_it_seals)
+{
+	char dir[256], sdir[300];
+	int segs;
+
+	rotating_log(t_tmpdir(dir), 256 << 10, 0, 20000);
 	CHECK(le__index_idle(10000));
 	snprintf(sdir, sizeof sdir, "%s/shard-000", dir);
 	int ok = count_indexed(sdir, &segs);
@@ -324,24 +337,9 @@ TEST(engine_writes_an_index_for_every_segment_it_seals)
 TEST(indexes_of_deleted_segments_do_not_pile_up)
 {
 	char dir[256], sdir[300];
-	le_config c;
-	le_engine *e;
 	int segs;
 
-	t_tmpdir(dir);
-	le_config_init(&c);
-	c.dir = dir;
-	c.segment_bytes = 64 << 10;
-	c.retention_bytes = 256 << 10;
-	CHECK_RC(le_open(&e, &c));
-	for (int i = 0; i < 40000; i++) {
-		while (le_logf(e, LE_INFO, "record %d of a rotating log", i) ==
-		       LE_EFULL)
-			le_flush(e, -1);
-		if (i % 1000 == 0)
-			le_flush(e, -1); /* let the builder keep up */
-	}
-	CHECK_RC(le_close(e));
+	rotating_log(t_tmpdir(dir), 64 << 10, 256 << 10, 40000);
 	CHECK(le__index_idle(10000));
 	snprintf(sdir, sizeof sdir, "%s/shard-000", dir);
 	count_indexed(sdir, &segs);
