@@ -154,6 +154,21 @@ static void see(const le_record *r, void *arg)
 	s->n++;
 }
 
+/* In a child: work opened (no syncs), or exit 10; a hang ends it in 20 s
+ * (a hang is a failure too). */
+static le_engine *child_open_work(void)
+{
+	le_config c;
+	le_engine *e;
+	alarm(20);
+	le_config_init(&c);
+	c.dir = work;
+	c.durability = LE_SYNC_NONE;
+	if (le_open(&e, &c) != 0)
+		_exit(10);
+	return e;
+}
+
 /* le_open on work in a process of its own: 0 when it opened, closed, and
  * what it wrote holds records 0..intact-1 in order, intact, and at most
  * NREC + 1 records (the + 1: the one this process adds); else why. */
@@ -162,14 +177,7 @@ static int reopen_keeps(int intact)
 	fflush(NULL);
 	pid_t pid = fork();
 	if (pid == 0) {
-		le_config c;
-		alarm(20); /* a hang is a failure too */
-		le_config_init(&c);
-		c.dir = work;
-		c.durability = LE_SYNC_NONE;
-		le_engine *e;
-		if (le_open(&e, &c) != 0)
-			_exit(10);
+		le_engine *e = child_open_work();
 		/* The queue works after: one more record goes through. */
 		if (le_write(e, 0, LE_INFO, "after", 5) != 0 ||
 		    le_flush(e, 5000) != 0 || le_close(e) != 0)
@@ -897,16 +905,9 @@ static int recovers_all_but(uint32_t lost, uint64_t abandoned)
 	fflush(NULL);
 	pid_t pid = fork();
 	if (pid == 0) {
-		le_config c;
 		le_stats st;
 		struct tally t;
-		alarm(20);
-		le_config_init(&c);
-		c.dir = work;
-		c.durability = LE_SYNC_NONE;
-		le_engine *e;
-		if (le_open(&e, &c) != 0)
-			_exit(10);
+		le_engine *e = child_open_work();
 		if (le_stats_get(e, &st) != 0 || le_close(e) != 0)
 			_exit(11);
 		if (st.abandoned_slots != abandoned || st.recovery_damaged != 0)
