@@ -16,7 +16,4 @@ int le__engine_open(le_engine **out, const le_config *cfg);
 int le__stats_get(le_engine *e, le_stats *o);
 int le__close_stats(le_engine *e, le_stats *final);
 
-/* reader_next.c, on a full-size le_record: le_reader_next. */
-int le__reader_next(le_reader *r, le_record *rec);
-
 #endif

@@ -26,6 +26,7 @@
 #include "store/index.h"
 #include "engine/logger.h"
 #include "engine/recover.h"
+#include "engine/shard_page.h"
 #include "store/store.h"
 #include "sink/syslog.h"
 #include "engine/writer.h"
@@ -269,7 +270,7 @@ static void stop_writers(le_engine *e)
 	le__reaper_stop(&e->reaper); /* after the writers: their last rotation */
 	le__archiver_stop(&e->archiver); /* what waits is left for next time */
 	le__index_wait_dir(e->dir); /* the indexes of their last seals */
-	le__statpage_close_all(e); /* after both: the final counts */
+	le__shard_page_close_all(e); /* after both: the final counts */
 }
 
 /* Writers and the reaper block every signal (inherited from this mask).

@@ -32,6 +32,7 @@
 
 #include "engine/deadq.h"
 #include "engine/pace.h"
+#include "engine/shard_page.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -468,7 +469,7 @@ static void periodic(le__shard *sh, uint64_t now)
 {
 	const le_config *c = &sh->e->cfg;
 
-	le__statpage_tick(sh, &sh->page, now);
+	le__shard_page_tick(sh, now);
 	ring_memory(sh, now);
 	if (now - sh->w.last_recal_mono >= 1000 * MS) {
 		sh->w.last_recal_mono = now;
@@ -603,7 +604,7 @@ void *le__writer_main(void *arg)
 	/* light until the producers show otherwise (ring_memory) */
 	w->use_tail = atomic_load(sh->ring.tail);
 	w->light = 1;
-	le__statpage_open(sh);
+	le__shard_page_open(sh);
 	/* Syncs on a thread of their own; without it (it could not start),
 	 * on this one, as with no store. */
 	if (sh->store && e->cfg.durability != LE_SYNC_NONE)
