@@ -30,7 +30,7 @@
 #include <stddef.h>
 #include <string.h>
 
-#include "engine/abi.h"
+#include "engine/engine.h"
 #include "engine/config.h"
 #include "base/internal.h"
 

@@ -9,6 +9,7 @@
  */
 #define _GNU_SOURCE
 #include "engine/engine.h"
+#include "engine/shard.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -21,11 +22,12 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "engine/abi.h"
 #include "engine/config.h"
 #include "store/index.h"
 #include "engine/logger.h"
 #include "engine/recover.h"
+#include "engine/flush.h"
+#include "engine/lifecycle.h"
 #include "engine/shard_page.h"
 #include "store/store.h"
 #include "sink/syslog.h"
@@ -117,6 +119,8 @@ static int shard_init(le_engine *e, uint32_t i)
 	sh->e = e;
 	sh->id = i;
 	pthread_mutex_init(&sh->prog.fail_mu, NULL);
+	sh->prog.wake = le__flush_wake;
+	sh->prog.wake_arg = sh->e;
 	le__clock_init(&sh->w.clock);
 	if (e->cfg.store) {
 		rc = le__shard_dir(sh->dir, sizeof sh->dir, e->dir, i);

@@ -7,6 +7,7 @@
  */
 #define _GNU_SOURCE
 #include "engine/pace.h"
+#include "engine/wsync.h"
 
 #include <sched.h>
 #include <time.h>

@@ -9,7 +9,7 @@
 
 #include <string.h>
 
-#include "engine/engine.h"
+#include "engine/shard.h"
 
 #define LOAD(x) atomic_load_explicit(&(x), memory_order_relaxed)
 

@@ -48,9 +48,8 @@
  * then act on a file no reader will open again.  Nothing else deletes or
  * closes a segment file while this thread runs.
  *
- * The end of this file is the writer's side: what it has asked, and the
- * syncs it makes on its own thread when this one does not run (no store,
- * LE_SYNC_NONE, a thread that could not start, recovery at le_open).
+ * The writer's side (what it has asked, and the syncs it makes on its
+ * own thread when this one does not run) is the engine's wsync.c.
  */
 #define _GNU_SOURCE
 #include "store/sync.h"
@@ -58,14 +57,13 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "engine/engine.h"
 #include "base/os.h"
 #include "store/store.h"
 
-static void fail(le__shard *sh, uint64_t lo, uint64_t hi, int rc)
+static void fail(le__progress *p, uint64_t lo, uint64_t hi, int rc)
 {
 	if (hi > lo)
-		le__fail_add(sh, lo, hi, rc);
+		le__progress_fail(p, lo, hi, rc);
 }
 
 /* A timed fdatasync of a segment file.  @return 0 or -errno. */
@@ -105,7 +103,7 @@ static void sync_sealed(le__syncer *s, le__sealed *sealed, unsigned n,
 		le__sealed *e = &sealed[i];
 		int r = e->bad_rc ? e->bad_rc : data_sync(s, e->fd, lat);
 		if (r < 0)
-			fail(s->sh, have, e->hi, r);
+			fail(s->prog, have, e->hi, r);
 		le__close(e->fd);
 	}
 }
@@ -113,7 +111,7 @@ static void sync_sealed(le__syncer *s, le__sealed *sealed, unsigned n,
 /* One round; mu is held on entry and on return. */
 static void sync_round(le__syncer *s)
 {
-	le__shard *sh = s->sh;
+	le__progress *prog = s->prog;
 	le__store *st = s->st;
 	le__sealed sealed[LE_SYNC_SEALED];
 	le__hist lat = {0};
@@ -157,7 +155,7 @@ static void sync_round(le__syncer *s)
 	if (fd >= 0) {
 		int r = fd == bad ? bad_rc : data_sync(s, fd, &lat);
 		if (r < 0) {
-			fail(sh, have, pos, r);
+			fail(prog, have, pos, r);
 			new_bad = fd != bad;
 			bad_rc = r;
 			if (!rc)
@@ -165,7 +163,7 @@ static void sync_round(le__syncer *s)
 		}
 	}
 	if (dir && rc < 0)
-		fail(sh, have, pos, rc); /* the new file's name may be gone */
+		fail(prog, have, pos, rc); /* the new file's name may be gone */
 	if (ckpt && rc == 0) {
 		/* It names bytes of a file just synced: a recovery that
 		 * trusts it finds them there. */
@@ -203,10 +201,8 @@ static void sync_round(le__syncer *s)
 	add_lat(s, &lat);
 	if (pos > s->have) {
 		s->have = pos;
-		/* seq_cst: after the failures it covers (fail_add's stores),
-		 * and against le_flush's flush_waiters (flush.c). */
-		atomic_store(&sh->prog.durable_pos, pos);
-		le__flush_signal(sh);
+		/* after the failures it covers (progress.h) */
+		le__progress_durable(prog, pos);
 	}
 }
 
@@ -232,18 +228,17 @@ static void *sync_main(void *arg)
 	return NULL;
 }
 
-int le__sync_start(le__shard *sh)
+int le__sync_start(le__syncer *s, le__store *st, le__progress *prog,
+                   uint32_t shard)
 {
-	le__syncer *s = &sh->syncer;
-	le__store *st = sh->store;
 	char name[32];
 
 	memset(s, 0, sizeof *s);
-	s->sh = sh;
+	s->prog = prog;
 	s->st = st;
 	s->fd = st->fd;
 	s->bad_fd = -1;
-	s->want = s->have = atomic_load(&sh->prog.durable_pos);
+	s->want = s->have = atomic_load(&prog->durable_pos);
 	s->ckpt_gen = st->ckpt_gen;
 	s->good_written = atomic_load(&st->written);
 	pthread_mutex_init(&s->mu, NULL);
@@ -257,21 +252,20 @@ int le__sync_start(le__shard *sh)
 		pthread_cond_destroy(&s->room_cv);
 		return rc;
 	}
-	snprintf(name, sizeof name, "le-sync-%u", sh->id);
+	snprintf(name, sizeof name, "le-sync-%u", shard);
 	le__name_thread(s->thread, name);
 	s->started = 1;
 	st->syncer = s;
 	return 0;
 }
 
-void le__sync_stop(le__shard *sh)
+void le__sync_stop(le__syncer *s)
 {
-	le__syncer *s = &sh->syncer;
-	le__store *st = sh->store;
+	le__store *st = s->st;
 
 	if (!s->started)
 		return;
-	le__sync_ask(s, atomic_load(&sh->prog.done_pos));
+	le__sync_ask(s, atomic_load(&s->prog->done_pos));
 	pthread_mutex_lock(&s->mu);
 	s->stop = 1;
 	pthread_cond_signal(&s->work_cv);
@@ -369,59 +363,4 @@ void le__sync_lat(le__syncer *s, le__hist *h)
 	*h = s->lat;
 	if (s->started)
 		pthread_mutex_unlock(&s->mu);
-}
-
-/* ---- the writer's side, on the writer's thread ---- */
-
-/* Positions synced, or asked of the sync thread: what the writer need
- * not ask again. */
-uint64_t le__sync_covered(le__shard *sh)
-{
-	uint64_t d = atomic_load(&sh->prog.durable_pos);
-	return sh->w.asked > d ? sh->w.asked : d;
-}
-
-/* Make what is committed durable: on the sync thread when it runs (the
- * writer goes on at once), else here. */
-void le__sync_now(le__shard *sh)
-{
-	if (!sh->syncer.started) {
-		le__sync_sinks(sh);
-		return;
-	}
-	uint64_t done = atomic_load(&sh->prog.done_pos);
-	sh->w.last_sync_mono = le__mono_ns();
-	if (done > sh->w.asked) {
-		sh->w.asked = done;
-		le__sync_ask(&sh->syncer, done);
-	}
-}
-
-/* Before the sinks may seal a file: the positions the sync thread logs a
- * failed sync of that file up to (sync.h). */
-void le__sync_note(le__shard *sh)
-{
-	sh->syncer.w_rd = sh->w.rd;
-	sh->syncer.w_done = atomic_load(&sh->prog.done_pos);
-}
-
-int le__sync_sinks(le__shard *sh)
-{
-	uint64_t lo = atomic_load(&sh->prog.durable_pos);
-	uint64_t done = atomic_load(&sh->prog.done_pos);
-	int rc = 0;
-
-	for (unsigned i = 0; i < sh->nsinks; i++) {
-		le__sink *s = sh->sinks[i];
-		int r = s->ops->sync ? s->ops->sync(s) : 0;
-		if (r < 0 && !rc)
-			rc = r;
-	}
-	sh->w.last_sync_mono = le__mono_ns();
-	/* A failed sync leaves its records in doubt, reported as such; they
-	 * count as done all the same (a sync is never retried). */
-	le__fail_sinks(sh, lo, done);
-	atomic_store(&sh->prog.durable_pos, done);
-	le__flush_signal(sh);
-	return rc;
 }

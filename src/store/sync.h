@@ -22,9 +22,9 @@
 #include <stdint.h>
 
 #include "base/hist.h"
+#include "store/progress.h"
 #include "store/segment.h"
 
-struct le__shard;
 struct le__store;
 
 /* Sealed segments handed over and not yet synced and closed. */
@@ -44,7 +44,7 @@ typedef struct le__sealed {
 
 typedef struct le__syncer {
 	/* [const] once started */
-	struct le__shard *sh;
+	le__progress *prog;      /* the shard's: failures, durable_pos */
 	struct le__store *st;
 	pthread_t thread;
 	int started;             /* the thread runs (written by the writer) */
@@ -82,33 +82,19 @@ typedef struct le__syncer {
 
 } le__syncer;
 
-/* Start the shard's sync thread (the writer calls it, before its loop):
- * from now on the store hands files over.  @return 0, or an error: the
- * writer then syncs on its own thread, as with no sync thread. */
-int le__sync_start(struct le__shard *sh);
+/* Start the sync thread of shard number `shard`, for store st, publishing
+ * to prog (the writer calls it, before its loop): from now on the store
+ * hands files over.  @return 0, or an error: the writer then syncs on its
+ * own thread, as with no sync thread. */
+int le__sync_start(le__syncer *s, struct le__store *st, le__progress *prog,
+                   uint32_t shard);
 /* Everything asked and handed over is synced (or failed and logged),
  * durable_pos stored, the thread joined: the store owns its files again. */
-void le__sync_stop(struct le__shard *sh);
+void le__sync_stop(le__syncer *s);
 
 /* The writer: make records before ring position pos durable.  Never
  * waits for a sync. */
 void le__sync_ask(le__syncer *s, uint64_t pos);
-
-/* The writer's side, on its thread (with or without the sync thread): */
-/* Positions synced, or asked of the sync thread: what the writer need not
- * ask again. */
-uint64_t le__sync_covered(struct le__shard *sh);
-/* Make what is committed (done_pos) durable: ask the sync thread when it
- * runs (the writer goes on at once), else le__sync_sinks here. */
-void le__sync_now(struct le__shard *sh);
-/* Before the sinks may seal a file (each commit, each tick): note the
- * positions the sync thread logs a failed sync of that file up to. */
-void le__sync_note(struct le__shard *sh);
-/* Sync every sink of the shard on this thread, log their faults, store
- * durable_pos = done_pos (a failed sync's records count as done all the
- * same: never retried).  Recovery calls it too, before the writer
- * starts.  @return 0 or the first error. */
-int le__sync_sinks(struct le__shard *sh);
 
 /* The store, on the writer's thread: */
 /* A new segment file: it becomes the active one, and its directory entry
