@@ -30,7 +30,7 @@
 #include "engine/lifecycle.h"
 #include "engine/shard_page.h"
 #include "store/store.h"
-#include "sink/syslog.h"
+#include "sink/kinds.h"
 #include "engine/writer.h"
 
 /* ---- open ---- */
@@ -166,16 +166,11 @@ static int shard_init(le_engine *e, uint32_t i)
 		sh->store->archiver = &e->archiver;
 		add_sink(sh, &sh->store->sink);
 	}
-	if (e->stream) {
+	for (int k = 0; k < LE_LINEKINDS; k++) {
 		le__sink *p;
-		rc = le__stream_port(&p, e->stream, i, e->batch, e->max_rec);
-		if (rc < 0)
-			return rc;
-		add_sink(sh, p);
-	}
-	if (e->syslog) {
-		le__sink *p;
-		rc = le__syslog_port(&p, e->syslog, i, e->batch, e->max_rec);
+		if (!e->lines[k])
+			continue;
+		rc = le__linesink_port(&p, e->lines[k], i, e->batch, e->max_rec);
 		if (rc < 0)
 			return rc;
 		add_sink(sh, p);
@@ -239,17 +234,17 @@ static void engine_free(le_engine *e)
 		 * condition variables: never destroyed, only forgotten.
 		 * pthread_cond_destroy waits for the waiters it counts, and
 		 * the copy counts the parent's (the stream thread's, a
-		 * le_flush in another thread).  Nor is the stream thread,
-		 * which is not here, joined. */
-		le__stream_forget(e->stream);
-		le__syslog_forget(e->syslog);
+		 * le_flush in another thread).  Nor are the line outputs'
+		 * threads, which are not here, joined. */
+		for (int k = 0; k < LE_LINEKINDS; k++)
+			le__linesink_forget(e->lines[k]);
 		le__loggers_free(e);
 		free(e->strs);
 		free(e);
 		return;
 	}
-	le__stream_close(e->stream);
-	le__syslog_close(e->syslog);
+	for (int k = 0; k < LE_LINEKINDS; k++)
+		le__linesink_close(e->lines[k]);
 	le__loggers_free(e);
 	free(e->strs);
 	le__reaper_free(&e->reaper);
@@ -405,13 +400,11 @@ static int open_engine(le_engine **out, const le_config *cfg)
 		if (rc < 0)
 			goto fail;
 	}
-	if (cfg->stream_fd > 0 || cfg->stream_path) {
-		rc = le__stream_open(&e->stream, &e->cfg);
-		if (rc < 0)
-			goto fail;
-	}
-	if (cfg->syslog_addr) {
-		rc = le__syslog_open(&e->syslog, &e->cfg);
+	for (int k = 0; k < LE_LINEKINDS; k++) {
+		const le__linekind *kind = le__linekinds[k];
+		if (!kind->wanted(&e->cfg))
+			continue;
+		rc = kind->open(&e->lines[k], &e->cfg);
 		if (rc < 0)
 			goto fail;
 	}
@@ -505,10 +498,9 @@ int le__stats_get(le_engine *e, le_stats *o)
 	o->segments_archived = atomic_load(&e->archiver.archived);
 	o->archived_bytes_in = atomic_load(&e->archiver.bytes_in);
 	o->archived_bytes_out = atomic_load(&e->archiver.bytes_out);
-	if (e->stream)
-		le__stream_stats(e->stream, o, e->forked);
-	if (e->syslog)
-		le__syslog_stats(e->syslog, o, e->forked);
+	for (int k = 0; k < LE_LINEKINDS; k++)
+		if (e->lines[k])
+			e->lines[k]->kind->stats(e->lines[k], o, e->forked);
 	return 0;
 }
 
@@ -516,8 +508,9 @@ int le_reopen(le_engine *e)
 {
 	if (!e)
 		return LE_EINVAL;
-	if (e->stream)
-		le__stream_reopen(e->stream);
+	for (int k = 0; k < LE_LINEKINDS; k++)
+		if (e->lines[k] && e->lines[k]->kind->reopen)
+			e->lines[k]->kind->reopen(e->lines[k]);
 	return 0;
 }
 
@@ -551,8 +544,8 @@ int le__close_stats(le_engine *e, le_stats *final)
 	atomic_fetch_add(&e->space_seq, 1);
 	le__futex_wake(&e->space_seq, INT_MAX);
 	stop_writers(e);
-	le__stream_stop(e->stream); /* its last lines, or their count */
-	le__syslog_stop(e->syslog);
+	for (int k = 0; k < LE_LINEKINDS; k++)
+		le__linesink_stop(e->lines[k]); /* last lines, or their count */
 	if (final)
 		le__stats_get(e, final); /* every thread joined: final */
 	int rc = 0;

@@ -20,7 +20,7 @@
 #include "engine/flush.h"
 
 #include "engine/shard.h"
-#include "sink/syslog.h"
+#include "sink/kinds.h"
 
 #include <errno.h>
 #include <time.h>
@@ -122,9 +122,9 @@ static int flush_done(le_engine *e, const uint64_t *target)
 }
 
 /* What is left of the caller's time at deadline dl (timeout_ms < 0: no
- * limit, -1).  The lines and messages of the flush's records were handed
- * to the stream and the syslog sink before durable_pos passed them: they
- * are waited for in that time. */
+ * limit, -1).  The lines of the flush's records were handed to the line
+ * outputs (stream, syslog) before durable_pos passed them: they are
+ * waited for in that time. */
 static int ms_left(const struct timespec *dl, int timeout_ms)
 {
 	struct timespec now;
@@ -185,12 +185,11 @@ int le_flush(le_engine *e, int timeout_ms)
 	}
 	atomic_fetch_sub(&e->flush_waiters, 1);
 	pthread_mutex_unlock(&e->flush_mu);
-	if (rc == 0 && !e->cfg.store && e->stream &&
-	    !le__stream_drained(e->stream, ms_left(&dl, timeout_ms)))
-		rc = LE_ETIMEDOUT;
-	if (rc == 0 && !e->cfg.store && e->syslog &&
-	    !le__syslog_drained(e->syslog, ms_left(&dl, timeout_ms)))
-		rc = LE_ETIMEDOUT;
+	for (int k = 0; k < LE_LINEKINDS && rc == 0 && !e->cfg.store; k++) {
+		le__linesink *ls = e->lines[k];
+		if (ls && !ls->kind->drained(ls, ms_left(&dl, timeout_ms)))
+			rc = LE_ETIMEDOUT;
+	}
 	for (uint32_t i = 0; i < e->nshards; i++) {
 		int f = fail_take(&e->shards[i], gen[i], from[i], target[i]);
 		if (f && (rc == 0 || rc == LE_ETIMEDOUT))

@@ -26,13 +26,12 @@
 #include "queue/sites.h"
 #include "sink/sink.h"
 #include "live/statpage.h"
-#include "sink/stream.h"
+#include "sink/kinds.h"
 #include "store/progress.h"
 #include "store/sync.h"
 
 struct le__store;
 struct le__loggers;
-struct le__syslog;
 
 /* [atomic] producers -> writer. */
 typedef struct le__signal {
@@ -170,8 +169,8 @@ struct le_engine {
 	int use_tsc;                    /* slots carry TSC ticks (clock.h) */
 	int lock_fd;
 	le__shard *shards;
-	le__stream *stream;             /* the stream sink, or NULL */
-	struct le__syslog *syslog;      /* the syslog sink, or NULL */
+	/* the line outputs (sink/kinds.h), by kind; NULL: not asked for */
+	le__linesink *lines[LE_LINEKINDS];
 	struct le__loggers *loggers;    /* logger.h: named loggers */
 	char *strs;                     /* owned copies of cfg's strings */
 	le__reaper reaper;              /* started when retention_bytes */
