@@ -35,6 +35,7 @@
 #include "engine/shard_page.h"
 #include "engine/flush.h"
 #include "engine/wsync.h"
+#include "store/store.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -548,7 +549,8 @@ static void drain(le__shard *sh)
 	}
 	/* Every sync asked, and every sealed file, done; the store's files
 	 * are its own again. */
-	le__sync_stop(&sh->syncer);
+	if (sh->store)
+		le__store_sync_stop(sh->store, &sh->syncer);
 	lo = atomic_load(&sh->prog.durable_pos);
 	for (unsigned i = 0; i < sh->nsinks; i++)
 		sh->sinks[i]->ops->close(sh->sinks[i]);
@@ -610,7 +612,7 @@ void *le__writer_main(void *arg)
 	/* Syncs on a thread of their own; without it (it could not start),
 	 * on this one, as with no store. */
 	if (sh->store && e->cfg.durability != LE_SYNC_NONE)
-		le__sync_start(&sh->syncer, sh->store, &sh->prog, sh->id);
+		le__store_sync_start(sh->store, &sh->syncer, &sh->prog, sh->id);
 	while (!atomic_load(&e->stopping)) {
 		uint64_t rd0 = w->rd;
 		size_t n0 = sh->batch.n; /* gather adds, never commits */

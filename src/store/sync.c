@@ -58,7 +58,6 @@
 #include <string.h>
 
 #include "base/os.h"
-#include "store/store.h"
 
 static void fail(le__progress *p, uint64_t lo, uint64_t hi, int rc)
 {
@@ -72,14 +71,14 @@ static int data_sync(le__syncer *s, int fd, le__hist *lat)
 	uint64_t t0 = le__mono_ns();
 	int rc = le__fdatasync(fd);
 	le__hist_add(lat, le__mono_ns() - t0);
-	atomic_fetch_add(&s->st->syncs, 1);
+	atomic_fetch_add(s->st.syncs, 1);
 	if (rc < 0) {
-		le__store *st = s->st;
-		uint64_t w = atomic_load(&st->written);
-		atomic_fetch_add(&st->sync_errors, 1);
+		const le__sync_target *st = &s->st;
+		uint64_t w = atomic_load(st->written);
+		atomic_fetch_add(st->sync_errors, 1);
 		/* records written since the last good sync: in doubt (this
 		 * may count some the other files' syncs covered) */
-		atomic_fetch_add(&st->sync_lost, w - s->good_written);
+		atomic_fetch_add(st->sync_lost, w - s->good_written);
 		s->good_written = w;
 		atomic_store(st->last_error, rc);
 	}
@@ -112,7 +111,7 @@ static void sync_sealed(le__syncer *s, le__sealed *sealed, unsigned n,
 static void sync_round(le__syncer *s)
 {
 	le__progress *prog = s->prog;
-	le__store *st = s->st;
+	const le__sync_target *st = &s->st;
 	le__sealed sealed[LE_SYNC_SEALED];
 	le__hist lat = {0};
 	le__ckpt c = s->ckpt;
@@ -132,7 +131,7 @@ static void sync_round(le__syncer *s)
 		s->dir_dirty = 0;
 	if (wb_hi > wb_lo)
 		s->wb_from = wb_hi;
-	uint64_t written = atomic_load(&st->written);
+	uint64_t written = atomic_load(st->written);
 	pthread_mutex_unlock(&s->mu);
 
 	if (n)
@@ -173,7 +172,7 @@ static void sync_round(le__syncer *s)
 			r = le__fdatasync(st->ckpt_fd);
 		if (r == 0) {
 			s->ckpt_gen = c.gen;
-			atomic_fetch_add(&st->checkpoints, 1);
+			atomic_fetch_add(st->checkpoints, 1);
 		} else {
 			atomic_store(st->last_error, r);
 		}
@@ -228,19 +227,19 @@ static void *sync_main(void *arg)
 	return NULL;
 }
 
-int le__sync_start(le__syncer *s, le__store *st, le__progress *prog,
-                   uint32_t shard)
+int le__sync_start(le__syncer *s, const le__sync_target *st,
+                   le__progress *prog, uint32_t shard)
 {
 	char name[32];
 
 	memset(s, 0, sizeof *s);
 	s->prog = prog;
-	s->st = st;
+	s->st = *st;
 	s->fd = st->fd;
 	s->bad_fd = -1;
 	s->want = s->have = atomic_load(&prog->durable_pos);
 	s->ckpt_gen = st->ckpt_gen;
-	s->good_written = atomic_load(&st->written);
+	s->good_written = atomic_load(st->written);
 	pthread_mutex_init(&s->mu, NULL);
 	pthread_cond_init(&s->work_cv, NULL);
 	pthread_cond_init(&s->room_cv, NULL);
@@ -255,14 +254,11 @@ int le__sync_start(le__syncer *s, le__store *st, le__progress *prog,
 	snprintf(name, sizeof name, "le-sync-%u", shard);
 	le__name_thread(s->thread, name);
 	s->started = 1;
-	st->syncer = s;
 	return 0;
 }
 
 void le__sync_stop(le__syncer *s)
 {
-	le__store *st = s->st;
-
 	if (!s->started)
 		return;
 	le__sync_ask(s, atomic_load(&s->prog->done_pos));
@@ -271,15 +267,6 @@ void le__sync_stop(le__syncer *s)
 	pthread_cond_signal(&s->work_cv);
 	pthread_mutex_unlock(&s->mu);
 	pthread_join(s->thread, NULL);
-	/* The store owns its files again.  A bad active segment is not
-	 * synced at close (dirty = 0): its records are logged in doubt. */
-	if (s->bad_fd >= 0 && s->bad_fd == st->fd) {
-		st->dirty = 0;
-		st->rotate_pending = 1;
-	}
-	st->ckpt_gen = s->ckpt_gen;
-	le__sync_lat(s, &st->lat_sync);
-	st->syncer = NULL;
 	s->started = 0;
 	pthread_mutex_destroy(&s->mu);
 	pthread_cond_destroy(&s->work_cv);

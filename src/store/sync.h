@@ -25,7 +25,18 @@
 #include "store/progress.h"
 #include "store/segment.h"
 
-struct le__store;
+/* What the sync thread touches of its store, given at its start: the
+ * store's counters (atomics it adds to) and files.  [const] while it
+ * runs. */
+typedef struct le__sync_target {
+	const char *dir;           /* DIR/shard-NNN: fsync'd for a new file */
+	int fd;                    /* the active segment then, or -1 */
+	int ckpt_fd;               /* the checkpoint file */
+	uint64_t ckpt_gen;         /* the last checkpoint generation written */
+	_Atomic uint64_t *written; /* records written (the store's count) */
+	_Atomic uint64_t *syncs, *sync_errors, *sync_lost, *checkpoints;
+	_Atomic int *last_error;   /* the engine's most recent I/O error */
+} le__sync_target;
 
 /* Sealed segments handed over and not yet synced and closed. */
 #define LE_SYNC_SEALED 16
@@ -45,7 +56,7 @@ typedef struct le__sealed {
 typedef struct le__syncer {
 	/* [const] once started */
 	le__progress *prog;      /* the shard's: failures, durable_pos */
-	struct le__store *st;
+	le__sync_target st;
 	pthread_t thread;
 	int started;             /* the thread runs (written by the writer) */
 
@@ -82,14 +93,16 @@ typedef struct le__syncer {
 
 } le__syncer;
 
-/* Start the sync thread of shard number `shard`, for store st, publishing
- * to prog (the writer calls it, before its loop): from now on the store
- * hands files over.  @return 0, or an error: the writer then syncs on its
- * own thread, as with no sync thread. */
-int le__sync_start(le__syncer *s, struct le__store *st, le__progress *prog,
-                   uint32_t shard);
+/* Start the sync thread of shard number `shard`, for the store that st
+ * describes, publishing to prog: from then on the store hands files
+ * over (store.h, le__store_sync_start, calls it).  @return 0, or an
+ * error: the writer then syncs on its own thread, as with no sync
+ * thread. */
+int le__sync_start(le__syncer *s, const le__sync_target *st,
+                   le__progress *prog, uint32_t shard);
 /* Everything asked and handed over is synced (or failed and logged),
- * durable_pos stored, the thread joined: the store owns its files again. */
+ * durable_pos stored, the thread joined.  ckpt_gen, bad_fd and the
+ * latencies are then the store's to take back. */
 void le__sync_stop(le__syncer *s);
 
 /* The writer: make records before ring position pos durable.  Never
