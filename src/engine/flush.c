@@ -4,8 +4,9 @@
  * A flush's records are, in each shard, those at ring positions
  * [durable_pos when it was called, head when it was called): the ones it
  * waits for.  It asks the writers to write and sync up to head, waits until
- * durable_pos gets there, then reports a failure (le__fail, store/progress.h) that
- * touched that range: records lost, or written and then a sync failed.
+ * durable_pos gets there, then reports a failure (le__fail,
+ * store/progress.h) that touched that range: records lost, or written and
+ * then a sync failed.
  * Write errors that were retried and got through are not failures of
  * those records (le_stats counts them).
  *

@@ -1,7 +1,7 @@
 /*
  * shard.h -- the engine and its shards, shared by engine.c (open, close,
  * stats), submit.c (the hot path), flush.c (le_flush), writer.c (the shard
- * writer threads, with pace.c, deadq.c and sync.c's writer side),
+ * writer threads, with pace.c, deadq.c and wsync.c),
  * recover.c and lifecycle.c.
  *
  * Ownership.  [const]: set in le_open, never changed after.  [writer]: the

@@ -234,7 +234,7 @@ static int heap_build(le_reader *r)
 	return rc;
 }
 
-/* le__reader_next, not following; `consumed` is the cursor whose head the
+/* reader_next, not following; `consumed` is the cursor whose head the
  * caller gave back (out of the heap), -1 none. */
 static int next_heap(le_reader *r, le_record *rec, long consumed)
 {

@@ -12,7 +12,7 @@
  *   sync     the directory (fsync), each sealed file (fdatasync, close),
  *            the active segment (fdatasync), then the checkpoint
  *            (pwrite, fdatasync) when everything it names was synced
- *   publish  failures logged (le__fail_add), then durable_pos = want,
+ *   publish  failures logged (le__progress_fail), then durable_pos = want,
  *            then le_flush woken
  *
  * Asks that arrive during a round are served by the next one: a single
