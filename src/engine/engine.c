@@ -3,9 +3,10 @@
  *
  * le_open checks the configuration (config.c: every refusal names its
  * field), takes the directory's lock, and builds each shard: its ring
- * (the QUEUE file), its sinks (the segment store, a port of the stream),
- * its recovery (recover.c), then starts the writers.  le_close stops them
- * (each drains its ring through its sinks), then frees everything.
+ * (the QUEUE file), its sinks (the segment store, a port of each line
+ * output), its recovery (recover.c), then starts the writers.  le_close
+ * stops them (each drains its ring through its sinks), then frees
+ * everything.
  */
 #define _GNU_SOURCE
 #include "engine/engine.h"
@@ -233,7 +234,7 @@ static void engine_free(le_engine *e)
 		/* A fork child's copies of the parent's threads' locks and
 		 * condition variables: never destroyed, only forgotten.
 		 * pthread_cond_destroy waits for the waiters it counts, and
-		 * the copy counts the parent's (the stream thread's, a
+		 * the copy counts the parent's (a line output's thread, a
 		 * le_flush in another thread).  Nor are the line outputs'
 		 * threads, which are not here, joined. */
 		for (int k = 0; k < LE_LINEKINDS; k++)

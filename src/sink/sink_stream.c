@@ -211,13 +211,15 @@ static uint64_t newlines(const unsigned char *p, size_t n)
  * `dropped`; a line half written counts too.  Caller holds mu. */
 static void discard(le__stream *s)
 {
-	size_t first = s->ls.cap - s->ls.head < s->ls.len ? s->ls.cap - s->ls.head : s->ls.len;
-	uint64_t lines = newlines(s->ls.ring + s->ls.head, first) +
-	                 newlines(s->ls.ring, s->ls.len - first) - s->mark_n;
+	le__linesink *ls = &s->ls;
+	size_t first = ls->cap - ls->head < ls->len ? ls->cap - ls->head
+	                                            : ls->len;
+	uint64_t lines = newlines(ls->ring + ls->head, first) +
+	                 newlines(ls->ring, ls->len - first) - s->mark_n;
 	atomic_fetch_sub(&s->lines, lines);
-	atomic_fetch_add(&s->ls.dropped, lines);
-	s->ls.head = (s->ls.head + s->ls.len) % s->ls.cap;
-	s->ls.len = 0;
+	atomic_fetch_add(&ls->dropped, lines);
+	ls->head = (ls->head + ls->len) % ls->cap;
+	ls->len = 0;
 	s->mark_n = 0;
 }
 

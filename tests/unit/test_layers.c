@@ -67,8 +67,8 @@ static void add_edge(int from, int to, const char *why)
 static void read_nm(const char *objdir, int undefined)
 {
 	char cmd[512], line[512];
-	snprintf(cmd, sizeof cmd, "nm -A %s %s/*/*.o 2>/dev/null", undefined ? "-u" : "--defined-only",
-	         objdir);
+	snprintf(cmd, sizeof cmd, "nm -A %s %s/*/*.o 2>/dev/null",
+	         undefined ? "-u" : "--defined-only", objdir);
 	FILE *p = popen(cmd, "r");
 	CHECK(p != NULL);
 	while (fgets(line, sizeof line, p)) {
