@@ -30,7 +30,7 @@
 #include <stddef.h>
 #include <string.h>
 
-#include "engine/abi.h"
+#include "engine/engine.h"
 #include "engine/config.h"
 #include "base/internal.h"
 
@@ -43,15 +43,6 @@ _Static_assert(offsetof(le_config, reserved2_) + sizeof(uint32_t) ==
 /* The smallest le_config any release had: struct_size and dir. */
 #define CONFIG_MIN_SIZE (offsetof(le_config, dir) + sizeof(const char *))
 
-/* Copy `have` bytes of ours into the caller's `size`; zero the rest of
- * its struct when it is larger. */
-static void copy_out(void *dst, size_t size, const void *src, size_t have)
-{
-	memcpy(dst, src, size < have ? size : have);
-	if (size > have)
-		memset((char *)dst + have, 0, size - have);
-}
-
 void le_config_init_sized(le_config *cfg, size_t size)
 {
 	le_config d;
@@ -60,7 +51,7 @@ void le_config_init_sized(le_config *cfg, size_t size)
 		return;
 	le__config_defaults(&d);
 	d.struct_size = size;
-	copy_out(cfg, size, &d, sizeof d);
+	le__copy_sized(cfg, size, &d, sizeof d);
 }
 
 /* The caller's configuration (cfg->struct_size bytes) in a full-size
@@ -124,23 +115,8 @@ int le_stats_get_sized(le_engine *e, le_stats *out, size_t size)
 	int rc = le__stats_get(e, &full);
 	if (rc < 0)
 		return rc;
-	copy_out(out, size, &full, sizeof full);
+	le__copy_sized(out, size, &full, sizeof full);
 	return 0;
-}
-
-/* The smallest le_record any release had: up to offset, before fields. */
-#define RECORD_MIN_SIZE (offsetof(le_record, offset) + sizeof(uint64_t))
-
-int le_reader_next_sized(le_reader *r, le_record *rec, size_t size)
-{
-	le_record full;
-
-	if (!rec || size < RECORD_MIN_SIZE)
-		return LE_EINVAL;
-	int rc = le__reader_next(r, &full);
-	if (rc == 1)
-		copy_out(rec, size, &full, sizeof full);
-	return rc;
 }
 
 int le_close_stats_sized(le_engine *e, le_stats *final, size_t size)
@@ -149,6 +125,6 @@ int le_close_stats_sized(le_engine *e, le_stats *final, size_t size)
 
 	int rc = le__close_stats(e, final ? &full : NULL);
 	if (final)
-		copy_out(final, size, &full, sizeof full);
+		le__copy_sized(final, size, &full, sizeof full);
 	return rc;
 }

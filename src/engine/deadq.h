@@ -5,7 +5,7 @@
 #ifndef LE_DEADQ_H
 #define LE_DEADQ_H
 
-#include "engine/engine.h"
+#include "engine/shard.h"
 
 /* Recovery's verdict on the slot at *rd, which le__ring_peek returned as
  * k (sl, sbytes): 0 write it, 1 step over it (*rd moved), -1 stop the

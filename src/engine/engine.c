@@ -3,12 +3,14 @@
  *
  * le_open checks the configuration (config.c: every refusal names its
  * field), takes the directory's lock, and builds each shard: its ring
- * (the QUEUE file), its sinks (the segment store, a port of the stream),
- * its recovery (recover.c), then starts the writers.  le_close stops them
- * (each drains its ring through its sinks), then frees everything.
+ * (the QUEUE file), its sinks (the segment store, a port of each line
+ * output), its recovery (recover.c), then starts the writers.  le_close
+ * stops them (each drains its ring through its sinks), then frees
+ * everything.
  */
 #define _GNU_SOURCE
 #include "engine/engine.h"
+#include "engine/shard.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -21,13 +23,15 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "engine/abi.h"
 #include "engine/config.h"
 #include "store/index.h"
 #include "engine/logger.h"
 #include "engine/recover.h"
+#include "engine/flush.h"
+#include "engine/lifecycle.h"
+#include "engine/shard_page.h"
 #include "store/store.h"
-#include "sink/syslog.h"
+#include "sink/kinds.h"
 #include "engine/writer.h"
 
 /* ---- open ---- */
@@ -116,6 +120,8 @@ static int shard_init(le_engine *e, uint32_t i)
 	sh->e = e;
 	sh->id = i;
 	pthread_mutex_init(&sh->prog.fail_mu, NULL);
+	sh->prog.wake = le__flush_wake;
+	sh->prog.wake_arg = sh->e;
 	le__clock_init(&sh->w.clock);
 	if (e->cfg.store) {
 		rc = le__shard_dir(sh->dir, sizeof sh->dir, e->dir, i);
@@ -161,16 +167,11 @@ static int shard_init(le_engine *e, uint32_t i)
 		sh->store->archiver = &e->archiver;
 		add_sink(sh, &sh->store->sink);
 	}
-	if (e->stream) {
+	for (int k = 0; k < LE_LINEKINDS; k++) {
 		le__sink *p;
-		rc = le__stream_port(&p, e->stream, i, e->batch, e->max_rec);
-		if (rc < 0)
-			return rc;
-		add_sink(sh, p);
-	}
-	if (e->syslog) {
-		le__sink *p;
-		rc = le__syslog_port(&p, e->syslog, i, e->batch, e->max_rec);
+		if (!e->lines[k])
+			continue;
+		rc = le__linesink_port(&p, e->lines[k], i, e->batch, e->max_rec);
 		if (rc < 0)
 			return rc;
 		add_sink(sh, p);
@@ -233,18 +234,18 @@ static void engine_free(le_engine *e)
 		/* A fork child's copies of the parent's threads' locks and
 		 * condition variables: never destroyed, only forgotten.
 		 * pthread_cond_destroy waits for the waiters it counts, and
-		 * the copy counts the parent's (the stream thread's, a
-		 * le_flush in another thread).  Nor is the stream thread,
-		 * which is not here, joined. */
-		le__stream_forget(e->stream);
-		le__syslog_forget(e->syslog);
+		 * the copy counts the parent's (a line output's thread, a
+		 * le_flush in another thread).  Nor are the line outputs'
+		 * threads, which are not here, joined. */
+		for (int k = 0; k < LE_LINEKINDS; k++)
+			le__linesink_forget(e->lines[k]);
 		le__loggers_free(e);
 		free(e->strs);
 		free(e);
 		return;
 	}
-	le__stream_close(e->stream);
-	le__syslog_close(e->syslog);
+	for (int k = 0; k < LE_LINEKINDS; k++)
+		le__linesink_close(e->lines[k]);
 	le__loggers_free(e);
 	free(e->strs);
 	le__reaper_free(&e->reaper);
@@ -269,7 +270,7 @@ static void stop_writers(le_engine *e)
 	le__reaper_stop(&e->reaper); /* after the writers: their last rotation */
 	le__archiver_stop(&e->archiver); /* what waits is left for next time */
 	le__index_wait_dir(e->dir); /* the indexes of their last seals */
-	le__statpage_close_all(e); /* after both: the final counts */
+	le__shard_page_close_all(e); /* after both: the final counts */
 }
 
 /* Writers and the reaper block every signal (inherited from this mask).
@@ -400,13 +401,11 @@ static int open_engine(le_engine **out, const le_config *cfg)
 		if (rc < 0)
 			goto fail;
 	}
-	if (cfg->stream_fd > 0 || cfg->stream_path) {
-		rc = le__stream_open(&e->stream, &e->cfg);
-		if (rc < 0)
-			goto fail;
-	}
-	if (cfg->syslog_addr) {
-		rc = le__syslog_open(&e->syslog, &e->cfg);
+	for (int k = 0; k < LE_LINEKINDS; k++) {
+		const le__linekind *kind = le__linekinds[k];
+		if (!kind->wanted(&e->cfg))
+			continue;
+		rc = kind->open(&e->lines[k], &e->cfg);
 		if (rc < 0)
 			goto fail;
 	}
@@ -500,10 +499,9 @@ int le__stats_get(le_engine *e, le_stats *o)
 	o->segments_archived = atomic_load(&e->archiver.archived);
 	o->archived_bytes_in = atomic_load(&e->archiver.bytes_in);
 	o->archived_bytes_out = atomic_load(&e->archiver.bytes_out);
-	if (e->stream)
-		le__stream_stats(e->stream, o, e->forked);
-	if (e->syslog)
-		le__syslog_stats(e->syslog, o, e->forked);
+	for (int k = 0; k < LE_LINEKINDS; k++)
+		if (e->lines[k])
+			e->lines[k]->kind->stats(e->lines[k], o, e->forked);
 	return 0;
 }
 
@@ -511,8 +509,9 @@ int le_reopen(le_engine *e)
 {
 	if (!e)
 		return LE_EINVAL;
-	if (e->stream)
-		le__stream_reopen(e->stream);
+	for (int k = 0; k < LE_LINEKINDS; k++)
+		if (e->lines[k] && e->lines[k]->kind->reopen)
+			e->lines[k]->kind->reopen(e->lines[k]);
 	return 0;
 }
 
@@ -546,8 +545,8 @@ int le__close_stats(le_engine *e, le_stats *final)
 	atomic_fetch_add(&e->space_seq, 1);
 	le__futex_wake(&e->space_seq, INT_MAX);
 	stop_writers(e);
-	le__stream_stop(e->stream); /* its last lines, or their count */
-	le__syslog_stop(e->syslog);
+	for (int k = 0; k < LE_LINEKINDS; k++)
+		le__linesink_stop(e->lines[k]); /* last lines, or their count */
 	if (final)
 		le__stats_get(e, final); /* every thread joined: final */
 	int rc = 0;

@@ -4,8 +4,9 @@
  * A flush's records are, in each shard, those at ring positions
  * [durable_pos when it was called, head when it was called): the ones it
  * waits for.  It asks the writers to write and sync up to head, waits until
- * durable_pos gets there, then reports a failure (le__fail, engine.h) that
- * touched that range: records lost, or written and then a sync failed.
+ * durable_pos gets there, then reports a failure (le__fail,
+ * store/progress.h) that touched that range: records lost, or written and
+ * then a sync failed.
  * Write errors that were retried and got through are not failures of
  * those records (le_stats counts them).
  *
@@ -17,30 +18,13 @@
  * cannot fall between the check and the wait.
  */
 #define _GNU_SOURCE
-#include "engine/engine.h"
-#include "sink/syslog.h"
+#include "engine/flush.h"
+
+#include "engine/shard.h"
+#include "sink/kinds.h"
 
 #include <errno.h>
 #include <time.h>
-
-/* Log a failure of records at ring positions [lo, hi): the writer (lost
- * records, a sync on its own thread) and the sync thread (sync.c) call it,
- * before the durable_pos that passes those records. */
-void le__fail_add(le__shard *sh, uint64_t lo, uint64_t hi, int rc)
-{
-	le__progress *p = &sh->prog;
-
-	pthread_mutex_lock(&p->fail_mu);
-	uint64_t g = atomic_load_explicit(&p->fail_gen, memory_order_relaxed) + 1;
-	le__fail *f = &p->fails[g % LE_FAILS];
-	if (f->gen && !f->reported && !p->lost_rc)
-		p->lost_rc = f->rc;
-	*f = (le__fail){.lo = lo, .hi = hi, .gen = g, .rc = rc};
-	atomic_store(&p->fail_gen, g);
-	if (hi > atomic_load(&p->fail_hi))
-		atomic_store(&p->fail_hi, hi);
-	pthread_mutex_unlock(&p->fail_mu);
-}
 
 /* Log the faults the shard's sinks hold (sink.h), and clear them:
  * records a sink says it lost, in [lo, hi), or holds in doubt after a
@@ -55,21 +39,25 @@ void le__fail_sinks(le__shard *sh, uint64_t lo, uint64_t hi)
 	for (unsigned i = 0; i < sh->nsinks; i++) {
 		le__sink *s = sh->sinks[i];
 		if (s->fault) {
-			le__fail_add(sh, lo, hi, s->fault);
+			le__progress_fail(&sh->prog, lo, hi, s->fault);
 			s->fault = 0;
 		}
 		if (s->sync_fault) {
-			le__fail_add(sh, synced < lo ? synced : lo, hi,
+			le__progress_fail(&sh->prog, synced < lo ? synced : lo, hi,
 			             s->sync_fault);
 			s->sync_fault = 0;
 		}
 	}
 }
 
-/* After a store of done_pos or durable_pos: wake le_flush callers. */
 void le__flush_signal(le__shard *sh)
 {
-	le_engine *e = sh->e;
+	le__flush_wake(sh->e);
+}
+
+void le__flush_wake(void *engine)
+{
+	le_engine *e = engine;
 
 	/* seq_cst: the store of the position before this load, against
 	 * le_flush's increment before its load of the position. */
@@ -135,9 +123,9 @@ static int flush_done(le_engine *e, const uint64_t *target)
 }
 
 /* What is left of the caller's time at deadline dl (timeout_ms < 0: no
- * limit, -1).  The lines and messages of the flush's records were handed
- * to the stream and the syslog sink before durable_pos passed them: they
- * are waited for in that time. */
+ * limit, -1).  The lines of the flush's records were handed to the line
+ * outputs (stream, syslog) before durable_pos passed them: they are
+ * waited for in that time. */
 static int ms_left(const struct timespec *dl, int timeout_ms)
 {
 	struct timespec now;
@@ -198,12 +186,11 @@ int le_flush(le_engine *e, int timeout_ms)
 	}
 	atomic_fetch_sub(&e->flush_waiters, 1);
 	pthread_mutex_unlock(&e->flush_mu);
-	if (rc == 0 && !e->cfg.store && e->stream &&
-	    !le__stream_drained(e->stream, ms_left(&dl, timeout_ms)))
-		rc = LE_ETIMEDOUT;
-	if (rc == 0 && !e->cfg.store && e->syslog &&
-	    !le__syslog_drained(e->syslog, ms_left(&dl, timeout_ms)))
-		rc = LE_ETIMEDOUT;
+	for (int k = 0; k < LE_LINEKINDS && rc == 0 && !e->cfg.store; k++) {
+		le__linesink *ls = e->lines[k];
+		if (ls && !ls->kind->drained(ls, ms_left(&dl, timeout_ms)))
+			rc = LE_ETIMEDOUT;
+	}
 	for (uint32_t i = 0; i < e->nshards; i++) {
 		int f = fail_take(&e->shards[i], gen[i], from[i], target[i]);
 		if (f && (rc == 0 || rc == LE_ETIMEDOUT))

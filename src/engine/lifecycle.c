@@ -24,7 +24,8 @@
  * files now instead of at the next le_open.)
  */
 #define _GNU_SOURCE
-#include "engine/engine.h"
+#include "engine/lifecycle.h"
+#include "engine/shard.h"
 
 #include <pthread.h>
 #include <signal.h>

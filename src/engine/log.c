@@ -9,7 +9,7 @@
  * The deferred form, le_logd_at, is in submit.c, beside the hot path it
  * is one call of.
  */
-#include "engine/engine.h"
+#include "engine/shard.h"
 #include "record/fields.h"
 #include "engine/logger.h"
 

@@ -16,7 +16,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "engine/engine.h"
+#include "engine/shard.h"
 #include "record/fields.h"
 #include "base/internal.h"
 

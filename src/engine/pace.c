@@ -7,6 +7,7 @@
  */
 #define _GNU_SOURCE
 #include "engine/pace.h"
+#include "engine/wsync.h"
 
 #include <sched.h>
 #include <time.h>
@@ -181,7 +182,7 @@ void le__pace_nap(le__shard *sh, uint64_t now)
 		}
 		return;
 	}
-	/* RMW: pairs with the RMW in le__wake_after (engine.h). */
+	/* RMW: pairs with the RMW in le__wake_after (shard.h). */
 	atomic_exchange_explicit(&sh->sig.sleeping, LE_ASLEEP,
 	                         memory_order_acq_rel);
 	if (!has_work(sh))

@@ -4,7 +4,7 @@
 #ifndef LE_PACE_H
 #define LE_PACE_H
 
-#include "engine/engine.h"
+#include "engine/shard.h"
 
 /* After a pass of the loop that took `bytes` of ring in `recs` records
  * (full: it filled a batch) at mono time now: whether the writer is busy,

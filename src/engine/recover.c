@@ -31,6 +31,7 @@
 #include "store/seg_zst.h"
 #include "store/store.h"
 #include "engine/writer.h"
+#include "engine/wsync.h"
 
 /* Check the checkpoint against the segment: the frame it names must decode
  * at last_off and end exactly at offset.  @return 1 when it can be used. */

@@ -4,7 +4,7 @@
 #ifndef LE_RECOVER_H
 #define LE_RECOVER_H
 
-#include "engine/engine.h"
+#include "engine/shard.h"
 
 struct le__store;
 

@@ -15,7 +15,7 @@
  * waits on a futex until a writer gives budget back.
  */
 #define _GNU_SOURCE
-#include "engine/engine.h"
+#include "engine/shard.h"
 
 #include <limits.h>
 #include <sched.h>

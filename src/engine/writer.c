@@ -32,6 +32,10 @@
 
 #include "engine/deadq.h"
 #include "engine/pace.h"
+#include "engine/shard_page.h"
+#include "engine/flush.h"
+#include "engine/wsync.h"
+#include "store/store.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -468,7 +472,7 @@ static void periodic(le__shard *sh, uint64_t now)
 {
 	const le_config *c = &sh->e->cfg;
 
-	le__statpage_tick(sh, &sh->page, now);
+	le__shard_page_tick(sh, now);
 	ring_memory(sh, now);
 	if (now - sh->w.last_recal_mono >= 1000 * MS) {
 		sh->w.last_recal_mono = now;
@@ -545,7 +549,8 @@ static void drain(le__shard *sh)
 	}
 	/* Every sync asked, and every sealed file, done; the store's files
 	 * are its own again. */
-	le__sync_stop(sh);
+	if (sh->store)
+		le__store_sync_stop(sh->store, &sh->syncer);
 	lo = atomic_load(&sh->prog.durable_pos);
 	for (unsigned i = 0; i < sh->nsinks; i++)
 		sh->sinks[i]->ops->close(sh->sinks[i]);
@@ -603,11 +608,11 @@ void *le__writer_main(void *arg)
 	/* light until the producers show otherwise (ring_memory) */
 	w->use_tail = atomic_load(sh->ring.tail);
 	w->light = 1;
-	le__statpage_open(sh);
+	le__shard_page_open(sh);
 	/* Syncs on a thread of their own; without it (it could not start),
 	 * on this one, as with no store. */
 	if (sh->store && e->cfg.durability != LE_SYNC_NONE)
-		le__sync_start(sh);
+		le__store_sync_start(sh->store, &sh->syncer, &sh->prog, sh->id);
 	while (!atomic_load(&e->stopping)) {
 		uint64_t rd0 = w->rd;
 		size_t n0 = sh->batch.n; /* gather adds, never commits */

@@ -5,7 +5,7 @@
 #ifndef LE_WRITER_H
 #define LE_WRITER_H
 
-#include "engine/engine.h"
+#include "engine/shard.h"
 
 /* The thread (le_open starts one per shard). */
 void *le__writer_main(void *arg);

@@ -30,8 +30,8 @@
 #include <unistd.h>
 
 #include "base/crc32c.h"
+#include "base/internal.h"
 #include "base/os.h"
-#include "engine/engine.h"
 #include "record/format.h"
 #include "store/store.h"
 
@@ -177,9 +177,7 @@ static void put_hist(uint64_t *w, const le__hist *h)
 
 #define LOAD(x) atomic_load_explicit(&(x), memory_order_relaxed)
 
-/* The store's words.  Its [writer] fields are read by their owner (or,
- * at close, once it was joined). */
-static void fill_store(const le__store *st, uint64_t *w)
+void le__statpage_fill_store(const le__store *st, uint64_t *w)
 {
 	w[LE_SP_DROPPED_IO] = LOAD(st->dropped_io);
 	w[LE_SP_WRITTEN] = LOAD(st->written);
@@ -210,47 +208,18 @@ static void fill_store(const le__store *st, uint64_t *w)
 	put_hist(w + LE_SP_HIST + LE_H_SYNC * LE_SP_HIST_WORDS, &st->lat_sync);
 }
 
-/* The words of a publication. */
-static void fill(le__shard *sh, uint64_t *w, uint64_t state, uint64_t mono,
-                 uint64_t cpu_ns)
+/* The page's own words of a publication, over the engine's counters. */
+static void fill_own(const le__statpage *p, uint64_t *w, uint64_t state,
+                     uint64_t mono)
 {
-	le_engine *e = sh->e;
-	le__statpage *p = &sh->page;
-
-	memset(w, 0, LE_SP_WORDS * sizeof *w);
 	w[LE_SP_STATE] = state;
 	w[LE_SP_PID] = (uint64_t)getpid();
 	w[LE_SP_PROC_START] = p->proc_start;
 	w[LE_SP_BOOT] = p->boot;
-	w[LE_SP_NSHARDS] = e->nshards;
 	w[LE_SP_STARTED_NS] = p->started_ns;
 	w[LE_SP_UPDATED_NS] = le__now_ns();
 	w[LE_SP_UPDATED_MONO] = mono;
 	w[LE_SP_PERIOD_NS] = p->period_ns;
-	w[LE_SP_CONSUMED] = LOAD(sh->prog.consumed);
-	w[LE_SP_DROPPED_FULL] = LOAD(sh->sig.dropped_full);
-	w[LE_SP_RECOVERED] = LOAD(sh->prog.recovered);
-	w[LE_SP_ABANDONED] = LOAD(sh->prog.abandoned);
-	w[LE_SP_WRITER_CPU_NS] = cpu_ns;
-	w[LE_SP_FAILING] = sh->w.backoff != 0; /* the last commit failed */
-	/* tail first: head only grows, and never falls behind tail */
-	uint64_t tail = atomic_load_explicit(sh->ring.tail, memory_order_relaxed);
-	w[LE_SP_RING_BYTES] = atomic_load_explicit(sh->ring.head,
-	                                           memory_order_relaxed) - tail;
-	w[LE_SP_RING_SIZE] = sh->ring.size;
-	fill_store(sh->store, w);
-	uint64_t b = LOAD(e->budget);
-	w[LE_SP_QUEUE_RECORDS] = b & LE_BUDGET_REC_MASK;
-	w[LE_SP_QUEUE_BYTES] = b >> LE_BUDGET_REC_BITS;
-	w[LE_SP_QUEUE_CAP] = e->cap_rec;
-	w[LE_SP_QUEUE_CAP_BYTES] = e->cap_bytes;
-	w[LE_SP_HWM_RECORDS] = LOAD(e->hwm_rec);
-	w[LE_SP_HWM_BYTES] = LOAD(e->hwm_bytes);
-	w[LE_SP_HWM_RECORD_BYTES] = LOAD(e->hwm_len);
-	w[LE_SP_TRUNCATED] = LOAD(e->truncated);
-	w[LE_SP_REJECTED] = LOAD(e->rejected);
-	w[LE_SP_BLOCKED] = LOAD(e->blocked);
-	w[LE_SP_LAST_ERROR] = (uint64_t)(int64_t)LOAD(e->last_error);
 	w[LE_SP_SAMPLE_PERIOD] = LE_LIVE_SUBMIT_SAMPLE;
 	put_hist(w + LE_SP_HIST + LE_H_WAIT * LE_SP_HIST_WORDS,
 	         &p->h[LE_W_WAIT]);
@@ -258,27 +227,21 @@ static void fill(le__shard *sh, uint64_t *w, uint64_t state, uint64_t mono,
 	         &p->h[LE_W_SUBMIT]);
 }
 
-void le__statpage_publish(le__shard *sh, uint64_t now_mono)
+void le__statpage_publish(le__statpage *p, uint64_t *w, uint64_t now_mono)
 {
-	uint64_t w[LE_SP_WORDS];
-	le__statpage *p = &sh->page;
-
-	fill(sh, w, LE_SP_RUNNING, now_mono, le__self_cpu_ns());
+	fill_own(p, w, LE_SP_RUNNING, now_mono);
 	le__statpage_put(p->map, w);
 	p->next_mono = now_mono + LE_LIVE_PERIOD_MS * MS;
 }
 
-void le__statpage_open(le__shard *sh)
+void le__statpage_open(le__statpage *p, const char *shard_dir,
+                       uint32_t shard, unsigned file_mode, int flush_ms)
 {
-	le__statpage *p = &sh->page;
 	char path[LE_PATH_MAX + 16];
 
 	memset(p, 0, sizeof *p);
-	if (!sh->store) /* no directory: a stream-only engine */
-		return;
-	snprintf(path, sizeof path, "%s/STATS", sh->dir);
-	int fd = le__open_in(path, LE_IN_SHARD, O_RDWR | O_CREAT,
-	                     sh->e->cfg.file_mode);
+	snprintf(path, sizeof path, "%s/STATS", shard_dir);
+	int fd = le__open_in(path, LE_IN_SHARD, O_RDWR | O_CREAT, file_mode);
 	if (fd < 0)
 		return;
 	/* Blocks first: a store into a hole of a full file system would
@@ -294,34 +257,23 @@ void le__statpage_open(le__shard *sh)
 	if (m == MAP_FAILED)
 		return;
 	p->map = m;
-	le__statpage_header(p->map, sh->id);
+	le__statpage_header(p->map, shard);
 	p->started_ns = le__now_ns();
 	p->proc_start = proc_start(getpid());
 	p->boot = le__boot_id();
-	uint64_t flush = (uint64_t)sh->e->cfg.flush_ms * MS;
+	uint64_t flush = (uint64_t)flush_ms * MS;
 	p->period_ns = flush > LE_LIVE_PERIOD_MS * MS ? flush
 	                                              : LE_LIVE_PERIOD_MS * MS;
-	le__statpage_publish(sh, le__mono_ns());
 }
 
-/* The last publication (closed); the page is let go. */
-static void statpage_close(le__shard *sh)
+void le__statpage_close(le__statpage *p, uint64_t *w)
 {
-	uint64_t w[LE_SP_WORDS];
-	le__statpage *p = &sh->page;
-
 	if (!p->map)
 		return;
-	fill(sh, w, LE_SP_CLOSED, le__mono_ns(), sh->cpu_ns);
+	fill_own(p, w, LE_SP_CLOSED, le__mono_ns());
 	le__statpage_put(p->map, w);
 	munmap(p->map, LE_SP_BYTES);
 	p->map = NULL;
-}
-
-void le__statpage_close_all(le_engine *e)
-{
-	for (uint32_t i = 0; e->shards && i < e->nshards; i++)
-		statpage_close(&e->shards[i]);
 }
 
 void le__statpage_committed(le__statpage *p)

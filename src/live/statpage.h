@@ -155,19 +155,28 @@ static inline uint64_t le__sp_decode(uint16_t c)
 	return e ? (1024 + m) << (e - 1) : m;
 }
 
-/* ---- the hooks (writer.c, engine.c) ---- */
+/* ---- the hooks (the engine's shard_page.c, writer.c) ----
+ *
+ * The page knows its layout and its process, not the engine: at each
+ * publication the engine hands it the counter words (the shard's, the
+ * store's, the engine's) in w[LE_SP_WORDS], zero where it has none, and
+ * the page adds its own (state, process, times, the writer's histograms)
+ * before it puts them. */
 
-struct le__shard;
-struct le_engine;
+struct le__store;
 
-/* At the writer thread's start: make the page and publish it (running).
- * Best effort: without a page the engine runs as before. */
-void le__statpage_open(struct le__shard *sh);
-/* le_close, once the writers and the retention thread are joined: each
- * shard's last publication (closed). */
-void le__statpage_close_all(struct le_engine *e);
-/* Publish now (periodic() calls this through le__statpage_tick). */
-void le__statpage_publish(struct le__shard *sh, uint64_t now_mono);
+/* Make the page DIR/shard-NNN/STATS (file_mode) for shard `shard`;
+ * publications come at least every max(LE_LIVE_PERIOD_MS, flush_ms).
+ * Best effort: without a page (p->map NULL) the engine runs as before. */
+void le__statpage_open(le__statpage *p, const char *shard_dir,
+                       uint32_t shard, unsigned file_mode, int flush_ms);
+/* Publish the counters in w (running); w is completed in place. */
+void le__statpage_publish(le__statpage *p, uint64_t *w, uint64_t now_mono);
+/* The last publication (closed), and the page is let go. */
+void le__statpage_close(le__statpage *p, uint64_t *w);
+/* Add a segment store's counters to w (its [writer] fields are read by
+ * their owner, or at close once it was joined). */
+void le__statpage_fill_store(const struct le__store *st, uint64_t *w);
 /* Every sink committed the batch: the queue wait of its sampled
  * records ends now. */
 void le__statpage_committed(le__statpage *p);
@@ -175,11 +184,10 @@ void le__statpage_committed(le__statpage *p);
 void le__statpage_note(le__statpage *p, uint16_t code,
                        const le__clock *clk, uint64_t ts);
 
-static inline void le__statpage_tick(struct le__shard *sh, le__statpage *p,
-                                     uint64_t now_mono)
+/* Is a publication due (the writer's tick)? */
+static inline int le__statpage_due(const le__statpage *p, uint64_t now_mono)
 {
-	if (p->map && now_mono >= p->next_mono)
-		le__statpage_publish(sh, now_mono);
+	return p->map && now_mono >= p->next_mono;
 }
 
 /* In collect, for each record: a sampled call's code is not 0. */

@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine/abi.h"
+#include "base/internal.h"
 #include "base/crc32c.h"
 #include "base/os.h"
 #include "queue/queue.h"
@@ -234,7 +234,7 @@ static int heap_build(le_reader *r)
 	return rc;
 }
 
-/* le__reader_next, not following; `consumed` is the cursor whose head the
+/* reader_next, not following; `consumed` is the cursor whose head the
  * caller gave back (out of the heap), -1 none. */
 static int next_heap(le_reader *r, le_record *rec, long consumed)
 {
@@ -259,9 +259,9 @@ static int next_heap(le_reader *r, le_record *rec, long consumed)
 	return rc;
 }
 
-/* le_reader_next_sized (abi.c) copies the record out at the caller's
- * size. */
-int le__reader_next(le_reader *r, le_record *rec)
+/* The next record into a full-size le_record: le_reader_next_sized
+ * copies it out at the caller's size (abi.c says why sizes differ). */
+static int reader_next(le_reader *r, le_record *rec)
 {
 	long consumed = r ? r->last : -1;
 
@@ -327,4 +327,19 @@ int le_reader_stats_get(const le_reader *r, le_reader_stats *out)
 		return LE_EINVAL;
 	*out = r->st;
 	return 0;
+}
+
+/* The smallest le_record any release had: up to offset, before fields. */
+#define RECORD_MIN_SIZE (offsetof(le_record, offset) + sizeof(uint64_t))
+
+int le_reader_next_sized(le_reader *r, le_record *rec, size_t size)
+{
+	le_record full;
+
+	if (!rec || size < RECORD_MIN_SIZE)
+		return LE_EINVAL;
+	int rc = reader_next(r, &full);
+	if (rc == 1)
+		le__copy_sized(rec, size, &full, sizeof full);
+	return rc;
 }

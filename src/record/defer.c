@@ -28,7 +28,7 @@
 #include "base/fmt.h"
 #include "record/format.h"
 #include "base/os.h"
-#include "sink/sink.h"
+#include "record/rec.h"
 
 #define SPEC_MAX 48   /* a conversion's bytes, rebuilt: flags, width, prec */
 #define FLAGS_MAX 8   /* flag bytes in one conversion */

@@ -28,6 +28,8 @@
 #define _GNU_SOURCE
 #include "sink/stream.h"
 
+#include "sink/linesink.h"
+
 #include <pthread.h>
 #include <stdatomic.h>
 
@@ -39,6 +41,8 @@
 #define LE_STREAM_MARKS 64       /* marker lines the buffer may hold */
 
 struct le__stream {
+	le__linesink ls;         /* first: the shared part; its mu also
+	                            guards the line accounting below */
 	int fd;                  /* the caller's descriptor */
 	int wfd;                 /* ours: a non-blocking reopen, or fd */
 	int own_nonblock;
@@ -54,45 +58,16 @@ struct le__stream {
 	                            line (the ring wrapped there): no reopen
 	                            until the rest of it is written */
 	int format;
-	pthread_t thread;
-	int started;
-	pthread_mutex_t mu;      /* guards ring, head, len, drops_pending and
-	                            the line accounting below */
-	pthread_cond_t cv;       /* CLOCK_MONOTONIC */
-	unsigned char *ring;
-	size_t cap, head, len;
-	uint64_t drops_pending;  /* to report with a line */
 	/* So that lines thrown away (the reader gone) are counted as
 	 * dropped: every line ends in its only '\n', so the ring's newlines
 	 * are its lines; the marker lines among them (not records) are known
 	 * by where they end, in bytes ever put (the ring's bytes ever taken
 	 * out are put_bytes - len). */
-	uint64_t put_bytes;
 	uint64_t mark_end[LE_STREAM_MARKS]; /* put_bytes at a marker's end */
 	unsigned mark_head, mark_n;
-	int stop;
-	uint64_t stop_deadline;
 	_Atomic int dead;        /* EPIPE or the like: the reader is gone */
-	_Atomic uint64_t lines, dropped, bytes;
-	uint64_t cpu_ns;         /* the thread's CPU time when it ended */
-	size_t stage_cap;        /* a port's stage: a batch's lines */
+	_Atomic uint64_t lines, bytes;
 };
-
-/* A shard writer's port: the lines of its batch, formatted in put and
- * handed over in commit.  A marker line's length has MARK_BIT set. */
-#define MARK_BIT 0x80000000u
-typedef struct port {
-	le__sink sink;
-	le__stream *s;
-	uint32_t shard;
-	unsigned char *stage;
-	size_t len, cap;
-	uint32_t *lens;
-	size_t n, max;
-	uint64_t dropped;        /* records whose line did not fit */
-	unsigned char *plain;    /* a deferred record's text (le__rec_plain) */
-	size_t plain_cap;
-} port;
 
 #include <errno.h>
 #include <fcntl.h>
@@ -212,23 +187,10 @@ size_t le__stream_format(unsigned char *out, size_t cap, int format,
 
 /* ---- the ring and its thread ---- */
 
-/* Wait on s->cv (s->mu held) at most ms milliseconds (ms < 1000). */
-static void wait_ms(le__stream *s, long ms)
-{
-	struct timespec t;
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	t.tv_nsec += ms * 1000000;
-	if (t.tv_nsec >= 1000000000) {
-		t.tv_sec++;
-		t.tv_nsec -= 1000000000;
-	}
-	pthread_cond_timedwait(&s->cv, &s->mu, &t);
-}
-
 /* Forget the markers whose bytes have left the ring.  Caller holds mu. */
 static void pop_marks(le__stream *s)
 {
-	uint64_t out = s->put_bytes - s->len;
+	uint64_t out = s->ls.put_bytes - s->ls.len;
 	while (s->mark_n && s->mark_end[s->mark_head] <= out) {
 		s->mark_head = (s->mark_head + 1) % LE_STREAM_MARKS;
 		s->mark_n--;
@@ -249,13 +211,15 @@ static uint64_t newlines(const unsigned char *p, size_t n)
  * `dropped`; a line half written counts too.  Caller holds mu. */
 static void discard(le__stream *s)
 {
-	size_t first = s->cap - s->head < s->len ? s->cap - s->head : s->len;
-	uint64_t lines = newlines(s->ring + s->head, first) +
-	                 newlines(s->ring, s->len - first) - s->mark_n;
+	le__linesink *ls = &s->ls;
+	size_t first = ls->cap - ls->head < ls->len ? ls->cap - ls->head
+	                                            : ls->len;
+	uint64_t lines = newlines(ls->ring + ls->head, first) +
+	                 newlines(ls->ring, ls->len - first) - s->mark_n;
 	atomic_fetch_sub(&s->lines, lines);
-	atomic_fetch_add(&s->dropped, lines);
-	s->head = (s->head + s->len) % s->cap;
-	s->len = 0;
+	atomic_fetch_add(&ls->dropped, lines);
+	ls->head = (ls->head + ls->len) % ls->cap;
+	ls->len = 0;
 	s->mark_n = 0;
 }
 
@@ -270,56 +234,44 @@ static int pump(le__stream *s, int timeout_ms)
 		return 0;
 	if (pfd.revents & (POLLERR | POLLNVAL))
 		return -1;
-	pthread_mutex_lock(&s->mu);
-	size_t n = s->len, start = s->head;
-	if (start + n > s->cap)
-		n = s->cap - start; /* the contiguous part first */
+	pthread_mutex_lock(&s->ls.mu);
+	size_t n = s->ls.len, start = s->ls.head;
+	if (start + n > s->ls.cap)
+		n = s->ls.cap - start; /* the contiguous part first */
 	if (!s->own_nonblock && n > PIPE_BUF)
 		n = PIPE_BUF; /* POLLOUT promises a page, not more */
-	pthread_mutex_unlock(&s->mu);
+	pthread_mutex_unlock(&s->ls.mu);
 	if (!n)
 		return 0;
-	ssize_t w = write(s->wfd, s->ring + start, n);
+	ssize_t w = write(s->wfd, s->ls.ring + start, n);
 	if (w < 0)
 		return (errno == EAGAIN || errno == EINTR) ? 0 : -1;
 	if (w > 0) /* read before head moves: producers may reuse it after */
-		s->mid_line = s->ring[start + (size_t)w - 1] != '\n';
-	pthread_mutex_lock(&s->mu);
-	s->head = (s->head + (size_t)w) % s->cap;
-	s->len -= (size_t)w;
+		s->mid_line = s->ls.ring[start + (size_t)w - 1] != '\n';
+	pthread_mutex_lock(&s->ls.mu);
+	s->ls.head = (s->ls.head + (size_t)w) % s->ls.cap;
+	s->ls.len -= (size_t)w;
 	pop_marks(s);
 	atomic_fetch_add(&s->bytes, (uint64_t)w);
-	pthread_cond_broadcast(&s->cv);
-	pthread_mutex_unlock(&s->mu);
+	pthread_cond_broadcast(&s->ls.cv);
+	pthread_mutex_unlock(&s->ls.mu);
 	return 0;
-}
-
-/* Copy into the ring at its end; caller holds mu and checked the room. */
-static void ring_put(le__stream *s, const void *p, size_t n)
-{
-	size_t at = (s->head + s->len) % s->cap, first = s->cap - at;
-	if (first > n)
-		first = n;
-	memcpy(s->ring + at, p, first);
-	memcpy(s->ring, (const char *)p + first, n - first);
-	s->len += n;
-	s->put_bytes += n;
 }
 
 /* The "N records dropped" line, if any are pending; caller holds mu and
  * has 64 bytes of room. */
 static void put_drops(le__stream *s)
 {
-	if (!s->drops_pending || s->cap - s->len < 64 ||
+	if (!s->ls.drops_pending || s->ls.cap - s->ls.len < 64 ||
 	    s->mark_n == LE_STREAM_MARKS)
 		return; /* later, with the count so far */
 	char m[64];
 	int k = snprintf(m, sizeof m, "%" PRIu64 " records dropped\n",
-	                 s->drops_pending);
-	ring_put(s, m, (size_t)k);
-	s->mark_end[(s->mark_head + s->mark_n) % LE_STREAM_MARKS] = s->put_bytes;
+	                 s->ls.drops_pending);
+	le__linesink_put(&s->ls, m, (size_t)k);
+	s->mark_end[(s->mark_head + s->mark_n) % LE_STREAM_MARKS] = s->ls.put_bytes;
 	s->mark_n++;
-	s->drops_pending = 0;
+	s->ls.drops_pending = 0;
 }
 
 /*
@@ -341,65 +293,61 @@ static void reopen(le__stream *s)
 	atomic_fetch_add(&s->reopens, 1);
 }
 
-void le__stream_reopen(le__stream *s)
+static void stream_reopen(le__linesink *ls)
 {
-	if (s && s->path)
+	le__stream *s = (le__stream *)ls;
+	if (s->path)
 		atomic_store(&s->reopen, 1); /* lock-free: signal-safe */
 }
 
 static void *stream_main(void *arg)
 {
-	le__stream *s = arg;
+	le__stream *s = arg; /* its le__linesink, first */
 
 	for (;;) {
-		pthread_mutex_lock(&s->mu);
+		pthread_mutex_lock(&s->ls.mu);
 		/* le_reopen cannot signal cv (not async-signal-safe): a
 		 * request is seen within one wait. */
-		while (!s->len && !s->stop && !s->drops_pending &&
+		while (!s->ls.len && !s->ls.stop && !s->ls.drops_pending &&
 		       !atomic_load(&s->reopen)) {
-			wait_ms(s, 100);
+			le__linesink_wait(&s->ls, 100);
 		}
 		put_drops(s);
-		int stop = s->stop, empty = !s->len;
-		pthread_mutex_unlock(&s->mu);
+		int stop = s->ls.stop, empty = !s->ls.len;
+		pthread_mutex_unlock(&s->ls.mu);
 		/* At a line's end only: a line is never split across the
 		 * old file and the new one. */
 		if (!s->mid_line && atomic_exchange(&s->reopen, 0))
 			reopen(s);
 		if (stop && (empty || s->dead ||
-		             le__mono_ns() > s->stop_deadline))
+		             le__mono_ns() > s->ls.stop_deadline))
 			break;
 		if (s->dead) {
 			/* The reader is gone: throw away what is buffered. */
-			pthread_mutex_lock(&s->mu);
+			pthread_mutex_lock(&s->ls.mu);
 			discard(s);
-			pthread_cond_broadcast(&s->cv);
-			pthread_mutex_unlock(&s->mu);
+			pthread_cond_broadcast(&s->ls.cv);
+			pthread_mutex_unlock(&s->ls.mu);
 			continue;
 		}
 		if (pump(s, 100) < 0)
 			atomic_store(&s->dead, 1);
 	}
-	s->cpu_ns = le__self_cpu_ns();
+	s->ls.cpu_ns = le__self_cpu_ns();
 	return NULL;
 }
 
-int le__stream_open(le__stream **out, const le_config *c)
+static int stream_open(le__linesink **out, const le_config *c)
 {
 	char path[64];
-	pthread_condattr_t ca;
 	le__stream *s = calloc(1, sizeof *s);
 
 	*out = NULL;
 	if (!s)
 		return LE_ENOMEM;
+	le__linesink_init(&s->ls, &le__stream_kind);
 	s->fd = c->stream_fd;
 	s->format = c->stream_format;
-	pthread_mutex_init(&s->mu, NULL);
-	pthread_condattr_init(&ca);
-	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-	pthread_cond_init(&s->cv, &ca);
-	pthread_condattr_destroy(&ca);
 	/* A file of our own: appended to (O_APPEND, so a file logrotate
 	 * truncated is written from its new end), reopened by le_reopen. */
 	if (c->stream_path) {
@@ -412,7 +360,7 @@ int le__stream_open(le__stream **out, const le_config *c)
 			le__seterr("stream_path: cannot open %s: %s", s->path,
 			           strerror(errno));
 			s->wfd = -1;
-			le__stream_close(s);
+			le__linesink_close(&s->ls);
 			return rc;
 		}
 	}
@@ -431,249 +379,145 @@ int le__stream_open(le__stream **out, const le_config *c)
 			s->own_nonblock = 1;
 		}
 	}
-	s->cap = c->stream_buffer_bytes;
 	/* A batch is at most max_pending_bytes of payload past its first
 	 * record: twice that as plain lines, more only for lines that
 	 * escape heavily (JSON), which are then dropped and counted. */
-	s->stage_cap = (size_t)c->max_pending_bytes * 2 +
+	size_t stage = (size_t)c->max_pending_bytes * 2 +
 	               le__stream_line_max(c->max_record_bytes) + 256;
-	s->ring = malloc(s->cap);
-	if (!s->ring) {
-		le__stream_close(s);
-		return LE_ENOMEM;
-	}
-	sigset_t all, old;
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
-	int rc = -pthread_create(&s->thread, NULL, stream_main, s);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	int rc = le__linesink_start(&s->ls, c->stream_buffer_bytes, stage,
+	                            "stream_fd");
 	if (rc < 0) {
-		le__seterr("stream_fd: cannot start the stream thread");
-		le__stream_close(s);
+		le__linesink_close(&s->ls);
 		return rc;
 	}
-	le__name_thread(s->thread, "le-stream");
-	s->started = 1;
-	*out = s;
+	*out = &s->ls;
 	return 0;
 }
 
-void le__stream_stop(le__stream *s)
+/* After the thread: what a stalled reader did not take is thrown away,
+ * and counted. */
+static void stream_stopped(le__linesink *ls)
 {
-	if (!s || !s->started)
-		return;
-	pthread_mutex_lock(&s->mu);
-	s->stop = 1;
-	/* A reader that keeps up gets everything; a stalled one gets a
-	 * second, then the rest is thrown away, and counted: le_close_stats
-	 * reports it. */
-	s->stop_deadline = le__mono_ns() + 1000000000u;
-	pthread_cond_broadcast(&s->cv);
-	pthread_mutex_unlock(&s->mu);
-	pthread_join(s->thread, NULL);
-	s->started = 0;
-	pthread_mutex_lock(&s->mu);
-	if (s->len)
+	le__stream *s = (le__stream *)ls;
+
+	pthread_mutex_lock(&s->ls.mu);
+	if (s->ls.len)
 		discard(s);
-	pthread_mutex_unlock(&s->mu);
+	pthread_mutex_unlock(&s->ls.mu);
 }
 
-void le__stream_forget(le__stream *s)
+static void stream_forget(le__linesink *ls)
 {
-	if (!s)
-		return;
+	le__stream *s = (le__stream *)ls;
+
 	if ((s->own_nonblock || s->path) && s->wfd >= 0)
 		close(s->wfd);
-	free(s->ring);
 	free(s);
 }
 
-void le__stream_close(le__stream *s)
+/* linesink.h's push: the stage's lines into the ring, in order; a line
+ * that finds no room (or no reader) is dropped and counted, and reported
+ * before the next one that gets through, in its place in the stream.
+ * Caller holds mu. */
+static void stream_push(le__linesink *ls, const unsigned char *stage,
+                        size_t len, size_t n, uint64_t port_dropped)
 {
-	if (!s)
-		return;
-	le__stream_stop(s);
-	pthread_mutex_destroy(&s->mu);
-	pthread_cond_destroy(&s->cv);
-	le__stream_forget(s);
-}
-
-/* Hand lines over (lens[i] with MARK_BIT: a marker line).  @return the
- * record lines dropped for want of room or of a reader. */
-static uint64_t push(le__stream *s, const unsigned char *lines,
-                     const uint32_t *lens, size_t n)
-{
+	le__stream *s = (le__stream *)ls;
 	uint64_t dropped = 0, recs = 0;
-	size_t off = 0;
 
-	pthread_mutex_lock(&s->mu);
-	for (size_t i = 0; i < n; i++) {
-		uint32_t len = lens[i] & ~MARK_BIT;
-		int mark = (lens[i] & MARK_BIT) != 0;
+	for (size_t off = 0; off < len;) {
+		uint32_t v;
+		memcpy(&v, stage + off, 4);
+		uint32_t k = v & ~LE_LINE_MARK;
+		int mark = (v & LE_LINE_MARK) != 0;
 		recs += !mark;
-		if (atomic_load(&s->dead) || s->cap - s->len < len + 64 ||
+		if (atomic_load(&s->dead) || s->ls.cap - s->ls.len < k + 64 ||
 		    (mark && s->mark_n == LE_STREAM_MARKS)) {
 			dropped += !mark;
-			s->drops_pending += !mark;
+			s->ls.drops_pending += !mark;
 		} else {
-			/* Lost lines are reported before the next one that
-			 * gets through, in their place in the stream. */
 			put_drops(s);
-			ring_put(s, lines + off, len);
+			le__linesink_put(&s->ls, stage + off + 4, k);
 			if (mark) {
 				s->mark_end[(s->mark_head + s->mark_n) %
-				            LE_STREAM_MARKS] = s->put_bytes;
+				            LE_STREAM_MARKS] = s->ls.put_bytes;
 				s->mark_n++;
 			}
 		}
-		off += len;
+		off += 4 + k;
 	}
-	if (n)
-		pthread_cond_signal(&s->cv);
 	/* Under mu: a discard (which takes lines back out) never finds
 	 * them not yet counted. */
 	atomic_fetch_add(&s->lines, recs - dropped);
-	atomic_fetch_add(&s->dropped, dropped);
-	pthread_mutex_unlock(&s->mu);
-	return dropped;
+	atomic_fetch_add(&s->ls.dropped, dropped + port_dropped);
+	s->ls.drops_pending += port_dropped;
+	if (n || port_dropped)
+		pthread_cond_signal(&s->ls.cv);
 }
 
-int le__stream_drained(le__stream *s, int timeout_ms)
+static int stream_drained(le__linesink *ls, int timeout_ms)
 {
+	le__stream *s = (le__stream *)ls;
 	uint64_t dl = le__mono_ns() + (uint64_t)timeout_ms * 1000000u;
-	pthread_mutex_lock(&s->mu);
+	pthread_mutex_lock(&s->ls.mu);
 	/* Until the bytes handed over before this call are out of the
 	 * buffer, not until it is empty: with a reader slower than the
 	 * producers it never is, and the lines put after ours are not the
 	 * caller's to wait for. */
-	uint64_t want = s->put_bytes;
-	while (s->put_bytes - s->len < want && !atomic_load(&s->dead)) {
+	uint64_t want = s->ls.put_bytes;
+	while (s->ls.put_bytes - s->ls.len < want && !atomic_load(&s->dead)) {
 		if (timeout_ms >= 0 && le__mono_ns() > dl)
 			break;
-		wait_ms(s, 10);
+		le__linesink_wait(&s->ls, 10);
 	}
-	int done = s->put_bytes - s->len >= want;
-	pthread_mutex_unlock(&s->mu);
+	int done = s->ls.put_bytes - s->ls.len >= want;
+	pthread_mutex_unlock(&s->ls.mu);
 	return done;
 }
 
-void le__stream_stats(le__stream *s, le_stats *o, int forked)
+static void stream_stats(le__linesink *ls, le_stats *o, int forked)
 {
+	le__stream *s = (le__stream *)ls;
 	o->stream_lines += atomic_load(&s->lines);
-	o->stream_dropped += atomic_load(&s->dropped);
+	o->stream_dropped += atomic_load(&s->ls.dropped);
 	o->stream_bytes += atomic_load(&s->bytes);
 	o->stream_reopens += atomic_load(&s->reopens);
-	if (!s->started)
-		o->stream_cpu_ns += s->cpu_ns; /* joined: le_close_stats */
+	if (!s->ls.started)
+		o->stream_cpu_ns += s->ls.cpu_ns; /* joined: le_close_stats */
 	else if (!forked)
-		o->stream_cpu_ns += le__thread_cpu_ns(s->thread);
+		o->stream_cpu_ns += le__thread_cpu_ns(s->ls.thread);
 }
 
-/* ---- a shard writer's port ---- */
-
-/* Format each record's line into the stage; a line that does not fit is
- * dropped and counted there.  Takes every record. */
-static size_t port_put(le__sink *sk, const le__rec *r, size_t n)
+static int stream_wanted(const le_config *c)
 {
-	port *p = (port *)sk;
-
-	for (size_t i = 0; i < n; i++) {
-		le__rec x;
-		le__rec_plain(&r[i], &x, p->plain, p->plain_cap);
-		size_t need = le__stream_line_max(x.len);
-		if (p->n == p->max || p->len + need > p->cap) {
-			p->dropped += !(x.flags & LE_REC_MARKER);
-			continue;
-		}
-		size_t k = le__stream_format(p->stage + p->len, p->cap - p->len,
-		                             p->s->format, x.ts, x.level,
-		                             p->shard, x.seq, x.flags,
-		                             x.payload, x.len);
-		p->lens[p->n++] = (uint32_t)k |
-		                  ((x.flags & LE_REC_MARKER) ? MARK_BIT : 0);
-		p->len += k;
-	}
-	return n;
+	return c->stream_fd > 0 || c->stream_path;
 }
 
-/* Hand the stage's lines to the stream.  Never fails: what finds no room
- * is dropped and counted. */
-static int port_commit(le__sink *sk)
+static size_t stream_line_max(const le__linesink *ls, size_t len)
 {
-	port *p = (port *)sk;
-	le__stream *s = p->s;
-
-	if (p->n)
-		push(s, p->stage, p->lens, p->n);
-	if (p->dropped) {
-		pthread_mutex_lock(&s->mu);
-		atomic_fetch_add(&s->dropped, p->dropped);
-		s->drops_pending += p->dropped;
-		pthread_cond_signal(&s->cv);
-		pthread_mutex_unlock(&s->mu);
-	}
-	p->n = 0;
-	p->len = 0;
-	p->dropped = 0;
-	return 0;
+	(void)ls;
+	return le__stream_line_max(len);
 }
 
-static void port_drop(le__sink *sk, uint64_t unseen)
+static size_t stream_line(le__linesink *ls, unsigned char *out, size_t cap,
+                          uint32_t shard, const le__rec *r)
 {
-	port *p = (port *)sk;
-
-	p->dropped += unseen;
-	port_commit(sk);
+	return le__stream_format(out, cap, ((le__stream *)ls)->format, r->ts,
+	                         r->level, shard, r->seq, r->flags, r->payload,
+	                         r->len);
 }
 
-static void port_close(le__sink *sk)
-{
-	port_commit(sk);
-}
-
-static void port_free(le__sink *sk)
-{
-	port *p = (port *)sk;
-
-	if (!p)
-		return;
-	free(p->stage);
-	free(p->lens);
-	free(p->plain);
-	free(p);
-}
-
-static const le__sink_ops port_ops = {
-	.put = port_put,
-	.commit = port_commit,
-	.drop = port_drop,
-	.close = port_close,
-	.free = port_free,
+const le__linekind le__stream_kind = {
+	.name = "stream",
+	.wanted = stream_wanted,
+	.open = stream_open,
+	.main = stream_main,
+	.line_max = stream_line_max,
+	.format = stream_line,
+	.push = stream_push,
+	.drained = stream_drained,
+	.stats = stream_stats,
+	.reopen = stream_reopen,
+	.stopped = stream_stopped,
+	.forget = stream_forget,
 };
-
-int le__stream_port(le__sink **out, le__stream *s, uint32_t shard,
-                    uint32_t batch, uint32_t max_rec)
-{
-	port *p = calloc(1, sizeof *p);
-
-	*out = NULL;
-	if (!p)
-		return LE_ENOMEM;
-	p->sink.ops = &port_ops;
-	p->s = s;
-	p->shard = shard;
-	/* A batch's lines: its records (and a marker), each up to
-	 * max_pending_bytes of payload in all, escaped. */
-	p->max = (size_t)batch + 64;
-	p->cap = s->stage_cap;
-	p->stage = malloc(p->cap);
-	p->lens = malloc(p->max * sizeof *p->lens);
-	p->plain_cap = (size_t)max_rec + 1;
-	p->plain = malloc(p->plain_cap);
-	if (!p->stage || !p->lens || !p->plain) {
-		port_free(&p->sink);
-		return LE_ENOMEM;
-	}
-	*out = &p->sink;
-	return 0;
-}

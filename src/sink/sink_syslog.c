@@ -45,6 +45,8 @@
 #define _GNU_SOURCE
 #include "sink/syslog.h"
 
+#include "sink/linesink.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -67,7 +69,7 @@
 #include "base/internal.h"
 #include "base/os.h"
 
-#define MARK_BIT 0x80000000u
+#define MARK_BIT LE_LINE_MARK
 #define MS 1000000ull
 #define BACKOFF_MIN (100 * MS)
 #define BACKOFF_MAX (5000 * MS)
@@ -77,23 +79,14 @@
 #define SB_MSGS 256
 
 struct le__syslog {
+	le__linesink ls;             /* first: the shared part; its ring
+	                                holds whole messages, each after a
+	                                u32 length word */
 	/* [const] */
 	int tcp;
 	struct sockaddr_storage addr;
 	socklen_t addrlen;
 	le__syslog_id id;
-	size_t stage_cap;            /* a port's stage */
-	pthread_t thread;
-	int started;
-	/* mu guards ring, head, len, drops_pending, stop, stop_deadline;
-	 * cv (CLOCK_MONOTONIC) wakes the thread, and le__syslog_drained. */
-	pthread_mutex_t mu;
-	pthread_cond_t cv;
-	unsigned char *ring;
-	size_t cap, head, len;
-	uint64_t drops_pending;
-	int stop;
-	uint64_t stop_deadline;
 	/* [thread] the connection and the send buffer */
 	int fd;                      /* -1: not connected */
 	uint64_t retry_at, backoff;  /* mono ns */
@@ -106,8 +99,7 @@ struct le__syslog {
 	size_t nmsg, done;           /* messages in sb; fully sent of them */
 	_Atomic size_t inflight;     /* nmsg - done, for drained */
 	/* [atomic] */
-	_Atomic uint64_t sent, dropped, bytes, connects;
-	uint64_t cpu_ns;             /* the thread's CPU time when it ended */
+	_Atomic uint64_t sent, bytes, connects;
 };
 
 /* ---- the sender's identity and the message ---- */
@@ -178,29 +170,19 @@ size_t le__syslog_format(unsigned char *out, size_t cap,
 
 /* ---- the ring (caller holds mu) ---- */
 
-static void ring_copy_in(le__syslog *s, const void *p, size_t n)
-{
-	size_t at = (s->head + s->len) % s->cap, first = s->cap - at;
-	if (first > n)
-		first = n;
-	memcpy(s->ring + at, p, first);
-	memcpy(s->ring, (const char *)p + first, n - first);
-	s->len += n;
-}
-
 static void ring_copy_out(le__syslog *s, size_t off, void *p, size_t n)
 {
-	size_t at = (s->head + off) % s->cap, first = s->cap - at;
+	size_t at = (s->ls.head + off) % s->ls.cap, first = s->ls.cap - at;
 	if (first > n)
 		first = n;
-	memcpy(p, s->ring + at, first);
-	memcpy((char *)p + first, s->ring, n - first);
+	memcpy(p, s->ls.ring + at, first);
+	memcpy((char *)p + first, s->ls.ring, n - first);
 }
 
 /* Room for one more message of n bytes (and its length word). */
 static int ring_room(const le__syslog *s, size_t n)
 {
-	return s->cap - s->len >= n + 4;
+	return s->ls.cap - s->ls.len >= n + 4;
 }
 
 static void ring_put(le__syslog *s, const unsigned char *m, uint32_t n,
@@ -209,25 +191,25 @@ static void ring_put(le__syslog *s, const unsigned char *m, uint32_t n,
 	unsigned char h[4];
 	uint32_t v = n | (mark ? MARK_BIT : 0);
 	memcpy(h, &v, 4);
-	ring_copy_in(s, h, 4);
-	ring_copy_in(s, m, n);
+	le__linesink_put(&s->ls, h, 4);
+	le__linesink_put(&s->ls, m, n);
 }
 
 /* The "N records dropped" message, when drops are pending and it fits. */
 static void put_drops(le__syslog *s)
 {
 	unsigned char m[512], txt[64];
-	if (!s->drops_pending)
+	if (!s->ls.drops_pending)
 		return;
 	int k = snprintf((char *)txt, sizeof txt, "%" PRIu64 " records dropped",
-	                 s->drops_pending);
+	                 s->ls.drops_pending);
 	le__rec r = {.payload = txt, .len = (uint32_t)k, .level = LE_WARN,
 	             .flags = LE_REC_MARKER, .ts = le__now_ns()};
 	size_t n = le__syslog_format(m, sizeof m, &s->id, &r);
 	if (!ring_room(s, n))
 		return; /* later, with the count so far */
 	ring_put(s, m, (uint32_t)n, 1);
-	s->drops_pending = 0;
+	s->ls.drops_pending = 0;
 }
 
 /* Move whole messages from the ring into the send buffer (framed for
@@ -238,7 +220,7 @@ static void refill(le__syslog *s)
 		s->sb_len = s->sb_off = 0;
 		s->nmsg = s->done = 0;
 	}
-	while (s->len && s->nmsg < SB_MSGS) {
+	while (s->ls.len && s->nmsg < SB_MSGS) {
 		uint32_t v;
 		ring_copy_out(s, 0, &v, 4);
 		uint32_t n = v & ~MARK_BIT;
@@ -253,8 +235,8 @@ static void refill(le__syslog *s)
 		s->end[s->nmsg] = (uint32_t)s->sb_len;
 		s->mark[s->nmsg] = (v & MARK_BIT) != 0;
 		s->nmsg++;
-		s->head = (s->head + 4 + n) % s->cap;
-		s->len -= 4 + n;
+		s->ls.head = (s->ls.head + 4 + n) % s->ls.cap;
+		s->ls.len -= 4 + n;
 	}
 	atomic_store(&s->inflight, s->nmsg - s->done);
 }
@@ -271,7 +253,7 @@ static void finish(le__syslog *s, size_t upto, int sent)
 		atomic_fetch_add(&s->sent, recs);
 		atomic_fetch_add(&s->bytes, bytes);
 	} else {
-		atomic_fetch_add(&s->dropped, recs);
+		atomic_fetch_add(&s->ls.dropped, recs);
 	}
 	atomic_store(&s->inflight, s->nmsg - s->done);
 }
@@ -391,55 +373,43 @@ static void send_udp(le__syslog *s)
 
 /* ---- the thread ---- */
 
-static void wait_ms(le__syslog *s, long ms)
-{
-	struct timespec t;
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	t.tv_nsec += ms * 1000000;
-	if (t.tv_nsec >= 1000000000) {
-		t.tv_sec++;
-		t.tv_nsec -= 1000000000;
-	}
-	pthread_cond_timedwait(&s->cv, &s->mu, &t);
-}
-
 /* At the end: what is still waiting is dropped.  Caller holds mu. */
 static void drop_rest(le__syslog *s)
 {
 	finish(s, s->nmsg, 0);
-	while (s->len) {
+	while (s->ls.len) {
 		refill(s);
 		finish(s, s->nmsg, 0);
 	}
-	s->drops_pending = 0; /* counted when they were dropped */
+	s->ls.drops_pending = 0; /* counted when they were dropped */
 }
 
 static void *syslog_main(void *arg)
 {
-	le__syslog *s = arg;
+	le__syslog *s = arg; /* its le__linesink, first */
 
 	for (;;) {
-		pthread_mutex_lock(&s->mu);
-		while (!s->len && s->done == s->nmsg && !s->stop &&
-		       !s->drops_pending)
-			wait_ms(s, 100);
+		pthread_mutex_lock(&s->ls.mu);
+		while (!s->ls.len && s->done == s->nmsg && !s->ls.stop &&
+		       !s->ls.drops_pending)
+			le__linesink_wait(&s->ls, 100);
 		put_drops(s);
 		refill(s);
-		int stop = s->stop, idle = s->done == s->nmsg;
+		int stop = s->ls.stop, idle = s->done == s->nmsg;
 		uint64_t now = le__mono_ns();
-		pthread_cond_broadcast(&s->cv); /* drained waiters */
-		if (stop && (idle || now > s->stop_deadline)) {
+		pthread_cond_broadcast(&s->ls.cv); /* drained waiters */
+		if (stop && (idle || now > s->ls.stop_deadline)) {
 			drop_rest(s);
-			pthread_cond_broadcast(&s->cv);
-			pthread_mutex_unlock(&s->mu);
+			pthread_cond_broadcast(&s->ls.cv);
+			pthread_mutex_unlock(&s->ls.mu);
 			break;
 		}
 		if (s->fd < 0 && now < s->retry_at && !idle) {
 			/* Backing off; records wait in the ring, or drop. */
 			long ms = (long)((s->retry_at - now) / MS) + 1;
-			wait_ms(s, ms < 100 ? ms : 100);
+			le__linesink_wait(&s->ls, ms < 100 ? ms : 100);
 		}
-		pthread_mutex_unlock(&s->mu);
+		pthread_mutex_unlock(&s->ls.mu);
 		if (idle)
 			continue;
 		if (s->fd < 0) {
@@ -455,7 +425,7 @@ static void *syslog_main(void *arg)
 	if (s->fd >= 0)
 		close(s->fd);
 	s->fd = -1;
-	s->cpu_ns = le__self_cpu_ns();
+	s->ls.cpu_ns = le__self_cpu_ns();
 	return NULL;
 }
 
@@ -510,239 +480,134 @@ bad:
 	return LE_EINVAL;
 }
 
-int le__syslog_open(le__syslog **out, const le_config *c)
+static int syslog_open(le__linesink **out, const le_config *c)
 {
-	pthread_condattr_t ca;
 	le__syslog *s = calloc(1, sizeof *s);
 	int rc;
 
 	*out = NULL;
 	if (!s)
 		return LE_ENOMEM;
+	le__linesink_init(&s->ls, &le__syslog_kind);
 	s->fd = -1;
 	s->backoff = BACKOFF_MIN;
-	pthread_mutex_init(&s->mu, NULL);
-	pthread_condattr_init(&ca);
-	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-	pthread_cond_init(&s->cv, &ca);
-	pthread_condattr_destroy(&ca);
 	rc = parse_addr(s, c->syslog_addr);
 	if (rc < 0)
 		goto fail;
 	le__syslog_id_init(&s->id, c->syslog_facility, c->syslog_app,
 	                   (long)getpid());
-	s->cap = c->syslog_buffer_bytes;
 	/* A batch's messages: at most max_pending_bytes of payload, each
 	 * message at most LE_SYSLOG_MSG_MAX; with fields as structured
 	 * data, more than the payload (cut at the message limit). */
-	s->stage_cap = (size_t)c->max_pending_bytes * 2 + LE_SYSLOG_MSG_MAX + 256;
-	s->ring = malloc(s->cap);
+	size_t stage = (size_t)c->max_pending_bytes * 2 + LE_SYSLOG_MSG_MAX + 256;
 	s->sb = malloc(SB_BYTES);
 	rc = LE_ENOMEM;
-	if (!s->ring || !s->sb)
+	if (!s->sb)
 		goto fail;
-	sigset_t all, old;
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
-	rc = -pthread_create(&s->thread, NULL, syslog_main, s);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	if (rc < 0) {
-		le__seterr("syslog_addr: cannot start the syslog thread");
+	rc = le__linesink_start(&s->ls, c->syslog_buffer_bytes, stage,
+	                        "syslog_addr");
+	if (rc < 0)
 		goto fail;
-	}
-	le__name_thread(s->thread, "le-syslog");
-	s->started = 1;
-	*out = s;
+	*out = &s->ls;
 	return 0;
 fail:
-	le__syslog_close(s);
+	le__linesink_close(&s->ls);
 	return rc;
 }
 
-void le__syslog_stop(le__syslog *s)
+static void syslog_forget(le__linesink *ls)
 {
-	if (!s || !s->started)
-		return;
-	pthread_mutex_lock(&s->mu);
-	s->stop = 1;
-	/* A server that keeps up gets everything; a dead or stalled one a
-	 * second, then the rest is dropped and counted. */
-	s->stop_deadline = le__mono_ns() + 1000 * MS;
-	pthread_cond_broadcast(&s->cv);
-	pthread_mutex_unlock(&s->mu);
-	pthread_join(s->thread, NULL);
-	s->started = 0;
-}
+	le__syslog *s = (le__syslog *)ls;
 
-void le__syslog_forget(le__syslog *s)
-{
-	if (!s)
-		return;
 	if (s->fd >= 0)
 		close(s->fd);
-	free(s->ring);
 	free(s->sb);
 	free(s);
 }
 
-void le__syslog_close(le__syslog *s)
+static int syslog_drained(le__linesink *ls, int timeout_ms)
 {
-	if (!s)
-		return;
-	le__syslog_stop(s);
-	pthread_mutex_destroy(&s->mu);
-	pthread_cond_destroy(&s->cv);
-	le__syslog_forget(s);
-}
-
-int le__syslog_drained(le__syslog *s, int timeout_ms)
-{
+	le__syslog *s = (le__syslog *)ls;
 	uint64_t dl = le__mono_ns() + (uint64_t)timeout_ms * MS;
-	pthread_mutex_lock(&s->mu);
-	while ((s->len || atomic_load(&s->inflight)) && s->started) {
+	pthread_mutex_lock(&s->ls.mu);
+	while ((s->ls.len || atomic_load(&s->inflight)) && s->ls.started) {
 		if (timeout_ms >= 0 && le__mono_ns() > dl)
 			break;
-		wait_ms(s, 10);
+		le__linesink_wait(&s->ls, 10);
 	}
-	int done = !s->len && !atomic_load(&s->inflight);
-	pthread_mutex_unlock(&s->mu);
+	int done = !s->ls.len && !atomic_load(&s->inflight);
+	pthread_mutex_unlock(&s->ls.mu);
 	return done;
 }
 
-void le__syslog_stats(le__syslog *s, le_stats *o, int forked)
+static void syslog_stats(le__linesink *ls, le_stats *o, int forked)
 {
+	le__syslog *s = (le__syslog *)ls;
 	o->syslog_sent += atomic_load(&s->sent);
-	o->syslog_dropped += atomic_load(&s->dropped);
+	o->syslog_dropped += atomic_load(&s->ls.dropped);
 	o->syslog_bytes += atomic_load(&s->bytes);
 	o->syslog_connects += atomic_load(&s->connects);
 	(void)forked;
 }
 
-/* ---- a shard writer's port ---- */
-
-typedef struct port {
-	le__sink sink;
-	le__syslog *s;
-	unsigned char *stage;    /* messages, each after a u32 length */
-	size_t len, cap;
-	size_t n, max;
-	uint64_t dropped;        /* records whose message did not fit */
-	unsigned char *plain;    /* a deferred record's text (le__rec_plain) */
-	size_t plain_cap;
-} port;
-
-/* Format each record's message into the stage; one that does not fit is
- * dropped and counted there.  Takes every record. */
-static size_t port_put(le__sink *sk, const le__rec *r, size_t n)
+/* linesink.h's push: whole messages into the ring; one that finds no
+ * room is dropped and counted, and every one after it while drops are
+ * pending, so that the count is reported before the next message that
+ * gets through, in its place.  Caller holds mu. */
+static void syslog_push(le__linesink *ls, const unsigned char *stage,
+                        size_t len, size_t n, uint64_t dropped)
 {
-	port *p = (port *)sk;
+	le__syslog *s = (le__syslog *)ls;
 
-	for (size_t i = 0; i < n; i++) {
-		if (p->n == p->max || p->cap - p->len < LE_SYSLOG_MSG_MAX + 4) {
-			p->dropped += !(r[i].flags & LE_REC_MARKER);
-			continue;
-		}
-		le__rec x;
-		le__rec_plain(&r[i], &x, p->plain, p->plain_cap);
-		size_t k = le__syslog_format(p->stage + p->len + 4,
-		                             LE_SYSLOG_MSG_MAX, &p->s->id, &x);
-		uint32_t v = (uint32_t)k |
-		             ((x.flags & LE_REC_MARKER) ? MARK_BIT : 0);
-		memcpy(p->stage + p->len, &v, 4);
-		p->len += 4 + k;
-		p->n++;
-	}
-	return n;
-}
-
-/* Hand the stage's messages to the ring.  Never fails: what finds no
- * room is dropped and counted. */
-static int port_commit(le__sink *sk)
-{
-	port *p = (port *)sk;
-	le__syslog *s = p->s;
-	uint64_t dropped = p->dropped;
-
-	pthread_mutex_lock(&s->mu);
-	for (size_t off = 0; off < p->len;) {
+	for (size_t off = 0; off < len;) {
 		uint32_t v;
-		memcpy(&v, p->stage + off, 4);
+		memcpy(&v, stage + off, 4);
 		uint32_t k = v & ~MARK_BIT;
 		int mark = (v & MARK_BIT) != 0;
-		/* Lost records are reported before the next one that gets
-		 * through, in their place. */
-		if (s->drops_pending && !mark)
+		if (s->ls.drops_pending && !mark)
 			put_drops(s);
-		if (!ring_room(s, k) || (s->drops_pending && !mark)) {
+		if (!ring_room(s, k) || (s->ls.drops_pending && !mark))
 			dropped += !mark;
-		} else {
-			ring_put(s, p->stage + off + 4, k, mark);
-		}
+		else
+			ring_put(s, stage + off + 4, k, mark);
 		off += 4 + k;
 	}
 	if (dropped) {
-		atomic_fetch_add(&s->dropped, dropped);
-		s->drops_pending += dropped;
+		atomic_fetch_add(&s->ls.dropped, dropped);
+		s->ls.drops_pending += dropped;
 	}
-	if (p->n || dropped)
-		pthread_cond_signal(&s->cv);
-	pthread_mutex_unlock(&s->mu);
-	p->n = p->len = 0;
-	p->dropped = 0;
-	return 0;
+	if (n || dropped)
+		pthread_cond_signal(&s->ls.cv);
 }
 
-static void port_drop(le__sink *sk, uint64_t unseen)
+static int syslog_wanted(const le_config *c)
 {
-	((port *)sk)->dropped += unseen;
-	port_commit(sk);
+	return c->syslog_addr != NULL;
 }
 
-static void port_close(le__sink *sk)
+static size_t syslog_line_max(const le__linesink *ls, size_t len)
 {
-	port_commit(sk);
+	(void)ls;
+	(void)len;
+	return LE_SYSLOG_MSG_MAX;
 }
 
-static void port_free(le__sink *sk)
+static size_t syslog_line(le__linesink *ls, unsigned char *out, size_t cap,
+                          uint32_t shard, const le__rec *r)
 {
-	port *p = (port *)sk;
-	if (!p)
-		return;
-	free(p->stage);
-	free(p->plain);
-	free(p);
-}
-
-static const le__sink_ops port_ops = {
-	.put = port_put,
-	.commit = port_commit,
-	.drop = port_drop,
-	.close = port_close,
-	.free = port_free,
-};
-
-int le__syslog_port(le__sink **out, le__syslog *s, uint32_t shard,
-                    uint32_t batch, uint32_t max_rec)
-{
-	port *p = calloc(1, sizeof *p);
-
 	(void)shard;
-	*out = NULL;
-	if (!p)
-		return LE_ENOMEM;
-	p->sink.ops = &port_ops;
-	p->s = s;
-	p->max = (size_t)batch + 64;
-	p->cap = s->stage_cap;
-	p->stage = malloc(p->cap);
-	p->plain_cap = (size_t)max_rec + 1;
-	p->plain = malloc(p->plain_cap);
-	if (!p->stage || !p->plain) {
-		free(p->stage);
-		free(p->plain);
-		free(p);
-		return LE_ENOMEM;
-	}
-	*out = &p->sink;
-	return 0;
+	return le__syslog_format(out, cap, &((le__syslog *)ls)->id, r);
 }
+
+const le__linekind le__syslog_kind = {
+	.name = "syslog",
+	.wanted = syslog_wanted,
+	.open = syslog_open,
+	.main = syslog_main,
+	.line_max = syslog_line_max,
+	.format = syslog_line,
+	.push = syslog_push,
+	.drained = syslog_drained,
+	.stats = syslog_stats,
+	.forget = syslog_forget,
+};

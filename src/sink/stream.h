@@ -4,9 +4,9 @@
  * or stalled reader costs dropped (and counted) lines, never a blocked
  * producer.
  *
- * One le__stream per engine (its buffer, its thread); each shard's writer
- * formats its batch's lines through a port of its own (a le__sink) and
- * hands them over once per commit.
+ * A line output (linesink.h): one le__stream per engine, its buffer and
+ * thread there; what is the stream's own is how a line looks, and how it
+ * reaches the descriptor.
  */
 #ifndef LE_STREAM_H
 #define LE_STREAM_H
@@ -15,35 +15,13 @@
 #include <stdint.h>
 
 #include "logengine.h"
-#include "sink/sink.h"
+#include "sink/linesink.h"
 
 typedef struct le__stream le__stream;
 
-/* Start the stream thread for cfg->stream_fd.  @return 0 and *out, or an
- * error (le_errmsg set). */
-int le__stream_open(le__stream **out, const le_config *cfg);
-/* A port: the sink one shard's writer puts its records in, formatting at
- * most `batch` lines between two commits. */
-int le__stream_port(le__sink **out, le__stream *s, uint32_t shard,
-                    uint32_t batch, uint32_t max_rec);
-/* Stop the thread: a reader that keeps up gets every line, a stalled one
- * a second; what is left is thrown away and counted.  Idempotent. */
-void le__stream_stop(le__stream *s);
-/* Stop, then free (s may be NULL). */
-void le__stream_close(le__stream *s);
-/* A fork child's copy: free our memory and descriptor, nothing else (the
- * thread, its mutex and condition variable are the parent's). */
-void le__stream_forget(le__stream *s);
-/* Wait until everything handed over before the call is written (or the
- * reader is gone).  @return 1 when written, 0 at the timeout (< 0:
- * none). */
-int le__stream_drained(le__stream *s, int timeout_ms);
-/* le_reopen: have the stream thread open stream_path again (a flag:
- * async-signal-safe).  Nothing without a stream_path. */
-void le__stream_reopen(le__stream *s);
-/* Add the stream's counters: stream_lines, _dropped, _bytes, _reopens,
- * _cpu_ns. */
-void le__stream_stats(le__stream *s, le_stats *out, int forked);
+/* The stream's kind of line output (linesink.h): open when stream_fd or
+ * stream_path is set. */
+extern const le__linekind le__stream_kind;
 
 /* Room a formatted line may need for a payload of len bytes: JSON escapes
  * at most 6 bytes per byte, plus the fixed fields and the newline. */

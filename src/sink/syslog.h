@@ -3,9 +3,9 @@
  * message to a syslog server over TCP (octet counting, RFC 6587) or UDP,
  * through a bounded buffer and a thread of its own, so a slow, dead or
  * unreachable server costs dropped (and counted) records, never a blocked
- * producer.  Built as the stream sink is: one le__syslog per engine (its
- * buffer, its thread, its connection), and a port (a le__sink) per shard
- * that formats its batch's messages and hands them over once per commit.
+ * producer.  A line output (linesink.h): one le__syslog per engine, its
+ * buffer, thread and ports there; what is syslog's own is the message,
+ * the connection and how whole messages are sent.
  */
 #ifndef LE_SYSLOG_H
 #define LE_SYSLOG_H
@@ -14,7 +14,7 @@
 #include <stdint.h>
 
 #include "logengine.h"
-#include "sink/sink.h"
+#include "sink/linesink.h"
 
 /* Longest message sent (header, structured data and text): what rsyslog
  * accepts by default (maxMessageSize 8k).  Longer ones are cut. */
@@ -22,26 +22,11 @@
 
 typedef struct le__syslog le__syslog;
 
-/* Parse cfg->syslog_addr, resolve it, start the thread (it connects, and
- * reconnects, on its own).  @return 0 and *out, or an error (le_errmsg
- * names syslog_addr and what is wrong). */
-int le__syslog_open(le__syslog **out, const le_config *cfg);
-/* A shard writer's port: at most `batch` messages between two commits. */
-int le__syslog_port(le__sink **out, le__syslog *s, uint32_t shard,
-                    uint32_t batch, uint32_t max_rec);
-/* Stop the thread: a server that takes them gets every message, one that
- * does not a second; what is left is dropped and counted.  Idempotent;
- * NULL is a no-op. */
-void le__syslog_stop(le__syslog *s);
-/* Stop, then free (s may be NULL). */
-void le__syslog_close(le__syslog *s);
-/* A fork child's copy: free our memory and descriptor, nothing else. */
-void le__syslog_forget(le__syslog *s);
-/* Wait until every message handed over is sent.  @return 1 when sent, 0
- * at the timeout (< 0: none). */
-int le__syslog_drained(le__syslog *s, int timeout_ms);
-/* Add the counters: syslog_sent, _dropped, _bytes, _connects. */
-void le__syslog_stats(le__syslog *s, le_stats *out, int forked);
+/* Syslog's kind of line output (linesink.h): open when syslog_addr is
+ * set.  Its open parses syslog_addr and resolves it (le_errmsg names
+ * syslog_addr and what is wrong); the thread connects, and reconnects,
+ * on its own. */
+extern const le__linekind le__syslog_kind;
 
 /* What every message of an engine says of its sender. */
 typedef struct le__syslog_id {

@@ -31,6 +31,7 @@
 #endif
 
 #include "base/os.h"
+#include "logengine.h"
 
 #define CHUNK (1u << 20)
 #define ZPATH_MAX (LE_PATH_MAX + 16)

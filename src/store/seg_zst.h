@@ -37,7 +37,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "store/segment.h"
+#include "store/segname.h"
 
 #define LE_ZST_SUFFIX ".zst"
 /* Segments larger than this are never compressed, and an archive whose

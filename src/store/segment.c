@@ -1,5 +1,6 @@
 /*
- * segment.c -- naming, listing and scanning segment files; checkpoints.
+ * segment.c -- listing and scanning segment files; checkpoints (their
+ * names are segname.c's).
  *
  * The scanner is the one place that turns file bytes into frames.  Its
  * window grows only to hold one frame whose size word has passed the range
@@ -26,18 +27,6 @@
  * reads in large steps. */
 #define WINDOW_MIN (16u << 10)
 #define WINDOW_MAX (1u << 20)
-
-int le__shard_dir(char *buf, size_t cap, const char *dir, uint32_t shard)
-{
-	int n = snprintf(buf, cap, "%s/shard-%03" PRIu32, dir, shard);
-	return (n < 0 || (size_t)n >= cap) ? -ENAMETOOLONG : 0;
-}
-
-int le__seg_path(char *buf, size_t cap, const char *shard_dir, uint64_t index)
-{
-	int n = snprintf(buf, cap, "%s/%016" PRIx64 ".seg", shard_dir, index);
-	return (n < 0 || (size_t)n >= cap) ? -ENAMETOOLONG : 0;
-}
 
 static int cmp_u64(const void *a, const void *b)
 {

@@ -11,13 +11,7 @@
 #include <stdint.h>
 
 #include "record/format.h"
-
-#define LE_PATH_MAX 4096
-
-/* DIR/shard-NNN */
-int le__shard_dir(char *buf, size_t cap, const char *dir, uint32_t shard);
-/* DIR/shard-NNN/IIIIIIIIIIIIIIII.seg */
-int le__seg_path(char *buf, size_t cap, const char *shard_dir, uint64_t index);
+#include "store/segname.h"
 
 /* Segment indexes in shard_dir, ascending, archived ones (.seg.zst)
  * included; *out malloc'd (free it), may be NULL when *n == 0.  @return 0, -errno, LE_ENOMEM. */

@@ -328,3 +328,40 @@ void le__store_tick(le__sink *s, uint64_t now)
 	     now - st->seg_created_mono >= c->segment_max_age_ms * MS))
 		le__store_rotate(st);
 }
+
+int le__store_sync_start(le__store *st, le__syncer *s, le__progress *prog,
+                         uint32_t shard)
+{
+	le__sync_target t = {
+		.dir = st->dir,
+		.fd = st->fd,
+		.ckpt_fd = st->ckpt_fd,
+		.ckpt_gen = st->ckpt_gen,
+		.written = &st->written,
+		.syncs = &st->syncs,
+		.sync_errors = &st->sync_errors,
+		.sync_lost = &st->sync_lost,
+		.checkpoints = &st->checkpoints,
+		.last_error = st->last_error,
+	};
+	int rc = le__sync_start(s, &t, prog, shard);
+	if (rc == 0)
+		st->syncer = s;
+	return rc;
+}
+
+void le__store_sync_stop(le__store *st, le__syncer *s)
+{
+	if (!s->started)
+		return;
+	le__sync_stop(s);
+	/* A bad active segment is not synced at close (dirty = 0): its
+	 * records are logged in doubt. */
+	if (s->bad_fd >= 0 && s->bad_fd == st->fd) {
+		st->dirty = 0;
+		st->rotate_pending = 1;
+	}
+	st->ckpt_gen = s->ckpt_gen;
+	le__sync_lat(s, &st->lat_sync);
+	st->syncer = NULL;
+}

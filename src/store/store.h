@@ -16,6 +16,7 @@
 
 #include "base/crc32c.h"
 #include "base/hist.h"
+#include "store/progress.h"
 #include "store/segment.h"
 #include "sink/sink.h"
 
@@ -177,6 +178,15 @@ void le__store_prealloc(le__store *st);
  * never retried: counted, the sink's sync_fault set, the segment
  * rotated.  @return 0 or the error. */
 int le__store_sync(le__store *st);
+/* The writer's, before its loop: start the store's sync thread
+ * (sync.h), shard number `shard`, publishing to prog.  From then on the
+ * store hands its files over.  @return 0, or an error: the writer then
+ * syncs on its own thread. */
+int le__store_sync_start(le__store *st, struct le__syncer *s,
+                         le__progress *prog, uint32_t shard);
+/* Stop it (everything handed over synced or logged): the store owns its
+ * files again.  Nothing when it did not start. */
+void le__store_sync_stop(le__store *st, struct le__syncer *s);
 /* Write (or hand the sync thread) a checkpoint naming the written end. */
 void le__store_checkpoint(le__store *st);
 /* The sink's tick: checkpoint, retention by age, archiving, rotation by

@@ -12,7 +12,7 @@
  *   sync     the directory (fsync), each sealed file (fdatasync, close),
  *            the active segment (fdatasync), then the checkpoint
  *            (pwrite, fdatasync) when everything it names was synced
- *   publish  failures logged (le__fail_add), then durable_pos = want,
+ *   publish  failures logged (le__progress_fail), then durable_pos = want,
  *            then le_flush woken
  *
  * Asks that arrive during a round are served by the next one: a single
@@ -48,9 +48,8 @@
  * then act on a file no reader will open again.  Nothing else deletes or
  * closes a segment file while this thread runs.
  *
- * The end of this file is the writer's side: what it has asked, and the
- * syncs it makes on its own thread when this one does not run (no store,
- * LE_SYNC_NONE, a thread that could not start, recovery at le_open).
+ * The writer's side (what it has asked, and the syncs it makes on its
+ * own thread when this one does not run) is the engine's wsync.c.
  */
 #define _GNU_SOURCE
 #include "store/sync.h"
@@ -58,14 +57,12 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "engine/engine.h"
 #include "base/os.h"
-#include "store/store.h"
 
-static void fail(le__shard *sh, uint64_t lo, uint64_t hi, int rc)
+static void fail(le__progress *p, uint64_t lo, uint64_t hi, int rc)
 {
 	if (hi > lo)
-		le__fail_add(sh, lo, hi, rc);
+		le__progress_fail(p, lo, hi, rc);
 }
 
 /* A timed fdatasync of a segment file.  @return 0 or -errno. */
@@ -74,14 +71,14 @@ static int data_sync(le__syncer *s, int fd, le__hist *lat)
 	uint64_t t0 = le__mono_ns();
 	int rc = le__fdatasync(fd);
 	le__hist_add(lat, le__mono_ns() - t0);
-	atomic_fetch_add(&s->st->syncs, 1);
+	atomic_fetch_add(s->st.syncs, 1);
 	if (rc < 0) {
-		le__store *st = s->st;
-		uint64_t w = atomic_load(&st->written);
-		atomic_fetch_add(&st->sync_errors, 1);
+		const le__sync_target *st = &s->st;
+		uint64_t w = atomic_load(st->written);
+		atomic_fetch_add(st->sync_errors, 1);
 		/* records written since the last good sync: in doubt (this
 		 * may count some the other files' syncs covered) */
-		atomic_fetch_add(&st->sync_lost, w - s->good_written);
+		atomic_fetch_add(st->sync_lost, w - s->good_written);
 		s->good_written = w;
 		atomic_store(st->last_error, rc);
 	}
@@ -105,7 +102,7 @@ static void sync_sealed(le__syncer *s, le__sealed *sealed, unsigned n,
 		le__sealed *e = &sealed[i];
 		int r = e->bad_rc ? e->bad_rc : data_sync(s, e->fd, lat);
 		if (r < 0)
-			fail(s->sh, have, e->hi, r);
+			fail(s->prog, have, e->hi, r);
 		le__close(e->fd);
 	}
 }
@@ -113,8 +110,8 @@ static void sync_sealed(le__syncer *s, le__sealed *sealed, unsigned n,
 /* One round; mu is held on entry and on return. */
 static void sync_round(le__syncer *s)
 {
-	le__shard *sh = s->sh;
-	le__store *st = s->st;
+	le__progress *prog = s->prog;
+	const le__sync_target *st = &s->st;
 	le__sealed sealed[LE_SYNC_SEALED];
 	le__hist lat = {0};
 	le__ckpt c = s->ckpt;
@@ -134,7 +131,7 @@ static void sync_round(le__syncer *s)
 		s->dir_dirty = 0;
 	if (wb_hi > wb_lo)
 		s->wb_from = wb_hi;
-	uint64_t written = atomic_load(&st->written);
+	uint64_t written = atomic_load(st->written);
 	pthread_mutex_unlock(&s->mu);
 
 	if (n)
@@ -157,7 +154,7 @@ static void sync_round(le__syncer *s)
 	if (fd >= 0) {
 		int r = fd == bad ? bad_rc : data_sync(s, fd, &lat);
 		if (r < 0) {
-			fail(sh, have, pos, r);
+			fail(prog, have, pos, r);
 			new_bad = fd != bad;
 			bad_rc = r;
 			if (!rc)
@@ -165,7 +162,7 @@ static void sync_round(le__syncer *s)
 		}
 	}
 	if (dir && rc < 0)
-		fail(sh, have, pos, rc); /* the new file's name may be gone */
+		fail(prog, have, pos, rc); /* the new file's name may be gone */
 	if (ckpt && rc == 0) {
 		/* It names bytes of a file just synced: a recovery that
 		 * trusts it finds them there. */
@@ -175,7 +172,7 @@ static void sync_round(le__syncer *s)
 			r = le__fdatasync(st->ckpt_fd);
 		if (r == 0) {
 			s->ckpt_gen = c.gen;
-			atomic_fetch_add(&st->checkpoints, 1);
+			atomic_fetch_add(st->checkpoints, 1);
 		} else {
 			atomic_store(st->last_error, r);
 		}
@@ -203,10 +200,8 @@ static void sync_round(le__syncer *s)
 	add_lat(s, &lat);
 	if (pos > s->have) {
 		s->have = pos;
-		/* seq_cst: after the failures it covers (fail_add's stores),
-		 * and against le_flush's flush_waiters (flush.c). */
-		atomic_store(&sh->prog.durable_pos, pos);
-		le__flush_signal(sh);
+		/* after the failures it covers (progress.h) */
+		le__progress_durable(prog, pos);
 	}
 }
 
@@ -232,20 +227,19 @@ static void *sync_main(void *arg)
 	return NULL;
 }
 
-int le__sync_start(le__shard *sh)
+int le__sync_start(le__syncer *s, const le__sync_target *st,
+                   le__progress *prog, uint32_t shard)
 {
-	le__syncer *s = &sh->syncer;
-	le__store *st = sh->store;
 	char name[32];
 
 	memset(s, 0, sizeof *s);
-	s->sh = sh;
-	s->st = st;
+	s->prog = prog;
+	s->st = *st;
 	s->fd = st->fd;
 	s->bad_fd = -1;
-	s->want = s->have = atomic_load(&sh->prog.durable_pos);
+	s->want = s->have = atomic_load(&prog->durable_pos);
 	s->ckpt_gen = st->ckpt_gen;
-	s->good_written = atomic_load(&st->written);
+	s->good_written = atomic_load(st->written);
 	pthread_mutex_init(&s->mu, NULL);
 	pthread_cond_init(&s->work_cv, NULL);
 	pthread_cond_init(&s->room_cv, NULL);
@@ -257,35 +251,22 @@ int le__sync_start(le__shard *sh)
 		pthread_cond_destroy(&s->room_cv);
 		return rc;
 	}
-	snprintf(name, sizeof name, "le-sync-%u", sh->id);
+	snprintf(name, sizeof name, "le-sync-%u", shard);
 	le__name_thread(s->thread, name);
 	s->started = 1;
-	st->syncer = s;
 	return 0;
 }
 
-void le__sync_stop(le__shard *sh)
+void le__sync_stop(le__syncer *s)
 {
-	le__syncer *s = &sh->syncer;
-	le__store *st = sh->store;
-
 	if (!s->started)
 		return;
-	le__sync_ask(s, atomic_load(&sh->prog.done_pos));
+	le__sync_ask(s, atomic_load(&s->prog->done_pos));
 	pthread_mutex_lock(&s->mu);
 	s->stop = 1;
 	pthread_cond_signal(&s->work_cv);
 	pthread_mutex_unlock(&s->mu);
 	pthread_join(s->thread, NULL);
-	/* The store owns its files again.  A bad active segment is not
-	 * synced at close (dirty = 0): its records are logged in doubt. */
-	if (s->bad_fd >= 0 && s->bad_fd == st->fd) {
-		st->dirty = 0;
-		st->rotate_pending = 1;
-	}
-	st->ckpt_gen = s->ckpt_gen;
-	le__sync_lat(s, &st->lat_sync);
-	st->syncer = NULL;
 	s->started = 0;
 	pthread_mutex_destroy(&s->mu);
 	pthread_cond_destroy(&s->work_cv);
@@ -369,59 +350,4 @@ void le__sync_lat(le__syncer *s, le__hist *h)
 	*h = s->lat;
 	if (s->started)
 		pthread_mutex_unlock(&s->mu);
-}
-
-/* ---- the writer's side, on the writer's thread ---- */
-
-/* Positions synced, or asked of the sync thread: what the writer need
- * not ask again. */
-uint64_t le__sync_covered(le__shard *sh)
-{
-	uint64_t d = atomic_load(&sh->prog.durable_pos);
-	return sh->w.asked > d ? sh->w.asked : d;
-}
-
-/* Make what is committed durable: on the sync thread when it runs (the
- * writer goes on at once), else here. */
-void le__sync_now(le__shard *sh)
-{
-	if (!sh->syncer.started) {
-		le__sync_sinks(sh);
-		return;
-	}
-	uint64_t done = atomic_load(&sh->prog.done_pos);
-	sh->w.last_sync_mono = le__mono_ns();
-	if (done > sh->w.asked) {
-		sh->w.asked = done;
-		le__sync_ask(&sh->syncer, done);
-	}
-}
-
-/* Before the sinks may seal a file: the positions the sync thread logs a
- * failed sync of that file up to (sync.h). */
-void le__sync_note(le__shard *sh)
-{
-	sh->syncer.w_rd = sh->w.rd;
-	sh->syncer.w_done = atomic_load(&sh->prog.done_pos);
-}
-
-int le__sync_sinks(le__shard *sh)
-{
-	uint64_t lo = atomic_load(&sh->prog.durable_pos);
-	uint64_t done = atomic_load(&sh->prog.done_pos);
-	int rc = 0;
-
-	for (unsigned i = 0; i < sh->nsinks; i++) {
-		le__sink *s = sh->sinks[i];
-		int r = s->ops->sync ? s->ops->sync(s) : 0;
-		if (r < 0 && !rc)
-			rc = r;
-	}
-	sh->w.last_sync_mono = le__mono_ns();
-	/* A failed sync leaves its records in doubt, reported as such; they
-	 * count as done all the same (a sync is never retried). */
-	le__fail_sinks(sh, lo, done);
-	atomic_store(&sh->prog.durable_pos, done);
-	le__flush_signal(sh);
-	return rc;
 }

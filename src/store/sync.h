@@ -22,10 +22,21 @@
 #include <stdint.h>
 
 #include "base/hist.h"
+#include "store/progress.h"
 #include "store/segment.h"
 
-struct le__shard;
-struct le__store;
+/* What the sync thread touches of its store, given at its start: the
+ * store's counters (atomics it adds to) and files.  [const] while it
+ * runs. */
+typedef struct le__sync_target {
+	const char *dir;           /* DIR/shard-NNN: fsync'd for a new file */
+	int fd;                    /* the active segment then, or -1 */
+	int ckpt_fd;               /* the checkpoint file */
+	uint64_t ckpt_gen;         /* the last checkpoint generation written */
+	_Atomic uint64_t *written; /* records written (the store's count) */
+	_Atomic uint64_t *syncs, *sync_errors, *sync_lost, *checkpoints;
+	_Atomic int *last_error;   /* the engine's most recent I/O error */
+} le__sync_target;
 
 /* Sealed segments handed over and not yet synced and closed. */
 #define LE_SYNC_SEALED 16
@@ -44,8 +55,8 @@ typedef struct le__sealed {
 
 typedef struct le__syncer {
 	/* [const] once started */
-	struct le__shard *sh;
-	struct le__store *st;
+	le__progress *prog;      /* the shard's: failures, durable_pos */
+	le__sync_target st;
 	pthread_t thread;
 	int started;             /* the thread runs (written by the writer) */
 
@@ -82,33 +93,21 @@ typedef struct le__syncer {
 
 } le__syncer;
 
-/* Start the shard's sync thread (the writer calls it, before its loop):
- * from now on the store hands files over.  @return 0, or an error: the
- * writer then syncs on its own thread, as with no sync thread. */
-int le__sync_start(struct le__shard *sh);
+/* Start the sync thread of shard number `shard`, for the store that st
+ * describes, publishing to prog: from then on the store hands files
+ * over (store.h, le__store_sync_start, calls it).  @return 0, or an
+ * error: the writer then syncs on its own thread, as with no sync
+ * thread. */
+int le__sync_start(le__syncer *s, const le__sync_target *st,
+                   le__progress *prog, uint32_t shard);
 /* Everything asked and handed over is synced (or failed and logged),
- * durable_pos stored, the thread joined: the store owns its files again. */
-void le__sync_stop(struct le__shard *sh);
+ * durable_pos stored, the thread joined.  ckpt_gen, bad_fd and the
+ * latencies are then the store's to take back. */
+void le__sync_stop(le__syncer *s);
 
 /* The writer: make records before ring position pos durable.  Never
  * waits for a sync. */
 void le__sync_ask(le__syncer *s, uint64_t pos);
-
-/* The writer's side, on its thread (with or without the sync thread): */
-/* Positions synced, or asked of the sync thread: what the writer need not
- * ask again. */
-uint64_t le__sync_covered(struct le__shard *sh);
-/* Make what is committed (done_pos) durable: ask the sync thread when it
- * runs (the writer goes on at once), else le__sync_sinks here. */
-void le__sync_now(struct le__shard *sh);
-/* Before the sinks may seal a file (each commit, each tick): note the
- * positions the sync thread logs a failed sync of that file up to. */
-void le__sync_note(struct le__shard *sh);
-/* Sync every sink of the shard on this thread, log their faults, store
- * durable_pos = done_pos (a failed sync's records count as done all the
- * same: never retried).  Recovery calls it too, before the writer
- * starts.  @return 0 or the first error. */
-int le__sync_sinks(struct le__shard *sh);
 
 /* The store, on the writer's thread: */
 /* A new segment file: it becomes the active one, and its directory entry

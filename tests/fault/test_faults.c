@@ -16,7 +16,7 @@
 #include <unistd.h>
 
 #include "logengine.h"
-#include "engine/engine.h" /* the reaper's list, to check its bound */
+#include "engine/shard.h" /* the reaper's list, to check its bound */
 #include "base/clock.h"
 #include "base/os.h"
 #include "logtest.h"

@@ -13,7 +13,7 @@
 #include <unistd.h>
 
 #include "logengine.h"
-#include "engine/engine.h" /* the shard's flush_req, to know a flush is waiting */
+#include "engine/shard.h" /* the shard's flush_req, to know a flush is waiting */
 #include "base/os.h"
 #include "logtest.h"
 

@@ -8,7 +8,7 @@
 
 #include <sys/mman.h>
 
-#include "engine/engine.h"
+#include "engine/shard.h"
 #include "logtest.h"
 #include "queue/queue.h"
 

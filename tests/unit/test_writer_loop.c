@@ -12,7 +12,7 @@
 #include <unistd.h>
 
 #include "logengine.h"
-#include "engine/engine.h" /* a slot claimed and not published */
+#include "engine/shard.h" /* a slot claimed and not published */
 #include "base/os.h"
 #include "engine/pace.h"
 #include "logtest.h"
