@@ -19,6 +19,8 @@ int cmd_collect(int argc, char **argv);
 
 #include <nats/nats.h>
 
+#include "logengine.h"
+
 #define SHIP_EXIT_FAIL 1  /* refused by the server, stream conflict, I/O */
 #define SHIP_EXIT_USAGE 2 /* bad option or URL */
 
@@ -162,6 +164,14 @@ void ship_outage_back(const char *cmd, struct ship_outage *o,
 
 /* Whether NATS subject pattern p (tokens, '*', '>') matches subject s. */
 int ship_subject_match(const char *p, const char *s);
+/*
+ * The origin a forwarder's subject names: its last two tokens,
+ * `...HOSTTOKEN.SHARD` (HOSTTOKEN the host with each '.' written '~';
+ * SHARD decimal 0..65535, no sign or leading zero); the caller checks the
+ * subject has the tokens its filter allows.
+ * @return 0 with host (room for LE_HOST_MAX + 1) and *shard set, or -1.
+ */
+int ship_subject_origin(const char *subject, char *host, uint32_t *shard);
 
 /* Wait up to ms on fd (readable), then drain it. */
 void ship_wait(int fd, int ms);
