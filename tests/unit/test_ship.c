@@ -582,6 +582,181 @@ TEST(records_missing_from_the_stream_that_come_after_a_reopen_are_stored)
 	t_rmrf(dir);
 }
 
+/* ---- the public collector interface (logengine.h, "Collector") ---- */
+
+static le_collector *coll_open(const char *dir, uint32_t max_origins)
+{
+	le_collector_opts o = {.segment_bytes = 1 << 20, .sync = 1,
+	                       .max_origins = max_origins};
+	le_collector_res res;
+	le_collector *c;
+	int rc = le_collector_open(&c, dir, &o, &res);
+	if (rc < 0)
+		fprintf(stderr, "  open: %s\n", res.msg);
+	CHECK_RC(rc);
+	return c;
+}
+
+/* A message of host h shard 2 holding records first .. first + n - 1
+ * (body b, room for them). */
+static le_collector_msg coll_msg(unsigned char *b, uint64_t first, int n)
+{
+	le_collector_msg m = {.host = "h", .shard = 2, .fields = LE_FIELD_ALL,
+	                      .first = first, .last = first + (uint64_t)n - 1,
+	                      .pos = UINT64_MAX, .body = b};
+	m.len = body(b, LE_FIELD_ALL, first, n);
+	return m;
+}
+
+TEST(collector_stores_a_batch_sent_twice_once)
+{
+	char dir[256];
+	unsigned char b[4096];
+	le_collector_res res;
+	le_collector *c = coll_open(t_tmpdir(dir), 0);
+	le_collector_msg m = coll_msg(b, 1, 5);
+
+	CHECK_RC(le_collector_append(c, &m, 0, &res));
+	CHECK_EQ(res.stored, 5);
+	CHECK_EQ(res.bytes, m.len);
+	CHECK_EQ(le_collector_next(res.origin), 6);
+	CHECK_RC(le_collector_append(c, &m, 0, &res)); /* the same again */
+	CHECK(!res.stored && !res.late && !res.lost && !res.missing);
+	m = coll_msg(b, 4, 5); /* 4..8: only 6..8 are new */
+	CHECK_RC(le_collector_append(c, &m, 0, &res));
+	CHECK_EQ(res.stored, 3);
+	CHECK_RC(le_collector_sync(c));
+	le_collector_close(c);
+	/* Reopened, the store knows what it has. */
+	c = coll_open(dir, 0);
+	m = coll_msg(b, 1, 8);
+	CHECK_RC(le_collector_append(c, &m, 0, &res));
+	CHECK_EQ(res.stored, 0);
+	CHECK_EQ(le_collector_next(res.origin), 9);
+	le_collector_close(c);
+	struct seen sn = {0};
+	struct probs pr = {0};
+	CHECK_EQ(read_probs(dir, LE_RECOVER_ABSOLUTE, &sn, &pr), 8);
+	for (int i = 0; i < 8; i++)
+		CHECK_EQ(sn.seq[i], (uint64_t)i + 1);
+	t_rmrf(dir);
+}
+
+TEST(collector_refuses_a_damaged_or_forged_body_at_its_frame_storing_nothing)
+{
+	char dir[256];
+	unsigned char b[4096];
+	le_collector_res res;
+	le_collector_origin *o;
+	le_collector *c = coll_open(t_tmpdir(dir), 0);
+	le_collector_msg m = coll_msg(b, 1, 5);
+	size_t fourth = le__ship_body_skip(b, m.len, 3);
+
+	b[fourth + 30] ^= 1; /* a payload byte of the fourth frame */
+	CHECK_EQ(le_collector_append(c, &m, 0, &res), LE_ECORRUPT);
+	CHECK_EQ(res.refused, LE_COLLECT_DAMAGED);
+	CHECK_EQ(res.offset, fourth);
+	CHECK_STR_EQ(res.msg, "checksum mismatch");
+	/* Frames of shard 2 under a message of shard 3: refused at the
+	 * first, and the origin never made. */
+	m = coll_msg(b, 1, 5);
+	m.shard = 3;
+	CHECK_EQ(le_collector_append(c, &m, 0, &res), LE_ECORRUPT);
+	CHECK_EQ(res.refused, LE_COLLECT_DAMAGED);
+	CHECK_EQ(res.offset, 0);
+	CHECK_EQ(le_collector_origin_get(c, "h", 3, 0, &o, &res), -ENOENT);
+	/* Frames without a CRC need the body's. */
+	m = coll_msg(b, 1, 5);
+	m.fields = LE_FIELD_TIMESTAMP | LE_FIELD_SHARD | LE_FIELD_SEQUENCE;
+	m.len = body(b, m.fields, 1, 5);
+	CHECK_EQ(le_collector_append(c, &m, 0, &res), LE_ECORRUPT);
+	CHECK_EQ(res.refused, LE_COLLECT_DAMAGED);
+	CHECK_EQ(res.offset, UINT64_MAX);
+	/* Headers out of bounds, a gap message with a body. */
+	m = coll_msg(b, 1, 5);
+	m.host = "a/b";
+	CHECK_EQ(le_collector_append(c, &m, 0, &res), LE_ECORRUPT);
+	CHECK_EQ(res.refused, LE_COLLECT_MALFORMED);
+	m = coll_msg(b, 1, 5);
+	m.gap = 5;
+	m.ts = TS0;
+	CHECK_EQ(le_collector_append(c, &m, 0, &res), LE_ECORRUPT);
+	CHECK_EQ(res.refused, LE_COLLECT_GAP_CLAIM);
+	CHECK_EQ(le_collector_origin_get(c, "h", 2, 0, &o, &res), -ENOENT);
+	le_collector_close(c);
+	t_rmrf(dir);
+}
+
+TEST(collector_past_its_origin_limit_refuses_a_new_origin_only)
+{
+	char dir[256];
+	unsigned char b[4096];
+	le_collector_res res;
+	le_collector *c = coll_open(t_tmpdir(dir), 1);
+	le_collector_msg m = coll_msg(b, 1, 2);
+
+	CHECK_RC(le_collector_append(c, &m, 0, &res));
+	m.host = "other";
+	CHECK_EQ(le_collector_append(c, &m, 0, &res), LE_EFULL);
+	CHECK_EQ(res.refused, LE_COLLECT_ORIGIN_LIMIT);
+	CHECK(strstr(res.msg, "origin limit reached"));
+	m = coll_msg(b, 3, 2);
+	CHECK_RC(le_collector_append(c, &m, 0, &res));
+	CHECK_EQ(res.stored, 2);
+	le_collector_close(c);
+	t_rmrf(dir);
+}
+
+TEST(collector_hole_is_reported_then_filled_by_a_marker_and_late_records_kept)
+{
+	char dir[256];
+	unsigned char b[4096];
+	le_collector_res res;
+	le_collector *c = coll_open(t_tmpdir(dir), 0);
+	le_collector_msg m = coll_msg(b, 1, 2);
+
+	CHECK_RC(le_collector_append(c, &m, 0, &res));
+	m = coll_msg(b, 6, 2); /* 3..5 not come */
+	CHECK_RC(le_collector_append(c, &m, 0, &res));
+	CHECK_EQ(res.missing, 3);
+	CHECK_EQ(res.stored, 0);
+	CHECK_EQ(le_collector_next(res.origin), 3);
+	CHECK_EQ(*le_collector_data(res.origin), 0);
+	CHECK_RC(le_collector_append(c, &m, LE_COLLECT_FILL_HOLE, &res));
+	CHECK_EQ(res.missing, 3);
+	CHECK_EQ(res.stored, 2);
+	CHECK_EQ(le_collector_next(res.origin), 8);
+	/* 3..5 come after all: kept, once. */
+	m = coll_msg(b, 3, 3);
+	CHECK_RC(le_collector_append(c, &m, 0, &res));
+	CHECK_EQ(res.late, 3);
+	CHECK_EQ(res.late_lo, 3);
+	CHECK_EQ(res.late_hi, 5);
+	CHECK_EQ(res.stored, 0);
+	CHECK_RC(le_collector_append(c, &m, 0, &res));
+	CHECK_EQ(res.late, 0);
+	/* A forwarder's gap message: 8..9 lost before shipping. */
+	m = (le_collector_msg){.host = "h", .shard = 2, .fields = LE_FIELD_ALL,
+	                       .first = 8, .last = 9, .gap = 2, .ts = TS0 + 9,
+	                       .pos = UINT64_MAX};
+	CHECK_RC(le_collector_append(c, &m, 0, &res));
+	CHECK_EQ(res.lost, 2);
+	CHECK_EQ(le_collector_next(res.origin), 10);
+	le_collector_close(c);
+	struct seen sn = {0};
+	struct probs pr = {0};
+	CHECK_EQ(read_probs(dir, LE_RECOVER_ABSOLUTE, &sn, &pr), 9);
+	int marks = 0;
+	for (int i = 0; i < sn.n; i++)
+		if (sn.flags[i] == LE_REC_MARKER)
+			marks += !strcmp(sn.msg[i], "3 records missing from the "
+			                 "stream") ||
+			         !strcmp(sn.msg[i], "2 records lost before "
+			                 "shipping");
+	CHECK_EQ(marks, 2);
+	t_rmrf(dir);
+}
+
 TEST(marker_text_in_an_origins_own_record_claims_nothing)
 {
 	char dir[256], err[256];
@@ -1304,6 +1479,10 @@ int main(int argc, char **argv)
 	RUN(origin_limit_refuses_one_message_and_keeps_the_store_usable);
 	RUN(cursor_of_a_store_of_more_than_256_origins_resumes_after_its_record);
 	RUN(second_collector_on_a_store_is_refused);
+	RUN(collector_stores_a_batch_sent_twice_once);
+	RUN(collector_refuses_a_damaged_or_forged_body_at_its_frame_storing_nothing);
+	RUN(collector_past_its_origin_limit_refuses_a_new_origin_only);
+	RUN(collector_hole_is_reported_then_filled_by_a_marker_and_late_records_kept);
 	RUN(retention_keeps_unshipped_segments_up_to_the_margin);
 	RUN(retention_past_the_margin_deletes_and_counts_the_unshipped);
 	RUN(retention_deletes_shipped_segments_as_before);
