@@ -1319,61 +1319,38 @@ static int dead_names(struct col *c)
 	return 0;
 }
 
+/* --sync batch|none */
+static int sync_opt(const char *cmd, void *out, const char *v)
+{
+	if (strcmp(v, "batch") && strcmp(v, "none"))
+		return ship_usage(cmd, "--sync: batch or none, not '%s'", v);
+	*(int *)out = !strcmp(v, "batch");
+	return 0;
+}
+
 static int parse(struct col *c, int argc, char **argv)
 {
-	const struct ship_num nums[] = {
-		{"--segment-bytes", &c->segment_bytes},
-		{"--fetch-bytes", &c->fetch_bytes},
-		{"--ack-wait-ms", &c->ack_wait_ms},
-		{"--gap-wait-ms", &c->gap_wait_ms},
-		{"--dead-letter-bytes", &c->dead_bytes},
-		{"--max-origins", &c->max_origins},
-		{"--outage-deadline-ms", &c->outage_ms},
+	const struct ship_optdef t[] = {
+		{"--once", NULL, SHIP_FLAG, &c->once, NULL},
+		{"--verbose", "-v", SHIP_FLAG, &c->verbose, NULL},
+		{"--subject", NULL, SHIP_STR, &c->subject, NULL},
+		{"--durable", NULL, SHIP_STR, &c->durable, NULL},
+		{"--dead-letter", NULL, SHIP_STR, &c->dead, NULL},
+		{"--dead-letter-stream", NULL, SHIP_STR, &c->dead_stream, NULL},
+		{"--sync", NULL, SHIP_CALL, &c->sync, sync_opt},
+		{"--segment-bytes", NULL, SHIP_SIZE, &c->segment_bytes, NULL},
+		{"--fetch-bytes", NULL, SHIP_SIZE, &c->fetch_bytes, NULL},
+		{"--ack-wait-ms", NULL, SHIP_SIZE, &c->ack_wait_ms, NULL},
+		{"--gap-wait-ms", NULL, SHIP_SIZE, &c->gap_wait_ms, NULL},
+		{"--dead-letter-bytes", NULL, SHIP_SIZE, &c->dead_bytes, NULL},
+		{"--max-origins", NULL, SHIP_SIZE, &c->max_origins, NULL},
+		{"--outage-deadline-ms", NULL, SHIP_SIZE, &c->outage_ms, NULL},
 	};
-	const char *v;
-	int m;
+	int rc = ship_parse(CMD, usage, argc, argv, t, sizeof t / sizeof t[0],
+	                    &c->conn, &c->dir);
 
-	for (int i = 1; i < argc; i++) {
-		const char *a = argv[i];
-		if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-			fputs(usage, stdout);
-			return 1;
-		}
-		if (!strcmp(a, "--once")) {
-			c->once = 1;
-		} else if (!strcmp(a, "--verbose") || !strcmp(a, "-v")) {
-			c->verbose = 1;
-		} else if ((m = ship_conn_opt(CMD, argc, argv, &i, &c->conn)) ||
-		           (m = ship_opt(CMD, argc, argv, &i, "--subject",
-		                         &c->subject)) ||
-		           (m = ship_opt(CMD, argc, argv, &i, "--durable",
-		                         &c->durable)) ||
-		           (m = ship_opt(CMD, argc, argv, &i, "--dead-letter",
-		                         &c->dead)) ||
-		           (m = ship_opt(CMD, argc, argv, &i,
-		                         "--dead-letter-stream",
-		                         &c->dead_stream))) {
-			if (m < 0)
-				return -1;
-		} else if ((m = ship_opt(CMD, argc, argv, &i, "--sync", &v))) {
-			if (m < 0 || (strcmp(v, "batch") && strcmp(v, "none")))
-				return ship_usage(CMD, "--sync: batch or none, not "
-				                  "'%s'", m < 0 ? "" : v);
-			c->sync = !strcmp(v, "batch");
-		} else if ((m = ship_num_opt(CMD, argc, argv, &i, nums,
-		                             sizeof nums / sizeof nums[0]))) {
-			if (m < 0)
-				return -1;
-		} else if (a[0] == '-' && a[1]) {
-			return ship_usage(CMD, "unknown option '%s'", a);
-		} else if (c->dir) {
-			return ship_usage(CMD, "unexpected argument '%s'", a);
-		} else {
-			c->dir = a;
-		}
-	}
-	if (!c->dir)
-		return ship_usage(CMD, "%s", "missing DIR");
+	if (rc)
+		return rc;
 	if (dead_names(c) < 0)
 		return -1;
 	/* A subject the filter takes names its origin in the two tokens
