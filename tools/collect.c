@@ -1,12 +1,15 @@
 /*
  * collect.c -- `logengine collect DIR`: a durable JetStream pull consumer
  * that stores what forwarders ship in a store with one shard directory
- * per origin (host, shard), frames as they were received
- * (src/ship/collect_store.c; docs/INTERFACES.md, "Collector store").
+ * per origin (host, shard), frames as they were received: NATS glue over
+ * the library's collector interface (le_collector_*, logengine.h;
+ * docs/INTERFACES.md, "Collector store"), which checks each message and
+ * stores what its origin does not have yet.
  *
- *   fetch (<= --fetch-bytes) --> each message: headers, then every frame
- *   checked (one bad frame rejects the message whole) --> fenced by the
- *   origin's next sequence --> appended --> sync (--sync batch) --> ack
+ *   fetch (<= --fetch-bytes) --> each message: headers and subject, then
+ *   le_collector_append: every frame checked (one bad frame rejects the
+ *   message whole), fenced by the origin's next sequence, appended -->
+ *   le_collector_sync (--sync batch) --> ack
  *
  * What a message's range [first, last] is against the origin's next
  * expected sequence E (from the store itself, so a restart knows it):
