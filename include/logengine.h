@@ -1124,6 +1124,176 @@ LE_API void le_live_close(le_live_dir *d);
 LE_API double le_live_quantile(const le_live_hist *h, double q);
 
 /* ---------------------------------------------------------------------- */
+/* Collector: the receiving end of shipping.  A forwarder sends a shard's
+ * frames as they are stored, many per message, each message naming its
+ * origin (host, shard) and the origin sequences it holds
+ * (docs/INTERFACES.md, "Message").  A collector store keeps one shard
+ * directory per origin, the frames as they came, readable by le_reader
+ * like any log (records gain host, origin_shard and origin_seq).  Whatever
+ * carries the messages (NATS for `logengine collect`, or a program's own
+ * transport) hands each one to le_collector_append and acknowledges it to
+ * its sender once the call (and le_collector_sync) returned: a message
+ * sent again, whole or in part, is stored once.
+ *
+ * Each origin expects a next sequence (le_collector_next).  A message
+ * below it is already stored; one that starts above it leaves a hole,
+ * which the caller waits for (the message that fills it is still on its
+ * way) or gives up (LE_COLLECT_FILL_HOLE: a marker takes the missing
+ * records' place).  A forwarder's gap message (records lost before
+ * shipping) becomes a marker too.  Records a marker claimed lost that
+ * come after all are stored in the origin's late directory, never
+ * dropped.  One thread at a time per store. */
+
+#define LE_SHIP_FORMAT 1       /* message format version (Le-Format) */
+#define LE_HOST_MAX 253        /* longest host name (a DNS name's) */
+#define LE_SHIP_SEQ_MAX (UINT64_C(1) << 62) /* largest origin sequence */
+#define LE_MAX_SHARDS 256      /* shards of an engine, so of an origin host */
+#define LE_ORIGINS_DEFAULT 16384 /* origins a store takes by default */
+#define LE_ORIGINS_MAX 50000   /* and at most */
+
+typedef struct le_collector le_collector;
+typedef struct le_collector_origin le_collector_origin;
+
+typedef struct le_collector_opts {
+	uint64_t segment_bytes; /* a segment is sealed past this size (0:
+	                           64 MiB) */
+	int sync;               /* 1: le_collector_sync makes what was
+	                           stored durable (fdatasync) */
+	uint32_t max_origins;   /* new origins are refused past this many
+	                           (0: LE_ORIGINS_DEFAULT; LE_ORIGINS_MAX at
+	                           most) */
+} le_collector_opts;
+
+/* One message as a forwarder sent it: its headers and its body. */
+typedef struct le_collector_msg {
+	const char *host;     /* origin host (Le-Host), le_collector_host_valid */
+	uint32_t shard;       /* origin shard (Le-Shard), below LE_MAX_SHARDS */
+	uint32_t fields;      /* the frames' field set (Le-Fields), LE_FIELD_* */
+	uint64_t first, last; /* origin sequences it holds (Le-Seq), 1 <=
+	                         first <= last <= LE_SHIP_SEQ_MAX */
+	uint64_t gap;         /* 0, or a gap message (Le-Gap): records first
+	                         .. last were lost before shipping; gap is
+	                         their count and the body is empty */
+	uint64_t ts;          /* a gap message's time, ns (Le-Ts) */
+	uint64_t pos;         /* where the first frame was in its segment
+	                         (Le-Pos), UINT64_MAX when unknown */
+	int has_crc;          /* crc is given (Le-Body-Crc) */
+	uint32_t crc;         /* masked CRC32C of the body (FORMAT.md); a
+	                         body whose frames have no CRC needs it */
+	const void *body;     /* the frames of first .. last, in order */
+	size_t len;           /* body bytes */
+} le_collector_msg;
+
+/* Why a message was refused: its own fault, so sending it again will not
+ * help (an error with refused 0 is the store's: try again later). */
+enum le_collect_refusal {
+	LE_COLLECT_OK = 0,
+	LE_COLLECT_MALFORMED,    /* host, shard, sequences or fields out of
+	                            bounds */
+	LE_COLLECT_DAMAGED,      /* the body does not match its headers: a
+	                            bad frame (offset says where), a wrong
+	                            checksum, frames missing or left over */
+	LE_COLLECT_GAP_CLAIM,    /* a gap message with a body, a count not
+	                           its range, or a time out of bounds */
+	LE_COLLECT_ORIGIN_LIMIT  /* a new origin past max_origins */
+};
+
+/* What a call did, or why it did not. */
+typedef struct le_collector_res {
+	int refused;          /* enum le_collect_refusal */
+	uint64_t offset;      /* LE_COLLECT_DAMAGED: the first bad frame's
+	                         byte offset in the body (its length when
+	                         frames are missing); else UINT64_MAX */
+	uint64_t stored;      /* records stored in sequence by this call */
+	uint64_t bytes;       /* their frames' bytes */
+	uint64_t lost;        /* records a gap message's marker stands for */
+	uint64_t missing;     /* records between the origin's next sequence
+	                         and the message: without FILL_HOLE nothing
+	                         was stored; with it a marker stands for them */
+	uint64_t late;        /* records a marker had claimed lost, stored now
+	                         in the late directory ... */
+	uint64_t late_lo, late_hi; /* ... the lowest and highest of them */
+	le_collector_origin *origin; /* the message's origin (NULL when it
+	                                was refused before it was found) */
+	char msg[512];        /* why, naming the origin or file; empty when
+	                         le_strerror of the result says all */
+} le_collector_res;
+
+/**
+ * Open (or create) a collector store in dir, made if missing (mode 0750):
+ * lock it, read every origin, cut a torn tail a killed collector left.
+ * A store holding more origins than max_origins opens (new ones are
+ * refused).
+ * @return 0 and *out; LE_EBUSY (another collector has it); LE_EINVAL
+ * (max_origins above LE_ORIGINS_MAX); LE_ECORRUPT, LE_ENOMEM, -errno;
+ * res->msg says which file.
+ */
+LE_API int le_collector_open(le_collector **out, const char *dir,
+                             const le_collector_opts *opts,
+                             le_collector_res *res);
+/** Sync (when opts.sync) and close; NULL is ignored. */
+LE_API void le_collector_close(le_collector *c);
+
+/** 1 when host is 1 to LE_HOST_MAX bytes of A-Z a-z 0-9 . _ -, else 0. */
+LE_API int le_collector_host_valid(const char *host, size_t len);
+
+/**
+ * The origin (host, shard), made (its shard directory and ORIGIN file,
+ * durable) when new and create is 1.  The handle lives until
+ * le_collector_close.
+ * @return 0 and *out; -ENOENT (unknown, create 0); LE_EFULL (new, past
+ * max_origins: res->refused LE_COLLECT_ORIGIN_LIMIT); LE_EINVAL (host not
+ * valid); -errno.  *out is NULL on error.
+ */
+LE_API int le_collector_origin_get(le_collector *c, const char *host,
+                                   uint32_t shard, int create,
+                                   le_collector_origin **out,
+                                   le_collector_res *res);
+/** @return the origin sequence o expects next (1: nothing stored yet). */
+LE_API uint64_t le_collector_next(const le_collector_origin *o);
+/**
+ * @return a word the caller keeps with o (0 when the store opens); the
+ * library never reads or writes it.  `logengine collect` keeps there when
+ * it began to wait for a hole.
+ */
+LE_API uint64_t *le_collector_data(le_collector_origin *o);
+
+#define LE_COLLECT_FILL_HOLE 1 /* give up the records a hole misses */
+
+/**
+ * Store message m, idempotently by origin sequence.  First m is checked
+ * whole: headers in bounds, every frame valid (its CRC, or the body's),
+ * numbered first .. last, of m's shard; a refused message stores nothing.
+ * Then its origin is found or made, and against the sequence E it
+ * expects:
+ *   last < E             already stored: nothing to do (every count 0);
+ *                        but records of it a marker claimed lost are
+ *                        stored now (res->late)
+ *   first <= E <= last   E .. last stored (res->stored), or a marker for
+ *                        them (a gap message: res->lost); E becomes
+ *                        last + 1
+ *   first > E            a hole: res->missing = first - E and nothing
+ *                        stored; with flags LE_COLLECT_FILL_HOLE a marker
+ *                        "N records missing from the stream", dated m's
+ *                        first record, takes E .. first - 1 and m is
+ *                        stored after it
+ * What is stored is durable after le_collector_sync.  m's memory is not
+ * kept.
+ * @return 0 and *res; a refusal (res->refused, res->msg, res->offset):
+ * LE_ECORRUPT, LE_EFULL (origin limit); a store error (refused 0):
+ * -errno, LE_ENOMEM, LE_EUNSAFE, after which the message is to be sent
+ * again.
+ */
+LE_API int le_collector_append(le_collector *c, const le_collector_msg *m,
+                               int flags, le_collector_res *res);
+/**
+ * fdatasync every segment written since the last call (when opts.sync):
+ * acknowledge messages to their senders after it.
+ * @return 0 or -errno (a failed sync is returned by every later call).
+ */
+LE_API int le_collector_sync(le_collector *c);
+
+/* ---------------------------------------------------------------------- */
 /* Tail: one shard's records from a position, for followers (a live
  * tail).  No listing of the directory: it opens the segment it is given
  * and, at its end, the one after, so its cost does not grow with the

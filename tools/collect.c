@@ -1,12 +1,15 @@
 /*
  * collect.c -- `logengine collect DIR`: a durable JetStream pull consumer
  * that stores what forwarders ship in a store with one shard directory
- * per origin (host, shard), frames as they were received
- * (src/ship/collect_store.c; docs/INTERFACES.md, "Collector store").
+ * per origin (host, shard), frames as they were received: NATS glue over
+ * the library's collector interface (le_collector_*, logengine.h;
+ * docs/INTERFACES.md, "Collector store"), which checks each message and
+ * stores what its origin does not have yet.
  *
- *   fetch (<= --fetch-bytes) --> each message: headers, then every frame
- *   checked (one bad frame rejects the message whole) --> fenced by the
- *   origin's next sequence --> appended --> sync (--sync batch) --> ack
+ *   fetch (<= --fetch-bytes) --> each message: headers and subject, then
+ *   le_collector_append: every frame checked (one bad frame rejects the
+ *   message whole), fenced by the origin's next sequence, appended -->
+ *   le_collector_sync (--sync batch) --> ack
  *
  * What a message's range [first, last] is against the origin's next
  * expected sequence E (from the store itself, so a restart knows it):
@@ -53,13 +56,12 @@
 #include <time.h>
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-#include "base/crc32c.h"
-#include "base/os.h"
-#include "ship/ship.h"
+#include "logengine.h"
 
 #define CMD "collect"
 #define FETCH_MSGS 256
@@ -96,14 +98,12 @@ static const char *const reason_token[R_COUNT] = {
 #define DEAD_BACKOFF_MAX_MS 60000 /* between tries of a failing copy */
 #define DEAD_KEEP_MAX 1000 /* refused messages left for a later copy */
 
-/* The headers of a message (docs/INTERFACES.md, "Message"). */
-struct hdrs {
-	const char *host;
-	uint32_t shard, fields;
-	uint64_t first, last, gap, ts;
-	uint64_t pos;   /* Le-Pos; UINT64_MAX when absent */
-	int has_crc;
-	uint32_t crc;
+/* The reason a refusal of the store counts under. */
+static const enum reason refusal_reason[] = {
+	[LE_COLLECT_MALFORMED] = R_HEADERS,
+	[LE_COLLECT_DAMAGED] = R_BODY,
+	[LE_COLLECT_GAP_CLAIM] = R_GAP,
+	[LE_COLLECT_ORIGIN_LIMIT] = R_ORIGINS,
 };
 
 /* The next fetch, made on a thread of its own while the main thread
@@ -127,7 +127,7 @@ struct ahead {
 /* A message held behind a hole of its origin: checked, not stored. */
 struct held {
 	natsMsg *m;
-	struct hdrs h;
+	le_collector_msg h;   /* its body is m's */
 	uint64_t bytes, sseq; /* body bytes, stream sequence */
 };
 
@@ -153,7 +153,7 @@ struct col {
 	uint64_t dead_kept_seq;  /* that highest stream sequence */
 	uint64_t dead_dropped;   /* refused, dropped without a copy */
 	uint64_t segment_bytes, fetch_bytes, ack_wait_ms, gap_wait_ms;
-	uint64_t max_origins; /* le__cstore_opts.max_origins */
+	uint64_t max_origins; /* le_collector_opts.max_origins */
 	uint64_t outage_ms;  /* --outage-deadline-ms; 0: never give up */
 	int sync, once, verbose;
 	int clustered;       /* [start()] the stream's servers are a cluster:
@@ -165,7 +165,7 @@ struct col {
 	struct ship_outage out; /* [same] the stream out of reach since */
 	uint64_t quiet_ms;    /* [the fetching thread] when a fetch last
 	                         brought messages or the consumer answered */
-	le__cstore *st;
+	le_collector *st;
 	int wake[2];
 	uint64_t max_msg;    /* largest message seen (max_payload at first) */
 	uint64_t recent_msg; /* largest of the last fetch that brought any
@@ -206,17 +206,20 @@ static int hdr_u64(natsMsg *m, const char *k, uint64_t *v, int need)
 	return (errno || end == s || *end || s[0] == '-') ? -1 : 1;
 }
 
-/* @return 0, or -1 with *why naming the header. */
-static int parse_hdrs(natsMsg *m, struct hdrs *h, const char **why)
+/* The headers of m (docs/INTERFACES.md, "Message") and its body, in h.
+ * @return 0, or -1 with *why naming the header. */
+static int parse_hdrs(natsMsg *m, le_collector_msg *h, const char **why)
 {
 	const char *seq = NULL, *crc = NULL;
 	uint64_t v;
 
 	memset(h, 0, sizeof h[0]);
+	h->body = natsMsg_GetData(m);
+	h->len = (size_t)natsMsg_GetDataLength(m);
 	if (hdr_u64(m, "Le-Format", &v, 1) < 0 || v != LE_SHIP_FORMAT)
 		return *why = "header Le-Format missing or not 1", -1;
 	if (natsMsgHeader_Get(m, "Le-Host", &h->host) != NATS_OK || !h->host ||
-	    !le__host_valid(h->host, strlen(h->host)))
+	    !le_collector_host_valid(h->host, strlen(h->host)))
 		return *why = "header Le-Host missing or not a host name", -1;
 	/* An engine has LE_MAX_SHARDS shards at most: a host claiming more
 	 * would only be filling the store's origin limit. */
@@ -415,7 +418,7 @@ static int dead_letter(struct col *c, natsMsg *m, enum reason r,
  * with the next.  A copy that could not be made leaves m to come back
  * after a delay (ACT_NAK): a refused message is never lost unseen.
  */
-static int reject(struct col *c, natsMsg *m, const struct hdrs *h,
+static int reject(struct col *c, natsMsg *m, const le_collector_msg *h,
                   enum reason r, const char *why, uint64_t off)
 {
 	char text[512];
@@ -453,62 +456,6 @@ static int reject(struct col *c, natsMsg *m, const struct hdrs *h,
 	        "without a dead-letter copy (%d already wait for one)\n", CMD,
 	        c->conn.stream, sseq, DEAD_KEEP_MAX);
 	return ACT_TERM;
-}
-
-/* A gap message: no body, a count that is its range, and a time that
- * can be a record's (its marker gets it).  @return 0, or ACT_TERM after
- * reject. */
-static int check_gap(struct col *c, natsMsg *m, const struct hdrs *h,
-                     size_t len)
-{
-	if (len != 0 || h->gap != h->last - h->first + 1)
-		return reject(c, m, h, R_GAP, "a gap message with a body or a "
-		              "count not its range", UINT64_MAX);
-	if (h->ts < LE_GAP_TS_MIN)
-		return reject(c, m, h, R_GAP, "a gap message without a time "
-		              "(Le-Ts missing, 0, or before 2001-09-09)",
-		              UINT64_MAX);
-	if (h->ts > le__now_ns() + LE_GAP_TS_AHEAD_NS)
-		return reject(c, m, h, R_GAP, "a gap message dated more than a "
-		              "day ahead of this host's clock (Le-Ts)",
-		              UINT64_MAX);
-	return 0;
-}
-
-/* The body against its headers.  @return 0, or ACT_TERM after reject. */
-static int check_body(struct col *c, natsMsg *m, const struct hdrs *h)
-{
-	const unsigned char *b = (const unsigned char *)natsMsg_GetData(m);
-	size_t len = (size_t)natsMsg_GetDataLength(m);
-	uint64_t off;
-	const char *why;
-
-	if (h->gap)
-		return check_gap(c, m, h, len);
-	if (!(h->fields & LE_FIELD_CRC) &&
-	    (!h->has_crc ||
-	     h->crc != le__crc_mask(le__crc32c_extend(0, b, len))))
-		return reject(c, m, h, R_BODY, "body checksum (Le-Body-Crc) "
-		              "missing or wrong", UINT64_MAX);
-	if (le__ship_check_body(b, len, h->fields, h->shard, h->first,
-	                        h->last - h->first + 1, &off, &why) < 0)
-		return reject(c, m, h, R_BODY, why, off);
-	return 0;
-}
-
-/* Time of the first frame of a checked body (0 without timestamps). */
-static uint64_t first_ts(natsMsg *m, const struct hdrs *h)
-{
-	le__frame f;
-	const char *why;
-
-	if (h->gap)
-		return h->ts;
-	if (le__frame_decode((const unsigned char *)natsMsg_GetData(m),
-	                     (uint64_t)natsMsg_GetDataLength(m), h->fields,
-	                     LE_FRAME_MAX, &f, &why) != LE_FRAME_OK)
-		return 0;
-	return f.ts;
 }
 
 /* first > E: wait for the rest, up to --gap-wait-ms.  @return 1 to nak,
@@ -598,60 +545,50 @@ static int in_hand(struct col *c, uint64_t now)
 	return c->asked_yes = yes;
 }
 
-/* Records [o->next_seq, h->first) are not there.  @return 1 to wait, 0
- * when a marker took their place, < 0. */
-static int hole(struct col *c, le__cstore_origin *o, natsMsg *m,
-                const struct hdrs *h)
+/* Records [E, h->first) are not there (res->missing of them, E the
+ * origin's next sequence).  @return 1 to wait, 0 when a marker took
+ * their place and h was stored after it (res says), < 0. */
+static int hole(struct col *c, const le_collector_msg *h,
+                le_collector_res *res)
 {
 	uint64_t now = ship_mono_ms();
+	uint64_t *since = le_collector_data(res->origin); /* mono ms, 0 */
 
 	/* The wait starts once nothing delivered can still bring them. */
-	if (!o->hole_since && !in_hand(c, now))
+	if (!*since && !in_hand(c, now))
 		return 1;
-	if (!o->hole_since)
-		o->hole_since = now;
-	if (now - o->hole_since < c->gap_wait_ms)
+	if (!*since)
+		*since = now;
+	if (now - *since < c->gap_wait_ms)
 		return 1;
 	fprintf(stderr, "logengine %s: host %s shard %" PRIu32 ": records %"
 	        PRIu64 "-%" PRIu64 " still missing from the stream after %"
 	        PRIu64 " ms: a marker takes their place\n", CMD, h->host,
-	        h->shard, o->next_seq, h->first - 1, c->gap_wait_ms);
-	c->missing += h->first - o->next_seq;
-	return le__cstore_gap(c->st, o, h->fields, o->next_seq, h->first - 1,
-	                      first_ts(m, h), LE_GAP_MISSING);
+	        h->shard, h->first - res->missing, h->first - 1,
+	        c->gap_wait_ms);
+	int rc = le_collector_append(c->st, h, LE_COLLECT_FILL_HOLE, res);
+	if (rc == 0)
+		c->missing += res->missing;
+	return rc;
 }
 
-/* The records of checked message m below o->next_seq: those a gap claim
- * said were lost are stored now, the rest are already stored.  A gap
- * message brings none.  @return 1 some were stored, 0 none, < 0 when the
- * store failed. */
-static int late(struct col *c, le__cstore_origin *o, natsMsg *m,
-                const struct hdrs *h)
+/* Count what the store did with a message, and say when records a
+ * marker had claimed lost came after all. */
+static void tally(struct col *c, const le_collector_msg *h,
+                  const le_collector_res *res)
 {
-	const unsigned char *b = (const unsigned char *)natsMsg_GetData(m);
-	size_t len = (size_t)natsMsg_GetDataLength(m);
-	uint64_t top = h->last < o->next_seq ? h->last : o->next_seq - 1;
-	le__ship_body from = {b, len, h->pos, h->fields};
-	le__late out;
-
-	if (h->gap)
-		return 0;
-	int rc = le__cstore_late(c->st, o, h->first, b, len,
-	                         top - h->first + 1, &from, &out);
-	if (rc < 0) {
-		if (out.err[0])
-			fprintf(stderr, "logengine %s: %s\n", CMD, out.err);
-		return rc;
+	if (res->late) {
+		c->contradicted += res->late;
+		fprintf(stderr, "logengine %s: host %s shard %" PRIu32 ": "
+		        "records %" PRIu64 "-%" PRIu64 " came after a marker "
+		        "said they were lost: %" PRIu64 " stored (gap claim "
+		        "contradicted)\n", CMD, h->host, h->shard, res->late_lo,
+		        res->late_hi, res->late);
 	}
-	if (!out.n)
-		return 0;
-	c->contradicted += out.n;
-	c->records += out.n;
-	fprintf(stderr, "logengine %s: host %s shard %" PRIu32 ": records %"
-	        PRIu64 "-%" PRIu64 " came after a marker said they were lost: "
-	        "%" PRIu64 " stored (gap claim contradicted)\n", CMD, h->host,
-	        h->shard, out.lo, out.hi, out.n);
-	return 1;
+	c->records += res->late + res->stored;
+	c->bytes += res->bytes;
+	c->lost += res->lost;
+	c->dups += !res->late && !res->stored && !res->lost;
 }
 
 static int tokens(const char *subject)
@@ -667,7 +604,7 @@ static int tokens(const char *subject)
  * subject is what the server's permissions bound to a publisher's
  * credentials (docs/logengine.1, "Shipping across hosts"); the headers
  * are anybody's word.  @return 0, or the refusal (reject). */
-static int check_origin(struct col *c, natsMsg *m, const struct hdrs *h)
+static int check_origin(struct col *c, natsMsg *m, const le_collector_msg *h)
 {
 	char host[LE_HOST_MAX + 1], why[LE_HOST_MAX + 160];
 	uint32_t shard;
@@ -675,7 +612,7 @@ static int check_origin(struct col *c, natsMsg *m, const struct hdrs *h)
 	const char *subj = natsMsg_GetSubject(m);
 
 	if (tokens(subj) != c->subject_tokens ||
-	    le__subject_origin(subj, host, &shard) < 0)
+	    ship_subject_origin(subj, host, &shard) < 0)
 		return reject(c, m, h, R_FORGED, "the subject is not "
 		              "PREFIX.HOSTTOKEN.SHARD (a forwarder's, PREFIX "
 		              "what --subject takes)", UINT64_MAX);
@@ -686,76 +623,50 @@ static int check_origin(struct col *c, natsMsg *m, const struct hdrs *h)
 	return reject(c, m, h, R_FORGED, why, UINT64_MAX);
 }
 
-/* Headers, origin and body of m.  @return 0, or the refusal's act. */
-static int check(struct col *c, natsMsg *m, struct hdrs *h)
+/* Headers and origin of m (its body is checked as it is stored).
+ * @return 0, or the refusal's act. */
+static int check(struct col *c, natsMsg *m, le_collector_msg *h)
 {
 	const char *why;
-	int rc;
 
 	c->msgs++;
 	if (parse_hdrs(m, h, &why) < 0)
 		return reject(c, m, NULL, R_HEADERS, why, UINT64_MAX);
-	if ((rc = check_origin(c, m, h)) != 0)
-		return rc;
-	return check_body(c, m, h);
+	return check_origin(c, m, h);
 }
 
-/* Store what of checked message m its origin does not have.  may_wait:
- * a hole is waited for (ACT_HOLD) rather than given up on.  @return
- * ACT_ACK, ACT_HOLD, or < 0 when the store failed (nothing is
+/* Store what of message m (headers h) its origin does not have; the
+ * store checks the body first.  may_wait: a hole is waited for
+ * (ACT_HOLD) rather than given up on.  @return ACT_ACK, ACT_HOLD, a
+ * refusal's act (reject), or < 0 when the store failed (nothing is
  * acknowledged then). */
-static int place(struct col *c, natsMsg *m, const struct hdrs *h,
+static int place(struct col *c, natsMsg *m, const le_collector_msg *h,
                  int may_wait)
 {
-	char err[256];
-	int rc;
+	le_collector_res res;
 
-	le__cstore_origin *o;
-	rc = le__cstore_origin_get(c->st, h->host, h->shard, 1, &o, err,
-	                           sizeof err);
-	if (rc == LE_EFULL)
-		return reject(c, m, h, R_ORIGINS, err, UINT64_MAX);
-	if (rc < 0) {
-		fprintf(stderr, "logengine %s: %s\n", CMD, err);
-		return rc;
-	}
-	if (o->next_seq == 0)
-		o->next_seq = 1; /* a forwarder starts every origin at 1 */
-	/* A marker never stands for records that do come. */
-	rc = h->first < o->next_seq ? late(c, o, m, h) : 0;
-	if (rc < 0)
-		return rc;
-	if (h->last < o->next_seq) {
-		c->dups += rc == 0;
-		return ACT_ACK;
-	}
-	if (h->first > o->next_seq) {
+	int rc = le_collector_append(c->st, h, 0, &res);
+	if (rc == 0 && res.missing) {
 		if (!may_wait)
 			return ACT_HOLD;
-		if ((rc = hole(c, o, m, h)) != 0)
-			return rc > 0 ? ACT_HOLD : rc;
+		if ((rc = hole(c, h, &res)) > 0)
+			return ACT_HOLD;
 	}
-	o->hole_since = 0;
-	uint64_t skip = o->next_seq - h->first, n = h->last - o->next_seq + 1;
-	if (h->gap) {
-		c->lost += n;
-		rc = le__cstore_gap(c->st, o, h->fields, o->next_seq, h->last,
-		                    h->ts, LE_GAP_LOST);
-	} else {
-		const unsigned char *b = (const unsigned char *)natsMsg_GetData(m);
-		size_t len = (size_t)natsMsg_GetDataLength(m);
-		size_t off = le__ship_body_skip(b, len, skip);
-		c->records += n;
-		c->bytes += len - off;
-		le__ship_body from = {b, len, h->pos, h->fields};
-		rc = le__cstore_append(c->st, o, h->fields, b + off, len - off, n,
-		                       &from);
+	if (rc < 0 && res.refused)
+		return reject(c, m, h, refusal_reason[res.refused], res.msg,
+		              res.offset);
+	if (rc < 0) {
+		if (res.msg[0])
+			fprintf(stderr, "logengine %s: %s\n", CMD, res.msg);
+		return rc;
 	}
-	return rc < 0 ? rc : ACT_ACK;
+	*le_collector_data(res.origin) = 0; /* no hole now */
+	tally(c, h, &res);
+	return ACT_ACK;
 }
 
 /* Keep m (ours now) until its hole fills.  @return 0, -1 no room. */
-static int hold(struct col *c, natsMsg *m, const struct hdrs *h)
+static int hold(struct col *c, natsMsg *m, const le_collector_msg *h)
 {
 	uint64_t len = (uint64_t)natsMsg_GetDataLength(m), sseq = stream_seq(m);
 
@@ -1216,7 +1127,7 @@ static int fetch_once(struct col *c)
 	keep_held(c);
 	for (int i = 0; i < n && rc >= 0; i++) {
 		natsMsg *m = list.Msgs[i];
-		struct hdrs h;
+		le_collector_msg h;
 		keep_fetch(c, &list, n);
 		uint64_t len = (uint64_t)natsMsg_GetDataLength(m);
 		if (len > largest)
@@ -1255,7 +1166,7 @@ static int fetch_once(struct col *c)
 	}
 	if (rc >= 0) {
 		keep_fetch(c, &list, n);
-		rc = le__cstore_sync(c->st);
+		rc = le_collector_sync(c->st);
 	}
 	if (rc < 0) {
 		fprintf(stderr, "logengine %s: %s: storing failed: %s (nothing "
@@ -1411,61 +1322,38 @@ static int dead_names(struct col *c)
 	return 0;
 }
 
+/* --sync batch|none */
+static int sync_opt(const char *cmd, void *out, const char *v)
+{
+	if (strcmp(v, "batch") && strcmp(v, "none"))
+		return ship_usage(cmd, "--sync: batch or none, not '%s'", v);
+	*(int *)out = !strcmp(v, "batch");
+	return 0;
+}
+
 static int parse(struct col *c, int argc, char **argv)
 {
-	const struct ship_num nums[] = {
-		{"--segment-bytes", &c->segment_bytes},
-		{"--fetch-bytes", &c->fetch_bytes},
-		{"--ack-wait-ms", &c->ack_wait_ms},
-		{"--gap-wait-ms", &c->gap_wait_ms},
-		{"--dead-letter-bytes", &c->dead_bytes},
-		{"--max-origins", &c->max_origins},
-		{"--outage-deadline-ms", &c->outage_ms},
+	const struct ship_optdef t[] = {
+		{"--once", NULL, SHIP_FLAG, &c->once, NULL},
+		{"--verbose", "-v", SHIP_FLAG, &c->verbose, NULL},
+		{"--subject", NULL, SHIP_STR, &c->subject, NULL},
+		{"--durable", NULL, SHIP_STR, &c->durable, NULL},
+		{"--dead-letter", NULL, SHIP_STR, &c->dead, NULL},
+		{"--dead-letter-stream", NULL, SHIP_STR, &c->dead_stream, NULL},
+		{"--sync", NULL, SHIP_CALL, &c->sync, sync_opt},
+		{"--segment-bytes", NULL, SHIP_SIZE, &c->segment_bytes, NULL},
+		{"--fetch-bytes", NULL, SHIP_SIZE, &c->fetch_bytes, NULL},
+		{"--ack-wait-ms", NULL, SHIP_SIZE, &c->ack_wait_ms, NULL},
+		{"--gap-wait-ms", NULL, SHIP_SIZE, &c->gap_wait_ms, NULL},
+		{"--dead-letter-bytes", NULL, SHIP_SIZE, &c->dead_bytes, NULL},
+		{"--max-origins", NULL, SHIP_SIZE, &c->max_origins, NULL},
+		{"--outage-deadline-ms", NULL, SHIP_SIZE, &c->outage_ms, NULL},
 	};
-	const char *v;
-	int m;
+	int rc = ship_parse(CMD, usage, argc, argv, t, sizeof t / sizeof t[0],
+	                    &c->conn, &c->dir);
 
-	for (int i = 1; i < argc; i++) {
-		const char *a = argv[i];
-		if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-			fputs(usage, stdout);
-			return 1;
-		}
-		if (!strcmp(a, "--once")) {
-			c->once = 1;
-		} else if (!strcmp(a, "--verbose") || !strcmp(a, "-v")) {
-			c->verbose = 1;
-		} else if ((m = ship_conn_opt(CMD, argc, argv, &i, &c->conn)) ||
-		           (m = ship_opt(CMD, argc, argv, &i, "--subject",
-		                         &c->subject)) ||
-		           (m = ship_opt(CMD, argc, argv, &i, "--durable",
-		                         &c->durable)) ||
-		           (m = ship_opt(CMD, argc, argv, &i, "--dead-letter",
-		                         &c->dead)) ||
-		           (m = ship_opt(CMD, argc, argv, &i,
-		                         "--dead-letter-stream",
-		                         &c->dead_stream))) {
-			if (m < 0)
-				return -1;
-		} else if ((m = ship_opt(CMD, argc, argv, &i, "--sync", &v))) {
-			if (m < 0 || (strcmp(v, "batch") && strcmp(v, "none")))
-				return ship_usage(CMD, "--sync: batch or none, not "
-				                  "'%s'", m < 0 ? "" : v);
-			c->sync = !strcmp(v, "batch");
-		} else if ((m = ship_num_opt(CMD, argc, argv, &i, nums,
-		                             sizeof nums / sizeof nums[0]))) {
-			if (m < 0)
-				return -1;
-		} else if (a[0] == '-' && a[1]) {
-			return ship_usage(CMD, "unknown option '%s'", a);
-		} else if (c->dir) {
-			return ship_usage(CMD, "unexpected argument '%s'", a);
-		} else {
-			c->dir = a;
-		}
-	}
-	if (!c->dir)
-		return ship_usage(CMD, "%s", "missing DIR");
+	if (rc)
+		return rc;
 	if (dead_names(c) < 0)
 		return -1;
 	/* A subject the filter takes names its origin in the two tokens
@@ -1496,21 +1384,15 @@ static int parse(struct col *c, int argc, char **argv)
 
 static int open_store(struct col *c)
 {
-	le__cstore_opts o = {.segment_bytes = c->segment_bytes,
-	                     .sync = c->sync,
-	                     .max_origins = (uint32_t)c->max_origins};
-	char err[512];
+	le_collector_opts o = {.segment_bytes = c->segment_bytes,
+	                       .sync = c->sync,
+	                       .max_origins = (uint32_t)c->max_origins};
+	le_collector_res res;
 
-	int rc = le__mkdir(c->dir, 0750);
-	if (rc < 0 && rc != -EEXIST) {
-		fprintf(stderr, "logengine %s: %s: %s\n", CMD, c->dir,
-		        le_strerror(rc));
-		return SHIP_EXIT_FAIL;
-	}
-	rc = le__cstore_open(&c->st, c->dir, &o, err, sizeof err);
+	int rc = le_collector_open(&c->st, c->dir, &o, &res);
 	if (rc < 0) {
 		fprintf(stderr, "logengine %s: %s\n", CMD,
-		        *err ? err : le_strerror(rc));
+		        res.msg[0] ? res.msg : le_strerror(rc));
 		return SHIP_EXIT_FAIL;
 	}
 	return 0;
@@ -1640,7 +1522,7 @@ int cmd_collect(int argc, char **argv)
 	if (c.nc)
 		natsConnection_Destroy(c.nc);
 	nats_Close();
-	le__cstore_close(c.st);
+	le_collector_close(c.st);
 	close(c.wake[0]);
 	close(c.wake[1]);
 	return ship_exit(status);

@@ -1214,57 +1214,33 @@ static const char usage[] =
 	"exit status: 0 ok; 1 refused by the server, stream conflict, I/O "
 	"error;\n2 usage error.\n";
 
+/* --replicas 1..5 */
+static int replicas_opt(const char *cmd, void *out, const char *v)
+{
+	int n = atoi(v);
+
+	if (n < 1 || n > 5)
+		return ship_usage(cmd, "--replicas: 1..5, not %s", v);
+	*(int *)out = n;
+	return 0;
+}
+
 static int parse(struct fwd *f, int argc, char **argv)
 {
-	const struct ship_num nums[] = {
-		{"--max-batch-bytes", &f->max_batch},
-		{"--max-inflight-bytes", &f->max_inflight},
-		{"--max-record-bytes", &f->max_record},
-		{"--ack-wait-ms", &f->ack_wait_ms},
+	const struct ship_optdef t[] = {
+		{"--once", NULL, SHIP_FLAG, &f->once, NULL},
+		{"--verbose", "-v", SHIP_FLAG, &f->verbose, NULL},
+		{"--subject", NULL, SHIP_STR, &f->subject, NULL},
+		{"--host", NULL, SHIP_STR, &f->host, NULL},
+		{"--max-batch-bytes", NULL, SHIP_SIZE, &f->max_batch, NULL},
+		{"--max-inflight-bytes", NULL, SHIP_SIZE, &f->max_inflight, NULL},
+		{"--max-record-bytes", NULL, SHIP_SIZE, &f->max_record, NULL},
+		{"--ack-wait-ms", NULL, SHIP_SIZE, &f->ack_wait_ms, NULL},
+		{"--replicas", NULL, SHIP_CALL, &f->replicas, replicas_opt},
 	};
-	const char *v;
-	int m;
 
-	for (int i = 1; i < argc; i++) {
-		const char *a = argv[i];
-		if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-			fputs(usage, stdout);
-			return 1;
-		}
-		if (!strcmp(a, "--once")) {
-			f->once = 1;
-		} else if (!strcmp(a, "--verbose") || !strcmp(a, "-v")) {
-			f->verbose = 1;
-		} else if ((m = ship_conn_opt(CMD, argc, argv, &i, &f->conn))) {
-			if (m < 0)
-				return -1;
-		} else if ((m = ship_opt(CMD, argc, argv, &i, "--subject",
-		                         &f->subject)) ||
-		           (m = ship_opt(CMD, argc, argv, &i, "--host",
-		                         &f->host))) {
-			if (m < 0)
-				return -1;
-		} else if ((m = ship_num_opt(CMD, argc, argv, &i, nums,
-		                             sizeof nums / sizeof nums[0]))) {
-			if (m < 0)
-				return -1;
-		} else if ((m = ship_opt(CMD, argc, argv, &i, "--replicas",
-		                         &v))) {
-			f->replicas = m < 0 ? 0 : atoi(v);
-			if (f->replicas < 1 || f->replicas > 5)
-				return ship_usage(CMD, "--replicas: 1..5, not %s",
-				                  m < 0 ? "" : v);
-		} else if (a[0] == '-' && a[1]) {
-			return ship_usage(CMD, "unknown option '%s'", a);
-		} else if (f->dir) {
-			return ship_usage(CMD, "unexpected argument '%s'", a);
-		} else {
-			f->dir = a;
-		}
-	}
-	if (!f->dir)
-		return ship_usage(CMD, "%s", "missing DIR");
-	return 0;
+	return ship_parse(CMD, usage, argc, argv, t, sizeof t / sizeof t[0],
+	                  &f->conn, &f->dir);
 }
 
 /* Host name and subject: --host or the machine's; the subject is

@@ -19,6 +19,8 @@ int cmd_collect(int argc, char **argv);
 
 #include <nats/nats.h>
 
+#include "logengine.h"
+
 #define SHIP_EXIT_FAIL 1  /* refused by the server, stream conflict, I/O */
 #define SHIP_EXIT_USAGE 2 /* bad option or URL */
 
@@ -56,25 +58,33 @@ struct ship_outage {
 extern atomic_int ship_stop;
 void ship_signals(int wake_fd);
 
-/* If argv[*i] is a connection option, take it (and its value).
- * @return 1 taken, 0 not one, -1 usage error printed. */
-int ship_conn_opt(const char *cmd, int argc, char **argv, int *i,
-                  struct ship_conn *c);
-/* "--name VALUE" or "--name=VALUE" at argv[*i].  @return 1, 0, -1. */
-int ship_opt(const char *cmd, int argc, char **argv, int *i,
-             const char *name, const char **val);
-/* A byte count: digits with an optional K, M, G (powers of 1024).
- * @return 0 or -1 after a usage message naming opt. */
-int ship_size(const char *cmd, const char *opt, const char *s, uint64_t *out);
-/* A byte count or a number of ms, by option name. */
-struct ship_num {
-	const char *name;
-	uint64_t *out;
+/* What an option of a command takes, and where it goes (out). */
+enum ship_arg {
+	SHIP_FLAG, /* no value: *(int *)out = 1 */
+	SHIP_STR,  /* a value: *(const char **)out points into argv */
+	SHIP_SIZE, /* a byte count or a number (ship_size): *(uint64_t *)out */
+	SHIP_CALL  /* a value, given to take(cmd, out, value) */
 };
-/* If argv[*i] is one of the n options of t, take its value (ship_size).
- * @return 1 taken, 0 not one, -1 usage error printed. */
-int ship_num_opt(const char *cmd, int argc, char **argv, int *i,
-                 const struct ship_num *t, size_t n);
+struct ship_optdef {
+	const char *name;  /* "--name": "--name VALUE" or "--name=VALUE" */
+	const char *alias; /* a short name ("-v"), or NULL */
+	enum ship_arg arg;
+	void *out;
+	/* SHIP_CALL: @return 0, or -1 after a usage message (ship_usage) */
+	int (*take)(const char *cmd, void *out, const char *val);
+};
+
+/*
+ * The command line of `logengine CMD [OPTIONS] DIR`: each argument an
+ * option of t (n of them) or a connection option (into conn), or DIR,
+ * the one operand; --help or -h prints usage.
+ * @return 0 and *dir; 1 after --help; -1 after a usage message (an
+ * unknown option, a value missing or not valid, a second operand, no
+ * DIR).
+ */
+int ship_parse(const char *cmd, const char *usage, int argc, char **argv,
+               const struct ship_optdef *t, size_t n,
+               struct ship_conn *conn, const char **dir);
 int ship_usage(const char *cmd, const char *fmt, const char *what);
 
 /* Check --nats before any connection: nats:// or tls:// URLs, comma
@@ -162,6 +172,14 @@ void ship_outage_back(const char *cmd, struct ship_outage *o,
 
 /* Whether NATS subject pattern p (tokens, '*', '>') matches subject s. */
 int ship_subject_match(const char *p, const char *s);
+/*
+ * The origin a forwarder's subject names: its last two tokens,
+ * `...HOSTTOKEN.SHARD` (HOSTTOKEN the host with each '.' written '~';
+ * SHARD decimal 0..65535, no sign or leading zero); the caller checks the
+ * subject has the tokens its filter allows.
+ * @return 0 with host (room for LE_HOST_MAX + 1) and *shard set, or -1.
+ */
+int ship_subject_origin(const char *subject, char *host, uint32_t *shard);
 
 /* Wait up to ms on fd (readable), then drain it. */
 void ship_wait(int fd, int ms);

@@ -87,26 +87,10 @@ int ship_usage(const char *cmd, const char *fmt, const char *what)
 	return -1;
 }
 
-int ship_opt(const char *cmd, int argc, char **argv, int *i,
-             const char *name, const char **val)
-{
-	const char *a = argv[*i];
-	size_t n = strlen(name);
-
-	if (strcmp(a, name) == 0) {
-		if (*i + 1 >= argc)
-			return ship_usage(cmd, "option %s needs a value", a);
-		*val = argv[++*i];
-		return 1;
-	}
-	if (strncmp(a, name, n) == 0 && a[n] == '=') {
-		*val = a + n + 1;
-		return 1;
-	}
-	return 0;
-}
-
-int ship_size(const char *cmd, const char *opt, const char *s, uint64_t *out)
+/* A byte count: digits with an optional K, M, G (powers of 1024).
+ * @return 0 or -1 after a message naming opt. */
+static int ship_size(const char *cmd, const char *opt, const char *s,
+                     uint64_t *out)
 {
 	char *end;
 	errno = 0;
@@ -132,49 +116,101 @@ int ship_size(const char *cmd, const char *opt, const char *s, uint64_t *out)
 	return 0;
 }
 
-int ship_num_opt(const char *cmd, int argc, char **argv, int *i,
-                 const struct ship_num *t, size_t n)
+/* The value of option d at argv[*i]: "--name VALUE" (argv[*i] moves to
+ * it) or "--name=VALUE".  @return 1 and *val, 0 not d, -1 after a usage
+ * message (no value). */
+static int opt_value(const char *cmd, int argc, char **argv, int *i,
+                     const struct ship_optdef *d, const char **val)
 {
-	const char *v;
+	const char *a = argv[*i];
+	size_t n = strlen(d->name);
 
-	for (size_t k = 0; k < n; k++) {
-		int m = ship_opt(cmd, argc, argv, i, t[k].name, &v);
-		if (m)
-			return m < 0 || ship_size(cmd, t[k].name, v, t[k].out) < 0
-			               ? -1 : 1;
+	if (d->arg == SHIP_FLAG)
+		return !strcmp(a, d->name) || (d->alias && !strcmp(a, d->alias));
+	if (strcmp(a, d->name) == 0) {
+		if (*i + 1 >= argc)
+			return ship_usage(cmd, "option %s needs a value", a);
+		*val = argv[++*i];
+		return 1;
+	}
+	if (strncmp(a, d->name, n) == 0 && a[n] == '=') {
+		*val = a + n + 1;
+		return 1;
 	}
 	return 0;
 }
 
-int ship_conn_opt(const char *cmd, int argc, char **argv, int *i,
-                  struct ship_conn *c)
+/* Take option d's value val.  @return 0, -1 after a message. */
+static int opt_take(const char *cmd, const struct ship_optdef *d,
+                    const char *val)
 {
-	static const struct {
-		const char *name;
-		size_t off;
-	} opts[] = {
-		{"--nats", offsetof(struct ship_conn, url)},
-		{"--stream", offsetof(struct ship_conn, stream)},
-		{"--creds", offsetof(struct ship_conn, creds)},
-		{"--user", offsetof(struct ship_conn, user)},
-		{"--password-file", offsetof(struct ship_conn, password_file)},
-		{"--tls-ca", offsetof(struct ship_conn, tls_ca)},
-		{"--tls-cert", offsetof(struct ship_conn, tls_cert)},
-		{"--tls-key", offsetof(struct ship_conn, tls_key)},
-	};
-	if (strcmp(argv[*i], "--tls") == 0) {
-		c->tls = 1;
-		return 1;
+	switch (d->arg) {
+	case SHIP_FLAG:
+		*(int *)d->out = 1;
+		return 0;
+	case SHIP_STR:
+		*(const char **)d->out = val;
+		return 0;
+	case SHIP_SIZE:
+		return ship_size(cmd, d->name, val, d->out);
+	case SHIP_CALL:
+		return d->take(cmd, d->out, val);
 	}
-	for (size_t k = 0; k < sizeof opts / sizeof opts[0]; k++) {
-		const char *v;
-		int m = ship_opt(cmd, argc, argv, i, opts[k].name, &v);
+	return -1;
+}
+
+/* If argv[*i] is one of the n options of t, take it.  @return 1 taken,
+ * 0 not one, -1 after a usage message. */
+static int opt_find(const char *cmd, int argc, char **argv, int *i,
+                    const struct ship_optdef *t, size_t n)
+{
+	const char *val = NULL;
+
+	for (size_t k = 0; k < n; k++) {
+		int m = opt_value(cmd, argc, argv, i, &t[k], &val);
 		if (m)
-			*(const char **)((char *)c + opts[k].off) = v;
-		if (m)
-			return m;
+			return m < 0 || opt_take(cmd, &t[k], val) < 0 ? -1 : 1;
 	}
 	return 0;
+}
+
+int ship_parse(const char *cmd, const char *usage, int argc, char **argv,
+               const struct ship_optdef *t, size_t n,
+               struct ship_conn *conn, const char **dir)
+{
+	const struct ship_optdef ct[] = {
+		{"--nats", NULL, SHIP_STR, &conn->url, NULL},
+		{"--stream", NULL, SHIP_STR, &conn->stream, NULL},
+		{"--creds", NULL, SHIP_STR, &conn->creds, NULL},
+		{"--user", NULL, SHIP_STR, &conn->user, NULL},
+		{"--password-file", NULL, SHIP_STR, &conn->password_file, NULL},
+		{"--tls", NULL, SHIP_FLAG, &conn->tls, NULL},
+		{"--tls-ca", NULL, SHIP_STR, &conn->tls_ca, NULL},
+		{"--tls-cert", NULL, SHIP_STR, &conn->tls_cert, NULL},
+		{"--tls-key", NULL, SHIP_STR, &conn->tls_key, NULL},
+	};
+
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i];
+		if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+			fputs(usage, stdout);
+			return 1;
+		}
+		int m = opt_find(cmd, argc, argv, &i, t, n);
+		if (!m)
+			m = opt_find(cmd, argc, argv, &i, ct,
+			             sizeof ct / sizeof ct[0]);
+		if (m < 0)
+			return -1;
+		if (m)
+			continue;
+		if (a[0] == '-' && a[1])
+			return ship_usage(cmd, "unknown option '%s'", a);
+		if (*dir)
+			return ship_usage(cmd, "unexpected argument '%s'", a);
+		*dir = a;
+	}
+	return *dir ? 0 : ship_usage(cmd, "%s", "missing DIR");
 }
 
 /* url with each "user:password@" written "user:***@": error lines end
@@ -753,6 +789,36 @@ int ship_subject_match(const char *p, const char *s)
 		p = pe + 1;
 		s = se + 1;
 	}
+}
+
+int ship_subject_origin(const char *subject, char *host, uint32_t *shard)
+{
+	const char *end = subject + strlen(subject), *dot, *tok;
+	uint64_t v = 0;
+
+	dot = memrchr(subject, '.', (size_t)(end - subject));
+	if (!dot || dot + 1 == end || end - dot - 1 > 5 ||
+	    (dot[1] == '0' && end - dot - 1 > 1))
+		return -1;
+	for (const char *p = dot + 1; p < end; p++) {
+		if (*p < '0' || *p > '9')
+			return -1;
+		v = v * 10 + (uint64_t)(*p - '0');
+	}
+	if (v > 65535)
+		return -1;
+	tok = memrchr(subject, '.', (size_t)(dot - subject));
+	tok = tok ? tok + 1 : subject;
+	size_t n = (size_t)(dot - tok);
+	if (n == 0 || n > LE_HOST_MAX)
+		return -1;
+	for (size_t i = 0; i < n; i++)
+		host[i] = tok[i] == '~' ? '.' : tok[i];
+	host[n] = '\0';
+	if (!le_collector_host_valid(host, n))
+		return -1;
+	*shard = (uint32_t)v;
+	return 0;
 }
 
 /* JetStream errors a wait may cure: the cluster without quorum or

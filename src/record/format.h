@@ -82,7 +82,7 @@
 #define LE_MAX_RECORD_LIMIT (16u << 20) /* max_record_bytes ceiling */
 #define LE_FRAME_FIXED_MAX 28           /* size+crc+flags+level+shard+seq+ts */
 #define LE_FRAME_MAX (LE_MAX_RECORD_LIMIT + LE_FRAME_FIXED_MAX)
-#define LE_MAX_SHARDS 256
+/* LE_MAX_SHARDS (256) is in logengine.h: a collector checks it too. */
 /* Shard directories a reader takes in one log directory: shard-000 ..
  * shard-999, then shard-1000 .. shard-99999 (a collector's store has one
  * per origin; an engine writes LE_MAX_SHARDS at most). */

@@ -74,36 +74,6 @@ size_t le__host_token(char *out, size_t cap, const char *host)
 	return n;
 }
 
-int le__subject_origin(const char *subject, char *host, uint32_t *shard)
-{
-	const char *end = subject + strlen(subject), *dot, *tok;
-	uint64_t v = 0;
-
-	dot = memrchr(subject, '.', (size_t)(end - subject));
-	if (!dot || dot + 1 == end || end - dot - 1 > 5 ||
-	    (dot[1] == '0' && end - dot - 1 > 1))
-		return -1;
-	for (const char *p = dot + 1; p < end; p++) {
-		if (*p < '0' || *p > '9')
-			return -1;
-		v = v * 10 + (uint64_t)(*p - '0');
-	}
-	if (v > 65535)
-		return -1;
-	tok = memrchr(subject, '.', (size_t)(dot - subject));
-	tok = tok ? tok + 1 : subject;
-	size_t n = (size_t)(dot - tok);
-	if (n == 0 || n > LE_HOST_MAX)
-		return -1;
-	for (size_t i = 0; i < n; i++)
-		host[i] = tok[i] == '~' ? '.' : tok[i];
-	host[n] = '\0';
-	if (!le__host_valid(host, n))
-		return -1;
-	*shard = (uint32_t)v;
-	return 0;
-}
-
 size_t le__origin_encode(unsigned char *out, const le__origin *o)
 {
 	size_t n = strlen(o->host), h = o->kind == LE_ORIGIN_CHAIN ? 16 : 20;

@@ -41,7 +41,6 @@
 #define LE_ORIGIN_MAGIC "LOGENGOR"
 #define LE_ORIGIN_VERSION 2 /* the newest; a chain's ORIGIN is written as 1 */
 #define LE_ORIGIN_NAME "ORIGIN"
-#define LE_HOST_MAX 253 /* longest host name (a DNS name's limit) */
 #define LE_ORIGIN_MAX_BYTES (20 + LE_HOST_MAX + 4)
 
 /* What an origin's shard directory of a collector's store holds. */
@@ -52,10 +51,10 @@ enum {
 	                        segments each, in no chain */
 };
 
-/* The largest sequence number a message may name (Le-Seq): far above
- * what an origin writes in its life (a million records a second for
- * 146,000 years), far below where sums of sequences overflow. */
-#define LE_SHIP_SEQ_MAX (UINT64_C(1) << 62)
+/* LE_SHIP_SEQ_MAX (logengine.h), the largest sequence number a message
+ * may name: far above what an origin writes in its life (a million
+ * records a second for 146,000 years), far below where sums of sequences
+ * overflow. */
 /* A gap claim's time (Le-Ts) is refused below this (2001-09-09, ns) or
  * more than LE_GAP_TS_AHEAD_NS ahead of the collector's clock. */
 #define LE_GAP_TS_MIN UINT64_C(1000000000000000000)
@@ -67,9 +66,8 @@ enum {
  * keeps track of, at most; past it the lowest range is forgotten. */
 #define LE_CLAIM_RANGES 4096
 
-/* Message format version (header Le-Format) and what headers may take on
- * top of a body of --max-batch-bytes. */
-#define LE_SHIP_FORMAT 1
+/* What headers may take on top of a body of --max-batch-bytes (the
+ * format's version, LE_SHIP_FORMAT, is in logengine.h). */
 #define LE_SHIP_HDR_ROOM 1024
 
 _Static_assert(sizeof(LE_FWD_MAGIC) - 1 == 8, "cursor magic is 8 bytes");
@@ -150,13 +148,6 @@ int le__host_valid(const char *host, size_t len);
  * origin.  @return its length, or 0 when out (cap bytes) is too small.
  */
 size_t le__host_token(char *out, size_t cap, const char *host);
-/*
- * The origin a forwarder's subject names: its last two tokens,
- * `...HOSTTOKEN.SHARD` (SHARD decimal 0..65535, no sign or leading zero);
- * the caller checks the subject has the tokens its filter allows.
- * @return 0 with host (room for LE_HOST_MAX + 1) and *shard set, or -1.
- */
-int le__subject_origin(const char *subject, char *host, uint32_t *shard);
 /* Version 1 for a chain (what collectors before version 2 read), 2 for
  * another kind.  @return bytes written to out (room for
  * LE_ORIGIN_MAX_BYTES). */
@@ -189,12 +180,12 @@ size_t le__ship_body_skip(const unsigned char *body, size_t len,
 
 typedef struct le__cstore le__cstore;
 
-/* Origins a store takes by default, and at most (each has a shard
- * directory, shard-000 .. shard-99999: LE_SHARD_DIRS_MAX). */
-#define LE_ORIGINS_DEFAULT 16384
-/* Half the shard directories: each origin's chain may have a late
- * directory beside it, and both must be below LE_SHARD_DIRS_MAX. */
-#define LE_ORIGINS_MAX (LE_SHARD_DIRS_MAX / 2)
+/* Origins of a store (LE_ORIGINS_DEFAULT, LE_ORIGINS_MAX in logengine.h):
+ * each has a shard directory, shard-000 .. shard-99999, and each origin's
+ * chain may have a late directory beside it, so at most half of
+ * LE_SHARD_DIRS_MAX. */
+_Static_assert(LE_ORIGINS_MAX * 2 <= LE_SHARD_DIRS_MAX,
+               "a chain and its late directory for every origin");
 
 typedef struct le__cstore_opts {
 	uint64_t segment_bytes; /* rotate past this size */
@@ -211,7 +202,8 @@ typedef struct le__cstore_origin {
 	uint64_t next_seq;   /* the next origin sequence it expects (1: none
 	                        yet) */
 	uint64_t stored;     /* records stored since open */
-	uint64_t hole_since; /* mono ms: the hole counts since (0: none) */
+	uint64_t data;       /* the caller's word (le_collector_data): never
+	                        read here */
 	uint64_t forgotten;  /* claimed records no longer tracked (past
 	                        LE_CLAIM_RANGES): if they come, they are
 	                        taken as already stored */

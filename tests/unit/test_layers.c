@@ -392,12 +392,11 @@ TEST(no_folder_includes_or_calls_a_folder_above_it)
 }
 
 /* The CLI's commands use the public API only, so that what they do any
- * program can do; the spool machinery (forward, collect) and the
- * forwarder's cursor for vacuum are the exceptions, by name. */
+ * program can do; the forwarder's spool machinery and its cursor for
+ * vacuum are the exceptions, by name. */
 TEST(cli_commands_use_only_the_public_api)
 {
-	static const char *const allowed[] = {"forward.o", "collect.o",
-	                                      "ship_common.o", "logdir.o"};
+	static const char *const allowed[] = {"forward.o", "logdir.o"};
 	char cmd[512], line[512];
 	const char *b = getenv("BUILD");
 	int objs = 0, bad = 0;

@@ -565,6 +565,184 @@ TEST(records_missing_from_the_stream_that_come_after_a_reopen_are_stored)
 	t_rmrf(dir);
 }
 
+/* ---- the public collector interface (logengine.h, "Collector") ---- */
+
+/* A store in a directory of its own, a message and what a call did. */
+struct cfix {
+	char dir[256];
+	unsigned char b[4096]; /* the message's body */
+	le_collector *c;
+	le_collector_msg m;
+	le_collector_res res;
+};
+
+static le_collector *coll_open(const char *dir, uint32_t max_origins)
+{
+	le_collector_opts o = {.segment_bytes = 1 << 20, .sync = 1,
+	                       .max_origins = max_origins};
+	le_collector_res res;
+	le_collector *c;
+	int rc = le_collector_open(&c, dir, &o, &res);
+	if (rc < 0)
+		fprintf(stderr, "  open: %s\n", res.msg);
+	CHECK_RC(rc);
+	return c;
+}
+
+/* A message of host h shard 2 holding records first .. first + n - 1
+ * (body b, room for them). */
+static le_collector_msg coll_msg(unsigned char *b, uint64_t first, int n)
+{
+	le_collector_msg m = {.host = "h", .shard = 2, .fields = LE_FIELD_ALL,
+	                      .first = first, .last = first + (uint64_t)n - 1,
+	                      .pos = UINT64_MAX, .body = b};
+	m.len = body(b, LE_FIELD_ALL, first, n);
+	return m;
+}
+
+/* f's store opened, and records 1 .. n of host h shard 2 appended. */
+static void cfix_open(struct cfix *f, uint32_t max_origins, int n)
+{
+	f->c = coll_open(t_tmpdir(f->dir), max_origins);
+	f->m = coll_msg(f->b, 1, n);
+	CHECK_RC(le_collector_append(f->c, &f->m, 0, &f->res));
+	CHECK_EQ(f->res.stored, (uint64_t)n);
+}
+
+TEST(collector_stores_a_batch_sent_twice_once)
+{
+	struct cfix f;
+	struct seen sn = {0};
+	struct probs pr = {0};
+
+	cfix_open(&f, 0, 5);
+	CHECK_EQ(f.res.bytes, f.m.len);
+	CHECK_EQ(le_collector_next(f.res.origin), 6);
+	CHECK_RC(le_collector_append(f.c, &f.m, 0, &f.res)); /* again */
+	CHECK(!f.res.stored && !f.res.late && !f.res.lost && !f.res.missing);
+	f.m = coll_msg(f.b, 4, 5); /* 4..8: only 6..8 are new */
+	CHECK_RC(le_collector_append(f.c, &f.m, 0, &f.res));
+	CHECK_EQ(f.res.stored, 3);
+	CHECK_RC(le_collector_sync(f.c));
+	le_collector_close(f.c);
+	/* Reopened, the store knows what it has. */
+	f.c = coll_open(f.dir, 0);
+	f.m = coll_msg(f.b, 1, 8);
+	CHECK_RC(le_collector_append(f.c, &f.m, 0, &f.res));
+	CHECK_EQ(f.res.stored, 0);
+	CHECK_EQ(le_collector_next(f.res.origin), 9);
+	le_collector_close(f.c);
+	CHECK_EQ(read_probs(f.dir, LE_RECOVER_ABSOLUTE, &sn, &pr), 8);
+	for (int i = 0; i < 8; i++)
+		CHECK_EQ(sn.seq[i], (uint64_t)i + 1);
+	t_rmrf(f.dir);
+}
+
+/* f.m refused for `why`.  @return the byte offset it names. */
+static uint64_t refused(struct cfix *f, int rc, int why)
+{
+	CHECK_EQ(le_collector_append(f->c, &f->m, 0, &f->res), rc);
+	CHECK_EQ(f->res.refused, why);
+	CHECK(f->res.msg[0]);
+	return f->res.offset;
+}
+
+TEST(collector_refuses_a_damaged_or_forged_body_at_its_frame_storing_nothing)
+{
+	struct cfix f;
+	le_collector_origin *o;
+
+	f.c = coll_open(t_tmpdir(f.dir), 0);
+	f.m = coll_msg(f.b, 1, 5);
+	size_t fourth = le__ship_body_skip(f.b, f.m.len, 3);
+	f.b[fourth + 30] ^= 1; /* a payload byte of the fourth frame */
+	CHECK_EQ(refused(&f, LE_ECORRUPT, LE_COLLECT_DAMAGED), fourth);
+	CHECK_STR_EQ(f.res.msg, "checksum mismatch");
+	/* Frames of shard 2 under a message of shard 3: refused at the
+	 * first, and the origin never made. */
+	f.m = coll_msg(f.b, 1, 5);
+	f.m.shard = 3;
+	CHECK_EQ(refused(&f, LE_ECORRUPT, LE_COLLECT_DAMAGED), 0);
+	CHECK_EQ(le_collector_origin_get(f.c, "h", 3, 0, &o, &f.res),
+	         -ENOENT);
+	/* Frames without a CRC need the body's. */
+	f.m.shard = 2;
+	f.m.fields = LE_FIELD_TIMESTAMP | LE_FIELD_SHARD | LE_FIELD_SEQUENCE;
+	f.m.len = body(f.b, f.m.fields, 1, 5);
+	CHECK_EQ(refused(&f, LE_ECORRUPT, LE_COLLECT_DAMAGED), UINT64_MAX);
+	/* Headers out of bounds, a gap message with a body. */
+	f.m = coll_msg(f.b, 1, 5);
+	f.m.host = "a/b";
+	refused(&f, LE_ECORRUPT, LE_COLLECT_MALFORMED);
+	f.m = coll_msg(f.b, 1, 5);
+	f.m.gap = 5;
+	f.m.ts = TS0;
+	refused(&f, LE_ECORRUPT, LE_COLLECT_GAP_CLAIM);
+	CHECK_EQ(le_collector_origin_get(f.c, "h", 2, 0, &o, &f.res),
+	         -ENOENT);
+	le_collector_close(f.c);
+	t_rmrf(f.dir);
+}
+
+TEST(collector_past_its_origin_limit_refuses_a_new_origin_only)
+{
+	struct cfix f;
+
+	cfix_open(&f, 1, 2);
+	f.m.host = "other";
+	refused(&f, LE_EFULL, LE_COLLECT_ORIGIN_LIMIT);
+	CHECK(strstr(f.res.msg, "origin limit reached"));
+	f.m = coll_msg(f.b, 3, 2);
+	CHECK_RC(le_collector_append(f.c, &f.m, 0, &f.res));
+	CHECK_EQ(f.res.stored, 2);
+	le_collector_close(f.c);
+	t_rmrf(f.dir);
+}
+
+TEST(collector_hole_is_reported_then_filled_by_a_marker_and_late_records_kept)
+{
+	struct cfix f;
+	struct seen sn = {0};
+	struct probs pr = {0};
+
+	cfix_open(&f, 0, 2);
+	f.m = coll_msg(f.b, 6, 2); /* 3..5 not come */
+	CHECK_RC(le_collector_append(f.c, &f.m, 0, &f.res));
+	CHECK_EQ(f.res.missing, 3);
+	CHECK_EQ(f.res.stored, 0);
+	CHECK_EQ(le_collector_next(f.res.origin), 3);
+	CHECK_EQ(*le_collector_data(f.res.origin), 0);
+	CHECK_RC(le_collector_append(f.c, &f.m, LE_COLLECT_FILL_HOLE, &f.res));
+	CHECK_EQ(f.res.missing, 3);
+	CHECK_EQ(f.res.stored, 2);
+	CHECK_EQ(le_collector_next(f.res.origin), 8);
+	/* 3..5 come after all: kept, once. */
+	f.m = coll_msg(f.b, 3, 3);
+	CHECK_RC(le_collector_append(f.c, &f.m, 0, &f.res));
+	CHECK_EQ(f.res.late, 3);
+	CHECK_EQ(f.res.late_lo, 3);
+	CHECK_EQ(f.res.late_hi, 5);
+	CHECK_EQ(f.res.stored, 0);
+	CHECK_RC(le_collector_append(f.c, &f.m, 0, &f.res));
+	CHECK_EQ(f.res.late, 0);
+	/* A forwarder's gap message: 8..9 lost before shipping. */
+	f.m = (le_collector_msg){.host = "h", .shard = 2, .first = 8,
+	                         .last = 9, .gap = 2, .ts = TS0 + 9,
+	                         .fields = LE_FIELD_ALL, .pos = UINT64_MAX};
+	CHECK_RC(le_collector_append(f.c, &f.m, 0, &f.res));
+	CHECK_EQ(f.res.lost, 2);
+	CHECK_EQ(le_collector_next(f.res.origin), 10);
+	le_collector_close(f.c);
+	CHECK_EQ(read_probs(f.dir, LE_RECOVER_ABSOLUTE, &sn, &pr), 9);
+	int marks = 0;
+	for (int i = 0; i < sn.n; i++)
+		marks += sn.flags[i] == LE_REC_MARKER &&
+		         (!strcmp(sn.msg[i], "3 records missing from the stream") ||
+		          !strcmp(sn.msg[i], "2 records lost before shipping"));
+	CHECK_EQ(marks, 2);
+	t_rmrf(f.dir);
+}
+
 TEST(marker_text_in_an_origins_own_record_claims_nothing)
 {
 	char dir[256], err[256];
@@ -1287,6 +1465,10 @@ int main(int argc, char **argv)
 	RUN(origin_limit_refuses_one_message_and_keeps_the_store_usable);
 	RUN(cursor_of_a_store_of_more_than_256_origins_resumes_after_its_record);
 	RUN(second_collector_on_a_store_is_refused);
+	RUN(collector_stores_a_batch_sent_twice_once);
+	RUN(collector_refuses_a_damaged_or_forged_body_at_its_frame_storing_nothing);
+	RUN(collector_past_its_origin_limit_refuses_a_new_origin_only);
+	RUN(collector_hole_is_reported_then_filled_by_a_marker_and_late_records_kept);
 	RUN(retention_keeps_unshipped_segments_up_to_the_margin);
 	RUN(retention_past_the_margin_deletes_and_counts_the_unshipped);
 	RUN(retention_deletes_shipped_segments_as_before);
