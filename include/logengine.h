@@ -1305,6 +1305,19 @@ LE_API int le_spool_cursor_read(const char *dir, unsigned shard,
 LE_API int le_spool_segments(const char *dir, unsigned shard,
                              uint64_t **out, size_t *n);
 
+/* Longest origin (host) name: a DNS name's limit. */
+#define LE_SPOOL_HOST_MAX 253
+
+/**
+ * A host name's token in a subject or key: the name with each '.'
+ * written as '~' (no host name holds one), so a token names exactly one
+ * host.  host must be a valid origin name, 1 to LE_SPOOL_HOST_MAX bytes
+ * of A-Z a-z 0-9 . _ - (what a collector takes).
+ * @return the token's length (out NUL-terminated), or 0 when host is
+ * not valid or out (cap bytes) is too small.
+ */
+LE_API size_t le_spool_host_token(char *out, size_t cap, const char *host);
+
 /* A segment of a shard: its first record and its size. */
 typedef struct le_spool_seg {
 	uint64_t base_seq;    /* sequence of its first record */

@@ -780,6 +780,15 @@ void le_spool_close(le_spool *sp)
 
 /* ---- the directory ---- */
 
+_Static_assert(LE_SPOOL_HOST_MAX == LE_HOST_MAX, "one host name limit");
+
+size_t le_spool_host_token(char *out, size_t cap, const char *host)
+{
+	if (!host || !le__host_valid(host, strlen(host)))
+		return 0;
+	return le__host_token(out, cap, host);
+}
+
 int le_spool_shards(const char *dir, unsigned *out, size_t cap)
 {
 	uint32_t *ids;
