@@ -1269,18 +1269,20 @@ LE_API int le_spool_ack(le_spool *sp, uint64_t next_seq, uint64_t segment,
  * changed since the last commit; retention may then delete what it no
  * longer keeps.  The file holds two slots written alternately, so a
  * crash during the write leaves the previous cursor.
- * @return 0, or -errno (the cursor stays to commit again).
+ * @return 0, LE_EINVAL (sp NULL), or -errno (the cursor stays to commit
+ * again).
  */
 LE_API int le_spool_commit(le_spool *sp);
 
 /**
  * Read again from the acknowledged cursor: what was returned past it and
  * not acknowledged comes again (after a failed send, a restart of the
- * destination's connection).  @return 0.
+ * destination's connection).  @return 0, LE_EINVAL (sp NULL).
  */
 LE_API int le_spool_rewind(le_spool *sp);
 
-/** The acknowledged cursor (in memory) and the key.  @return 0. */
+/** The acknowledged cursor (in memory) and the key.  @return 0,
+ * LE_EINVAL. */
 LE_API int le_spool_cursor_get(const le_spool *sp, le_spool_cursor *out);
 
 /** Close, without a commit; the lock goes with it. */

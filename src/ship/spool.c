@@ -635,6 +635,8 @@ int le_spool_ack(le_spool *sp, uint64_t next_seq, uint64_t segment,
 
 int le_spool_commit(le_spool *sp)
 {
+	if (!sp)
+		return LE_EINVAL;
 	if (!sp->dirty)
 		return 0;
 	sp->cur.gen++;
@@ -649,6 +651,8 @@ int le_spool_commit(le_spool *sp)
 
 int le_spool_rewind(le_spool *sp)
 {
+	if (!sp)
+		return LE_EINVAL;
 	seg_close(sp);
 	sp->min_seg = 0;
 	/* Every origin's shipping starts at sequence 1: records retention
@@ -670,6 +674,8 @@ static void cursor_out(const le__fwd_cursor *c, le_spool_cursor *out)
 
 int le_spool_cursor_get(const le_spool *sp, le_spool_cursor *out)
 {
+	if (!sp || !out)
+		return LE_EINVAL;
 	cursor_out(&sp->cur, out);
 	out->key = sp->key;
 	return 0;
