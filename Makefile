@@ -87,7 +87,7 @@ LIB_SO    = $(BUILD)/liblogengine.so $(BUILD)/$(SONAME) $(BUILD)/$(SOFILE)
 
 .PHONY: all check check-run check-long asan ubsan tsan demo bench clean deps \
         deps-bench
-all: $(LIB_A) $(LIB_SO) $(BUILD)/logengine
+all: $(LIB_A) $(LIB_SO) $(BUILD)/logengine $(BUILD)/examples/ship_to_file
 
 # -fvisibility=hidden: only what LE_API marks leaves the shared library.
 $(BUILD)/obj/lib/%.o: src/%.c $(FEATURES) $(LIB_HDR) include/logengine.h
@@ -174,6 +174,15 @@ $(BUILD)/tests/system/test_frames: tests/system/test_frames.c tools/frame.c tool
 
 $(BUILD)/demo: examples/demo.c $(LIB_A)
 	$(CC) $(BASEFLAGS) $(CFLAGS) -o $@ $< $(LIB_A) $(LDLIBS)
+
+# A forwarder to a file on the public spool (docs/logengine.3, "Writing
+# your own forwarder"): the public header alone (no -Isrc) and the public
+# archive, so the build proves a third party can write it.
+$(BUILD)/examples/ship_to_file: examples/ship_to_file.c include/logengine.h $(LIB_A)
+	@mkdir -p $(dir $@)
+	$(CC) -std=c11 $(OPT) -g -pthread $(WARN) -Iinclude $(SAN) $(CFLAGS) \
+		-o $@ $< $(LIB_A) $(LDLIBS)
+$(BUILD)/tests/system/test_ship_to_file: $(BUILD)/examples/ship_to_file
 
 # The benchmark driver and its competitors (bench/bench.h).  spdlog and glog
 # come from Debian packages (scripts/deps.sh bench); spdlog's flags are those

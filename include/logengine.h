@@ -1124,6 +1124,220 @@ LE_API void le_live_close(le_live_dir *d);
 LE_API double le_live_quantile(const le_live_hist *h, double q);
 
 /* ---------------------------------------------------------------------- */
+/* Spool: a shard's stored frames, shipped elsewhere in batches.  A
+ * forwarder (`logengine forward`, examples/ship_to_file.c, your own)
+ * opens each shard of a log directory, takes the batches of frames after
+ * its cursor, puts them somewhere safe (a stream, a file, an HTTP
+ * endpoint) and then acknowledges and commits the cursor.  The cursor is
+ * the shard's FORWARD file (docs/INTERFACES.md, "Forwarding"): while it
+ * exists, retention keeps the segments not yet acknowledged (up to
+ * retention_unshipped_bytes past the budget; what it deletes anyway is
+ * reported as a gap) and the archiver compresses only shipped ones, so
+ * the hook that protects the unshipped records is the file itself.
+ *
+ * Exactly once is the forwarder's: a batch starts at a known sequence
+ * (first), so a destination that remembers the last sequence it holds
+ * can skip what a restart after a crash sends again (between "stored
+ * there" and le_spool_commit).  One spool per shard and process: the
+ * cursor file is locked while open.  Not thread-safe: one thread per
+ * spool. */
+
+typedef struct le_spool le_spool;
+
+/* le_spool_open flags. */
+#define LE_SPOOL_ONCE 0x01u /* stop at what the shard holds at open:
+                               LE_SPOOL_END there instead of IDLE */
+
+/* What le_spool_next found (le_spool_batch.event). */
+enum le_spool_event {
+	LE_SPOOL_FRAMES = 1, /* count frames, records first..first+count-1 */
+	LE_SPOOL_GAP,        /* records first..first+count-1 are gone
+	                        (deleted by retention before they were
+	                        shipped, or in damage): ship a note of them
+	                        and acknowledge them as lost */
+	LE_SPOOL_TOO_BIG,    /* record first (count 1), stored at `offset`
+	                        in `size` bytes, is larger than max_bytes: not
+	                        returned; acknowledge it as lost or open a
+	                        batch that fits it */
+	LE_SPOOL_DAMAGE,     /* frames at `offset` of `segment` do not read
+	                        (why): skipped to `resume` (0: the rest of
+	                        the segment); the records there come as a
+	                        GAP.  Nothing to ship */
+	LE_SPOOL_ROTATED,    /* `segment` was read to its end; the next
+	                        call reads the one after.  Nothing to ship */
+	LE_SPOOL_IDLE,       /* nothing more stored yet: wait (inotify on
+	                        the shard directory, or a timer), call again */
+	LE_SPOOL_END         /* LE_SPOOL_ONCE: everything stored at open
+	                        has been returned */
+};
+
+/* One event of le_spool_next.  Pointers are valid until the next call on
+ * the spool.  Growable: fields are only added at the end (the _sized
+ * call fills what the program knows of). */
+typedef struct le_spool_batch {
+	int event;            /* enum le_spool_event */
+	uint32_t fields;      /* the frames' field set (LE_FIELD_*) */
+	uint64_t first;       /* FRAMES, GAP, TOO_BIG: the first record */
+	uint64_t count;       /* how many records (frames, or lost) */
+	const void *frames;   /* FRAMES: the frames as stored, each
+	                         self-contained (docs/INTERFACES.md,
+	                         "Deferred records in messages") and its CRC
+	                         checked; NULL otherwise */
+	size_t len;           /* their bytes, <= max_bytes */
+	uint32_t crc;         /* FRAMES: masked CRC32C of frames[0..len)
+	                         when the frames carry none (fields without
+	                         LE_FIELD_CRC), else 0 */
+	uint64_t pos;         /* FRAMES: offset in its segment of the first
+	                         frame, the base of the back-references
+	                         (R) of relinked deferred frames */
+	uint64_t segment;     /* the segment (index) the event is in */
+	uint64_t offset;      /* DAMAGE, TOO_BIG: offset of the frame */
+	uint64_t resume;      /* DAMAGE: offset read on from (0: next
+	                         segment) */
+	uint64_t size;        /* TOO_BIG: the frame's stored bytes */
+	uint64_t ts_ns;       /* GAP: time of the record after it (or the
+	                         segment's creation); TOO_BIG: its time */
+	const char *why;      /* DAMAGE: what is wrong */
+	uint64_t end_segment; /* where the record after this event is: */
+	uint64_t end_offset;  /* pass both to le_spool_ack (0: unknown) */
+} le_spool_batch;
+
+/* A shard's cursor (its FORWARD file). */
+typedef struct le_spool_cursor {
+	uint64_t next_seq;    /* records below are shipped or reported lost;
+	                         0: a forwarder came, nothing shipped yet */
+	uint64_t segment;     /* hint: the segment holding next_seq (0: none) */
+	uint64_t offset;      /* hint: its frame's offset there */
+	uint64_t lost;        /* records acknowledged as lost, in all */
+	uint64_t written_ns;  /* when it was last committed */
+	uint64_t key;         /* the shard's message-id key: random, drawn
+	                         once and kept in the file, the same across
+	                         restarts (Nats-Msg-Id; a destination's
+	                         de-duplication key) */
+} le_spool_cursor;
+
+/**
+ * The shard numbers of dir's shard-NNN directories, ascending, into
+ * out[0..cap).  @return how many there are (more than cap: only cap
+ * written), or -errno.
+ */
+LE_API int le_spool_shards(const char *dir, unsigned *out, size_t cap);
+
+/**
+ * Open shard `shard` of dir for shipping: its FORWARD file created
+ * (0640) when missing and locked, its key drawn when it has none, the
+ * cursor read (a new or unreadable one starts at 0: nothing shipped; it
+ * is written at the first le_spool_commit).  Reading starts at the
+ * cursor.  flags: LE_SPOOL_*.
+ * @return 0; LE_EBUSY (another forwarder has the shard), LE_EUNSAFE,
+ * LE_ENOMEM, -errno.
+ */
+LE_API int le_spool_open(le_spool **out, const char *dir, unsigned shard,
+                         unsigned flags);
+
+/**
+ * The next event after what was returned before: a batch of whole
+ * frames of one segment, at most max_bytes (relinked deferred frames
+ * included) and max_records (0: no limit), or what stands in its way.
+ * Records before the first ever shipped start at 1: records deleted
+ * before any forwarder came are a GAP like any other.  Frames are
+ * returned once; le_spool_rewind reads again from the cursor.
+ * @return ev->event (> 0), LE_EINVAL (max_bytes below a frame's header),
+ * or -errno (the spool may be rewound and used again).
+ */
+#define le_spool_next(sp, max_bytes, max_records, ev) \
+	le_spool_next_sized((sp), (max_bytes), (max_records), (ev), \
+	                    sizeof(le_spool_batch))
+LE_API int le_spool_next_sized(le_spool *sp, size_t max_bytes,
+                               uint64_t max_records, le_spool_batch *ev,
+                               size_t size);
+
+/**
+ * Records below next_seq are safe elsewhere (or, for GAP and TOO_BIG,
+ * reported lost: `lost` of them, added to the cursor's count).
+ * segment and offset: where next_seq is stored (a FRAMES event's
+ * end_segment and end_offset when next_seq = first + count; 0, 0 when
+ * unknown), so a restart opens there.  In memory only: le_spool_commit
+ * writes it.  A next_seq at or below the cursor leaves it (lost is still
+ * added).  @return 0, LE_EINVAL (sp NULL).
+ */
+LE_API int le_spool_ack(le_spool *sp, uint64_t next_seq, uint64_t segment,
+                        uint64_t offset, uint64_t lost);
+
+/**
+ * Write the acknowledged cursor to FORWARD, durably (fdatasync), when it
+ * changed since the last commit; retention may then delete what it no
+ * longer keeps.  The file holds two slots written alternately, so a
+ * crash during the write leaves the previous cursor.
+ * @return 0, LE_EINVAL (sp NULL), or -errno (the cursor stays to commit
+ * again).
+ */
+LE_API int le_spool_commit(le_spool *sp);
+
+/**
+ * Read again from the acknowledged cursor: what was returned past it and
+ * not acknowledged comes again (after a failed send, a restart of the
+ * destination's connection).  @return 0, LE_EINVAL (sp NULL).
+ */
+LE_API int le_spool_rewind(le_spool *sp);
+
+/** The acknowledged cursor (in memory) and the key.  @return 0,
+ * LE_EINVAL. */
+LE_API int le_spool_cursor_get(const le_spool *sp, le_spool_cursor *out);
+
+/** Close, without a commit; the lock goes with it. */
+LE_API void le_spool_close(le_spool *sp);
+
+/**
+ * Shard `shard`'s cursor as committed, read from its FORWARD file without
+ * opening a spool (vacuum, stats; key 0).
+ * @return 0; -ENOENT (no forwarder ever opened the shard); LE_ECORRUPT
+ * (no slot reads: its first write was torn; nothing is known shipped);
+ * -errno.
+ */
+LE_API int le_spool_cursor_read(const char *dir, unsigned shard,
+                                le_spool_cursor *out);
+
+/**
+ * The segment indexes of shard `shard`, ascending (archived ones too),
+ * in *out (release it with free()).  A shard directory that is a symbolic
+ * link or not a directory is refused.
+ * @return 0; LE_EUNSAFE (le_errmsg() names it); -errno.
+ */
+LE_API int le_spool_segments(const char *dir, unsigned shard,
+                             uint64_t **out, size_t *n);
+
+/* Longest origin (host) name: a DNS name's limit. */
+#define LE_HOST_MAX 253
+
+/**
+ * A host name's token in a subject or key: the name with each '.'
+ * written as '~' (no host name holds one), so a token names exactly one
+ * host.  host must be a valid origin name, 1 to LE_HOST_MAX bytes
+ * of A-Z a-z 0-9 . _ - (what a collector takes).
+ * @return the token's length (out NUL-terminated), or 0 when host is
+ * not valid or out (cap bytes) is too small.
+ */
+LE_API size_t le_spool_host_token(char *out, size_t cap, const char *host);
+
+/* A segment of a shard: its first record and its size. */
+typedef struct le_spool_seg {
+	uint64_t base_seq;    /* sequence of its first record */
+	uint64_t bytes;       /* its file's size (an archive's when
+	                         archived) */
+	uint64_t mtime_ns;    /* its file's modification time */
+} le_spool_seg;
+
+/**
+ * Segment `index` of shard `shard`, or its archive.  what: 1 its header
+ * (base_seq), 2 its size and time, 3 both.
+ * @return 0; -ENOENT; LE_ECORRUPT (header unreadable); -errno.
+ */
+LE_API int le_spool_segment_info(const char *dir, unsigned shard,
+                                 uint64_t index, int what,
+                                 le_spool_seg *out);
+
+/* ---------------------------------------------------------------------- */
 /* Collector: the receiving end of shipping.  A forwarder sends a shard's
  * frames as they are stored, many per message, each message naming its
  * origin (host, shard) and the origin sequences it holds
@@ -1145,7 +1359,6 @@ LE_API double le_live_quantile(const le_live_hist *h, double q);
  * dropped.  One thread at a time per store. */
 
 #define LE_SHIP_FORMAT 1       /* message format version (Le-Format) */
-#define LE_HOST_MAX 253        /* longest host name (a DNS name's) */
 #define LE_SHIP_SEQ_MAX (UINT64_C(1) << 62) /* largest origin sequence */
 #define LE_MAX_SHARDS 256      /* shards of an engine, so of an origin host */
 #define LE_ORIGINS_DEFAULT 16384 /* origins a store takes by default */

@@ -148,11 +148,12 @@ int list_shards(const char *dir, unsigned char *has);
 /* Is dir a log directory?  When not, say what it is and what was
  * expected, on stderr.  @return 0, or EXIT_USAGE after the message. */
 int check_log_dir(const char *dir);
-/* Segment indexes of shard directory sd, ascending (*out malloc'd).  A
+/* Segment indexes of shard `shard` of dir, ascending (*out malloc'd).  A
  * shard directory that is a symbolic link (into another log, whose files
  * a vacuum would then delete) or not a directory is refused: LE_EUNSAFE,
  * le_errmsg() names it.  @return 0 or < 0. */
-int shard_segments(const char *sd, uint64_t **out, size_t *n);
+int shard_segments(const char *dir, unsigned shard, uint64_t **out,
+                   size_t *n);
 /* 1 when the directory has a LOCK file an engine holds now; *pid its
  * process when known (0 otherwise). */
 int engine_live(const char *dir, long *pid);
@@ -175,10 +176,10 @@ extern const char *const kind_names[KIND_N];
 /* Add up dir's files by kind.  @return 0 or -errno. */
 int disk_usage(const char *dir, struct usage *u);
 
-/* The segment index up to which `logengine forward` has shipped
- * shard_dir's records (its FORWARD cursor): segments at or below it may be
- * deleted.  UINT64_MAX: everything (no forwarder). */
-uint64_t shipped_up_to(const char *shard_dir);
+/* The segment index up to which `logengine forward` has shipped the
+ * records of shard `shard` of dir (its FORWARD cursor): segments at or
+ * below it may be deleted.  UINT64_MAX: everything (no forwarder). */
+uint64_t shipped_up_to(const char *dir, unsigned shard);
 /* How far `logengine forward` is behind shard `shard` of dir whose writer
  * is at next_seq: records, and segment bytes not yet shipped.
  * @return 1, or 0 when the shard has no forwarder. */

@@ -2,15 +2,14 @@
  * forward.c -- `logengine forward DIR`: ship the frames of every shard of
  * a log directory to a NATS JetStream stream, as they are stored.
  *
- *   shard-NNN/INDEX.seg --scanner: each frame's CRC checked--> batch:
- *     frames of one segment, as stored, <= --max-batch-bytes (sent from
- *     the scanner's window, or read again when it moved on)
+ *   shard-NNN --spool (le_spool_next: frames after the cursor, each CRC
+ *     checked, deferred ones relinked)--> batch <= --max-batch-bytes
  *       --> message (headers: docs/INTERFACES.md) --> js_PublishMsgAsync
  *   window: <= --max-inflight-bytes and QCAP messages awaiting a PubAck
  *   ack handler (a libnats thread): marks the message's entry, wakes us
  *   settle (here): per shard, in publish order, acknowledged messages move
- *     the cursor; the cursor goes to shard-NNN/FORWARD (ship.h) in place,
- *     at most every CURSOR_MS
+ *     the cursor (le_spool_ack); it goes to shard-NNN/FORWARD
+ *     (le_spool_commit) at most every CURSOR_MS
  *
  * A shard's state, between messages:
  *
@@ -30,9 +29,8 @@
  * message at a time keeps the stream in order while that happens; once a
  * message is new to the stream, nothing after it can have been stored.
  *
- * Memory: the batch buffer (--max-batch-bytes), one scanner window per
- * shard (<= 1 MiB, segment.c), messages in flight (the window), nothing
- * that grows with the backlog.  Files: FORWARD, one per shard, written in
+ * Memory: one spool per shard (a scanner window and a batch), messages
+ * in flight (the window), nothing that grows with the backlog.  Files: FORWARD, one per shard, written in
  * place; nothing else is created.
  */
 #define _GNU_SOURCE
@@ -48,17 +46,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/file.h>
 #include <sys/inotify.h>
 #include <sys/random.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
-#include "base/crc32c.h"
-#include "record/defer.h"
-#include "base/os.h"
-#include "store/seg_zst.h"
-#include "store/segment.h"
+#include "logengine.h"
+/* Only the message format's constants (LE_SHIP_*, LE_MAX_SHARDS,
+ * LE_FRAME_FIXED_MAX): the reading is the public spool's. */
 #include "ship/ship.h"
 
 #define CMD "forward"
@@ -88,24 +82,19 @@ struct entry {
 
 struct fshard {
 	uint32_t id;
-	char dir[LE_PATH_MAX];
+	char dir[4200];      /* DIR/shard-NNN, for messages */
 	int wd;              /* inotify watch */
+	le_spool *sp;        /* its frames and its FORWARD cursor (locked) */
 	/* cursor */
-	int cfd;             /* FORWARD, flock()ed */
-	uint64_t id_key;     /* in every Nats-Msg-Id (le__fwd_key) */
+	uint64_t id_key;     /* in every Nats-Msg-Id (the spool's key) */
 	unsigned salted;     /* another publisher took one of our ids: each
 	                        id gets a random salt (dup_last) */
-	le__fwd_cursor cur;
+	uint64_t next_seq;   /* the acknowledged cursor: records below are
+	                        in the stream (or reported lost) */
 	int cur_dirty;
 	uint64_t cur_ms;     /* when last written */
 	/* reading */
-	le__scan sc;
-	int open;
-	uint64_t seg;        /* index of the open segment */
-	uint64_t min_seg;    /* segments below this are done with */
-	uint64_t read_seq;   /* next record to publish (0: the oldest) */
-	uint64_t pos;        /* offset of the batch's first frame (Le-Pos) */
-	le__dcache dc;       /* descriptors of deferred frames, by offset */
+	uint64_t read_seq;   /* next record to publish */
 	int tail_seen;       /* the last read found no more data */
 	/* shipping */
 	unsigned pending;    /* entries not yet settled or dropped */
@@ -116,9 +105,17 @@ struct fshard {
 	uint64_t retry_ms;   /* no publish before this (backoff) */
 	int backoff_ms;
 	int said;            /* a failure streak was reported */
-	/* --once: ship what was there at start */
-	uint64_t tgt_seg, tgt_off;
 	int blocked;         /* settle(): an earlier entry is not OK */
+};
+
+/* A message's body and where it was read, from a spool event. */
+struct body {
+	const unsigned char *p;
+	uint64_t len;
+	uint32_t fields, crc;
+	uint64_t pos;        /* Le-Pos: offset of its first frame */
+	uint64_t ts;         /* Le-Ts of a gap message */
+	uint64_t end_seg, end_off; /* where the record after it is */
 };
 
 struct fwd {
@@ -136,9 +133,6 @@ struct fwd {
 	uint64_t scan_ms;    /* the last look for new shards (no inotify) */
 	struct fshard *sh;
 	size_t nsh;
-	unsigned char *batch;
-	unsigned char *relinked; /* a batch with deferred frames relinked */
-	le__relink rl;           /* their descriptors in the message */
 	/* the window, guarded by mu (the ack handler runs on a libnats
 	 * thread) */
 	pthread_mutex_t mu;
@@ -148,240 +142,6 @@ struct fwd {
 	/* counters */
 	uint64_t msgs, records, bytes, acked, dups, rewinds, lost, oversize;
 };
-
-/* ---- the spool: the library's segment scanner, used directly ---- */
-
-/* Base sequence and creation time of segment `index`. */
-static int spool_base(const char *dir, uint64_t index, uint64_t *base)
-{
-	char path[LE_PATH_MAX];
-	unsigned char h[LE_SEG_HDR];
-	le__seg_hdr hdr;
-
-	uint64_t len;
-	int archived;
-
-	if (le__seg_path(path, sizeof path, dir, index) < 0)
-		return -ENAMETOOLONG;
-	/* the segment, or the first bytes of its archive */
-	ssize_t got = le__seg_head(path, h, sizeof h, &len, &archived);
-	if (got < 0 && got != LE_ECORRUPT)
-		return (int)got;
-	if (got != LE_SEG_HDR || le__seg_hdr_decode(h, &hdr) < 0)
-		return LE_ECORRUPT;
-	*base = hdr.base_seq;
-	return 0;
-}
-
-static int spool_exists(const char *dir, uint64_t index)
-{
-	char path[LE_PATH_MAX];
-	uint64_t size, mtime;
-
-	le__seg_path(path, sizeof path, dir, index);
-	return le__seg_stat(path, &size, &mtime) >= 0; /* or its archive */
-}
-
-static int spool_open(struct fshard *s, uint64_t index)
-{
-	char path[LE_PATH_MAX];
-	const char *why;
-
-	le__seg_path(path, sizeof path, s->dir, index);
-	int rc = le__scan_open(&s->sc, path, s->id, &why);
-	if (rc < 0)
-		return rc;
-	s->open = 1;
-	s->seg = index;
-	return 0;
-}
-
-static void spool_close(struct fshard *s)
-{
-	if (s->open)
-		le__scan_close(&s->sc);
-	s->open = 0;
-}
-
-/* See what the writer appended since: the file's size again, and the
- * window forgotten (it may hold a frame caught half written). */
-static void spool_refresh(struct fshard *s)
-{
-	struct stat st;
-
-	if (fstat(s->sc.fd, &st) == 0)
-		s->sc.file_len = (uint64_t)st.st_size;
-	s->sc.win_len = 0;
-}
-
-/* Open the segment to read `want` from: the last one from min_seg on
- * whose base is <= want, else the first one from min_seg on (the
- * records before it are gone: the read finds the gap).  want 0: the
- * oldest record.  @return 1 open, 0 no segment yet, < 0 error. */
-static int spool_position(struct fshard *s, uint64_t want)
-{
-	uint64_t *segs, base;
-	size_t n, k = 0, pick;
-	int rc = le__seg_list(s->dir, &segs, &n);
-
-	if (rc < 0)
-		return rc;
-	while (k < n && segs[k] < s->min_seg)
-		k++;
-	/* A header not written yet (or damaged) cannot start the read. */
-	while (k < n && spool_base(s->dir, segs[k], &base) < 0)
-		k++;
-	if (k == n) {
-		free(segs);
-		return 0;
-	}
-	pick = k;
-	while (want && base <= want && ++k < n) {
-		uint64_t b;
-		if (spool_base(s->dir, segs[k], &b) < 0 || b > want)
-			break;
-		pick = k;
-		base = b;
-	}
-	rc = spool_open(s, segs[pick]);
-	free(segs);
-	if (rc < 0)
-		return rc;
-	/* The cursor's hint: start at the frame it names, if one is there
-	 * with the right sequence (checked by the first read). */
-	if (s->cur.seg_index == s->seg && s->cur.offset > LE_SEG_HDR &&
-	    want == s->cur.next_seq && s->sc.hdr.base_seq < want &&
-	    s->cur.offset < s->sc.file_len) {
-		le__frame f;
-		const char *why;
-		s->sc.off = s->cur.offset;
-		s->sc.next_seq = want;
-		if (le__scan_next(&s->sc, &f, &why) != LE_FRAME_OK ||
-		    ((s->sc.hdr.fields & LE_FIELD_SEQUENCE) && f.seq != want)) {
-			s->sc.off = LE_SEG_HDR;
-			s->sc.next_seq = s->sc.hdr.base_seq;
-		} else {
-			s->sc.off = s->cur.offset;
-			s->sc.next_seq = want;
-		}
-	}
-	return 1;
-}
-
-/* ---- reading frames ---- */
-
-enum { RD_FRAME, RD_NONE, RD_SEGEND, RD_GAP };
-
-struct rd {
-	le__frame f;
-	uint64_t off;               /* its offset */
-	uint64_t gap_last, gap_ts;  /* RD_GAP: records want..gap_last gone */
-};
-
-/* Leave a sealed segment whose end was reached. */
-static void seg_next(struct fshard *s)
-{
-	s->min_seg = s->seg + 1;
-	spool_close(s);
-}
-
-/* Damage in a sealed segment: skip to the next valid frame; the records
- * in between show up as a gap.  @return 0, or < 0. */
-static int seg_damage(struct fwd *f, struct fshard *s, const char *why)
-{
-	uint64_t off = s->sc.off;
-	int found = le__scan_resync(&s->sc);
-
-	if (found < 0)
-		return found;
-	fprintf(stderr, "logengine %s: %s/%016" PRIx64 ".seg: offset %" PRIu64
-	        ": %s; %s\n", CMD, s->dir, s->seg, off, why,
-	        found ? "skipped to the next valid frame" : "rest of the "
-	        "segment skipped");
-	(void)f;
-	if (!found)
-		seg_next(s);
-	return 0;
-}
-
-/* --once stops at what was there at start. */
-static int past_target(const struct fwd *f, const struct fshard *s)
-{
-	return f->once && (s->seg > s->tgt_seg ||
-	                   (s->seg == s->tgt_seg && s->sc.off >= s->tgt_off));
-}
-
-/*
- * The next frame of shard s at or after `want`.  stay: do not go on to
- * the next segment (a batch is open).  RD_GAP: the next frame there is
- * has a higher sequence (records gone), nothing consumed.
- */
-static int next_frame(struct fwd *f, struct fshard *s, uint64_t want,
-                      int stay, struct rd *r)
-{
-	int refreshed = 0;
-	const char *why;
-
-	for (;;) {
-		if (!s->open) {
-			if (stay)
-				return RD_SEGEND;
-			int rc = spool_position(s, want);
-			if (rc <= 0)
-				return rc < 0 ? rc : RD_NONE;
-		}
-		if (past_target(f, s))
-			return RD_NONE;
-		uint64_t off = s->sc.off, nseq = s->sc.next_seq;
-		int rc = le__scan_next(&s->sc, &r->f, &why);
-		if (rc == LE_FRAME_OK) {
-			if (want && r->f.seq < want)
-				continue; /* before the cursor */
-			if (want && r->f.seq > want) {
-				s->sc.off = off;
-				s->sc.next_seq = nseq;
-				s->sc.frames--;
-				r->gap_last = r->f.seq - 1;
-				r->gap_ts = r->f.ts ? r->f.ts : s->sc.hdr.created_ns;
-				return RD_GAP;
-			}
-			r->off = off;
-			return RD_FRAME;
-		}
-		if (rc < 0)
-			return rc;
-		if (!spool_exists(s->dir, s->seg + 1)) {
-			/* The active segment: no more yet (a frame not
-			 * wholly written reads as short or bad). */
-			if (refreshed++)
-				return RD_NONE;
-			spool_refresh(s);
-			continue;
-		}
-		/* Sealed: everything it will hold is there (the writer seals
-		 * before it creates the next). */
-		if (!refreshed++) {
-			spool_refresh(s);
-			continue;
-		}
-		if (stay)
-			return RD_SEGEND;
-		if (rc == LE_FRAME_END || s->sc.off >= s->sc.file_len ||
-		    (rc == LE_FRAME_SHORT && s->sc.file_len - s->sc.off < 4))
-			seg_next(s);
-		else if ((rc = seg_damage(f, s, why)) < 0)
-			return rc;
-		refreshed = 0;
-	}
-}
-
-/* Put scanner s back before the frame r just read. */
-static void unread(struct fshard *s, const struct rd *r)
-{
-	s->sc.off = r->off;
-	s->sc.next_seq--;
-	s->sc.frames--;
-}
 
 /* ---- publishing ---- */
 
@@ -401,8 +161,7 @@ static void set_hdr(natsMsg *m, const char *k, const char *fmt, ...)
 
 /* The headers of docs/INTERFACES.md ("Message"). */
 static natsStatus make_msg(struct fwd *f, struct fshard *s, natsMsg **m,
-                           const struct entry *e, const unsigned char *body,
-                           uint32_t fields, uint64_t gap_ts)
+                           const struct entry *e, const struct body *b)
 {
 	char subj[320];
 
@@ -410,7 +169,7 @@ static natsStatus make_msg(struct fwd *f, struct fshard *s, natsMsg **m,
 	 * the origin from it, and the server's permissions decide who may
 	 * publish there. */
 	snprintf(subj, sizeof subj, "%s.%" PRIu32, f->subject, s->id);
-	natsStatus st = natsMsg_Create(m, subj, NULL, (const char *)body,
+	natsStatus st = natsMsg_Create(m, subj, NULL, (const char *)b->p,
 	                               (int)e->bytes);
 	if (st != NATS_OK)
 		return st;
@@ -428,35 +187,33 @@ static natsStatus make_msg(struct fwd *f, struct fshard *s, natsMsg **m,
 	set_hdr(*m, "Le-Host", "%s", f->host);
 	set_hdr(*m, "Le-Shard", "%" PRIu32, s->id);
 	set_hdr(*m, "Le-Seq", "%" PRIu64 "-%" PRIu64, e->first, e->last);
-	set_hdr(*m, "Le-Fields", "%" PRIu32, fields);
-	if (body && e->bytes)
-		set_hdr(*m, "Le-Pos", "%" PRIu64, s->pos);
-	if (!(fields & LE_FIELD_CRC) && e->bytes)
-		set_hdr(*m, "Le-Body-Crc", "%08" PRIx32,
-		        le__crc_mask(le__crc32c_extend(0, body,
-		                                       (size_t)e->bytes)));
+	set_hdr(*m, "Le-Fields", "%" PRIu32, b->fields);
+	if (b->p && e->bytes)
+		set_hdr(*m, "Le-Pos", "%" PRIu64, b->pos);
+	if (!(b->fields & LE_FIELD_CRC) && e->bytes)
+		set_hdr(*m, "Le-Body-Crc", "%08" PRIx32, b->crc);
 	if (e->gap) {
 		set_hdr(*m, "Le-Gap", "%" PRIu64, e->gap);
-		set_hdr(*m, "Le-Ts", "%" PRIu64, gap_ts);
+		set_hdr(*m, "Le-Ts", "%" PRIu64, b->ts);
 	}
 	return NATS_OK;
 }
 
-/* Publish body[0..bytes) as records first..last of s (a gap message
- * when gap).  The entry is in the window before the call, so an ack that
- * comes back at once finds it. */
+/* Publish body b as records first..last of s (a gap message when gap).
+ * The entry is in the window before the call, so an ack that comes back
+ * at once finds it. */
 static int publish(struct fwd *f, struct fshard *s, uint64_t first,
-                   uint64_t last, const unsigned char *body, uint64_t bytes,
-                   uint32_t fields, uint64_t gap, uint64_t gap_ts)
+                   uint64_t last, const struct body *b, uint64_t gap)
 {
 	natsMsg *m = NULL;
 	jsPubOptions po;
+	uint64_t bytes = b->len;
 	struct entry e = {
 		.si = (uint32_t)(s - f->sh), .state = E_PENDING,
 		.first = first, .last = last, .gap = gap, .bytes = bytes,
-		.end_seg = s->open ? s->seg : 0, .end_off = s->open ? s->sc.off : 0,
+		.end_seg = b->end_seg, .end_off = b->end_off,
 	};
-	natsStatus st = make_msg(f, s, &m, &e, body, fields, gap_ts);
+	natsStatus st = make_msg(f, s, &m, &e, b);
 
 	if (st != NATS_OK) {
 		fprintf(stderr, "logengine %s: %s\n", CMD, natsStatus_GetText(st));
@@ -527,206 +284,79 @@ static void on_ack(jsCtx *js, natsMsg *m, jsPubAck *pa, jsPubAckErr *pae,
 
 /* ---- batches ---- */
 
+static struct body event_body(const le_spool_batch *ev)
+{
+	struct body b = {
+		.p = ev->frames, .len = ev->len, .fields = ev->fields,
+		.crc = ev->crc, .pos = ev->pos, .ts = ev->ts_ns,
+		.end_seg = ev->end_segment, .end_off = ev->end_offset,
+	};
+	return b;
+}
+
 /* Report a frame no message can carry, and ship a gap for it. */
-static int oversize(struct fwd *f, struct fshard *s, const struct rd *r)
+static int oversize(struct fwd *f, struct fshard *s, const le_spool_batch *ev)
 {
+	struct body b = event_body(ev);
+
 	fprintf(stderr, "logengine %s: %s/%016" PRIx64 ".seg: offset %" PRIu64
-	        ": record %" PRIu64 " is %" PRIu32 " bytes stored, more than "
+	        ": record %" PRIu64 " is %" PRIu64 " bytes stored, more than "
 	        "--max-batch-bytes %" PRIu64 ": not shipped (a gap marker "
-	        "takes its place)\n", CMD, s->dir, s->seg, r->off, r->f.seq,
-	        r->f.size + 4, f->max_batch);
+	        "takes its place)\n", CMD, s->dir, ev->segment, ev->offset,
+	        ev->first, ev->size, f->max_batch);
 	f->oversize++;
-	return publish(f, s, r->f.seq, r->f.seq, NULL, 0, s->sc.hdr.fields, 1,
-	               r->f.ts);
+	return publish(f, s, ev->first, ev->first, &b, 1);
 }
 
-/* The batch's bytes: the frames [off, off + len) of the open segment,
- * checked as they were read.  Still in the scanner's window (most often,
- * the window being four batches or more), they go from there; else they
- * are read again (a valid frame's bytes never change: the file only
- * grows, and a deleted one stays readable through our descriptor). */
-static const unsigned char *batch_bytes(struct fwd *f, struct fshard *s,
-                                        uint64_t off, uint64_t len)
+/* Damage the spool stepped over: the records in it come as a gap. */
+static void damage(const struct fshard *s, const le_spool_batch *ev)
 {
-	if (off >= s->sc.win_off && off + len <= s->sc.win_off + s->sc.win_len)
-		return s->sc.buf + (off - s->sc.win_off);
-	ssize_t got = le__pread_full(s->sc.fd, f->batch, (size_t)len, off);
-	if (got == (ssize_t)len)
-		return f->batch;
 	fprintf(stderr, "logengine %s: %s/%016" PRIx64 ".seg: offset %" PRIu64
-	        ": %s\n", CMD, s->dir, s->seg, off,
-	        got < 0 ? strerror((int)-got) : "shorter than it was");
-	return NULL;
-}
-
-/* The descriptor of the deferred frame at offset ref of s's segment. */
-static const unsigned char *origin_desc(void *arg, uint32_t ref,
-                                        size_t *dlen, const char **why)
-{
-	struct fshard *s = arg;
-	return le__dcache_desc(&s->dc, s->sc.fd, s->seg, s->sc.hdr.version,
-	                       s->sc.hdr.fields, ref, dlen, why);
-}
-
-static const unsigned char *no_desc(void *arg, uint32_t ref, size_t *dlen,
-                                   const char **why)
-{
-	(void)arg;
-	(void)ref;
-	(void)dlen;
-	*why = "no room for it";
-	return NULL;
+	        ": %s; %s\n", CMD, s->dir, ev->segment, ev->offset, ev->why,
+	        ev->resume ? "skipped to the next valid frame"
+	                   : "rest of the segment skipped");
 }
 
 /*
- * The n frames body[0..*len) of s, as a message carries them: deferred
- * frames that name their descriptor by an offset made to name a frame of
- * the message (R = Le-Pos + its offset in the body), the first of each
- * call site carrying it (docs/INTERFACES.md, "Deferred records in
- * messages").  A body without deferred frames goes as it is.  Frames
- * that no longer fit --max-batch-bytes are put back for the next batch
- * (*n, *len say what is left).
- */
-static const unsigned char *relink(struct fwd *f, struct fshard *s,
-                                   const unsigned char *body, uint64_t *len,
-                                   uint64_t *n)
-{
-	uint32_t fields = s->sc.hdr.fields;
-	uint64_t in = 0, out = 0, k = 0;
-
-	while (in < *len && !le__frame_deferred(body + in, fields))
-		in += (uint64_t)le__get32(body + in) + 4;
-	if (in == *len)
-		return body;
-	le__relink_reset(&f->rl);
-	for (in = 0; k < *n; k++) {
-		uint64_t fl = (uint64_t)le__get32(body + in) + 4;
-		/* A frame only grows: one that does not fit as it is will
-		 * not fit relinked, and f->relinked has room for the batch
-		 * and one descriptor, not for a whole frame past it. */
-		if (k > 0 && out + fl > f->max_batch)
-			break;
-		size_t got = le__relink_frame(&f->rl, body + in, (size_t)fl,
-		                              fields, s->pos + out, origin_desc,
-		                              s, f->relinked + out);
-		if (!got) {
-			got = (size_t)fl;
-			memcpy(f->relinked + out, body + in, got);
-		}
-		if (out + got > f->max_batch && k > 0)
-			break; /* grew past the batch: the rest goes next */
-		if (out + got > f->max_batch) {
-			/* A lone frame that outgrew a message with its
-			 * descriptor goes without: its R made 0, which no
-			 * frame has (read as undecodable, never as another
-			 * call site's text).  The table noted its
-			 * descriptor as carried at the body's start, where
-			 * it now is not; the table holds nothing else yet
-			 * (k == 0), so it starts again empty and the next
-			 * frame of the call site carries the descriptor. */
-			le__relink_reset(&f->rl);
-			got = le__relink_frame(&f->rl, body, (size_t)fl, fields,
-			                       s->pos, no_desc, NULL,
-			                       f->relinked);
-			if (!got) {
-				got = (size_t)fl;
-				memcpy(f->relinked, body, got);
-			}
-		}
-		out += got;
-		in += fl;
-	}
-	if (k < *n) {
-		s->sc.off = s->pos + in;
-		s->sc.next_seq -= *n - k;
-		s->sc.frames -= *n - k;
-		*n = k;
-	}
-	*len = out;
-	return f->relinked;
-}
-
-/*
- * Read one batch of shard s and publish it.  @return 1 published, 0
- * nothing to publish now, < 0 error.
+ * Read one batch of shard s and publish it: frames, or a gap message for
+ * records gone or too large.  @return 1 published, 0 nothing to publish
+ * now, < 0 error.
  */
 static int ship_batch(struct fwd *f, struct fshard *s)
 {
-	uint64_t want = s->read_seq, first = 0, len = 0, n = 0, start = 0;
-	uint32_t fields = 0;
-	struct rd r;
-	int rc;
+	le_spool_batch ev;
+	struct body b;
 
-	while (len < f->max_batch) {
-		/* The common case: frames that follow on, taken a run at a
-		 * time (CRCs checked side by side); whatever the run stops
-		 * at goes through next_frame, which says what it is. */
-		if (s->open && s->sc.next_seq == want && !past_target(f, s) &&
-		    (n == 0 || s->sc.off == start + len)) {
-			uint64_t lim = f->max_batch - len, off0 = s->sc.off, got;
-			if (f->once && s->seg == s->tgt_seg &&
-			    s->tgt_off - off0 < lim)
-				lim = s->tgt_off - off0;
-			int64_t k = le__scan_many(&s->sc, lim, &got);
-			if (k < 0)
-				return (int)k;
-			if (k > 0) {
-				if (n == 0) {
-					first = want;
-					fields = s->sc.hdr.fields;
-					start = off0;
-				}
-				n += (uint64_t)k;
-				len += got;
-				want = s->sc.next_seq;
-				continue;
-			}
-		}
-		rc = next_frame(f, s, want, n > 0, &r);
-		if (rc < 0)
+	for (;;) {
+		int rc = le_spool_next(s->sp, (size_t)f->max_batch, 0, &ev);
+		if (rc < 0) {
+			fprintf(stderr, "logengine %s: %s: %s\n", CMD, s->dir,
+			        le_strerror(rc));
 			return rc;
-		if (rc == RD_NONE || rc == RD_SEGEND)
-			break;
-		if (rc == RD_GAP) {
-			if (n)
-				break;
-			return publish(f, s, want, r.gap_last, NULL, 0,
-			               s->sc.hdr.fields, r.gap_last - want + 1,
-			               r.gap_ts) < 0 ? -1 : 1;
 		}
-		uint64_t flen = (uint64_t)r.f.size + 4;
-		if (flen > f->max_batch) {
-			if (n) {
-				unread(s, &r);
-				break;
-			}
-			return oversize(f, s, &r) < 0 ? -1 : 1;
+		b = event_body(&ev);
+		switch (rc) {
+		case LE_SPOOL_DAMAGE:
+			damage(s, &ev);
+			continue;
+		case LE_SPOOL_ROTATED:
+			continue;
+		case LE_SPOOL_GAP:
+			return publish(f, s, ev.first, ev.first + ev.count - 1,
+			               &b, ev.count) < 0 ? -1 : 1;
+		case LE_SPOOL_TOO_BIG:
+			return oversize(f, s, &ev) < 0 ? -1 : 1;
+		case LE_SPOOL_FRAMES:
+			s->tail_seen = 0;
+			f->records += ev.count;
+			f->bytes += ev.len;
+			return publish(f, s, ev.first, ev.first + ev.count - 1,
+			               &b, 0) < 0 ? -1 : 1;
+		default: /* IDLE, END */
+			s->tail_seen = 1;
+			return 0;
 		}
-		if (len + flen > f->max_batch) {
-			unread(s, &r);
-			break;
-		}
-		if (n++ == 0) {
-			first = r.f.seq;
-			fields = s->sc.hdr.fields;
-			start = r.off;
-		}
-		len += flen;
-		want = r.f.seq + 1;
 	}
-	s->tail_seen = n == 0;
-	if (n == 0)
-		return 0;
-	const unsigned char *body = batch_bytes(f, s, start, len);
-	if (!body)
-		return -1;
-	s->pos = start;
-	body = relink(f, s, body, &len, &n);
-	want = first + n;
-	f->records += n;
-	f->bytes += len;
-	return publish(f, s, first, want - 1, body, len, fields, 0, 0) < 0
-	               ? -1 : 1;
 }
 
 /* ---- settling acks ---- */
@@ -777,17 +407,14 @@ static uint64_t dup_last(struct fwd *f, const struct fshard *s,
 static void advance(struct fwd *f, struct fshard *s, const struct entry *e,
                     uint64_t last)
 {
-	if (last + 1 > s->cur.next_seq) {
-		s->cur.next_seq = last + 1;
-		s->cur.seg_index = last == e->last ? e->end_seg : 0;
-		s->cur.offset = last == e->last ? e->end_off : 0;
+	if (last + 1 > s->next_seq || e->gap) {
+		le_spool_ack(s->sp, last + 1, last == e->last ? e->end_seg : 0,
+		             last == e->last ? e->end_off : 0, e->gap);
 		s->cur_dirty = 1;
 	}
-	if (e->gap) {
-		s->cur.lost += e->gap;
-		f->lost += e->gap;
-		s->cur_dirty = 1;
-	}
+	if (last + 1 > s->next_seq)
+		s->next_seq = last + 1;
+	f->lost += e->gap;
 	f->acked++;
 }
 
@@ -801,7 +428,7 @@ static void failed(struct fwd *f, struct fshard *s, const char *why)
 	if (!s->said++ && !ship_refused)
 		fprintf(stderr, "logengine %s: shard %" PRIu32 ": %s; sending "
 		        "again from record %" PRIu64 "\n", CMD, s->id, why,
-		        s->cur.next_seq);
+		        s->next_seq);
 }
 
 /* Walk the window in publish order; each shard's acknowledged prefix
@@ -838,7 +465,7 @@ static void settle(struct fwd *f)
 				fprintf(stderr, "logengine %s: shard %" PRIu32
 				        ": %s; sending again from record %" PRIu64
 				        " under ids no one can know in advance\n",
-				        CMD, s->id, e->err, s->cur.next_seq);
+				        CMD, s->id, e->err, s->next_seq);
 			e->done = 1;
 			s->pending--;
 			s->blocked = 1;
@@ -888,9 +515,8 @@ static void rewind_shard(struct fwd *f, struct fshard *s)
 		s->retry_ms = now + (uint64_t)s->backoff_ms;
 	}
 	s->rewind = s->backoff = 0;
-	spool_close(s);
-	s->min_seg = 0;
-	s->read_seq = s->cur.next_seq ? s->cur.next_seq : 1;
+	le_spool_rewind(s->sp);
+	s->read_seq = s->next_seq ? s->next_seq : 1;
 	s->tail_seen = 0; /* what was read past the cursor goes again */
 }
 
@@ -901,7 +527,7 @@ static void rewind_idle(struct fwd *f)
 		pthread_mutex_lock(&f->mu);
 		unsigned awaiting = s->awaiting;
 		pthread_mutex_unlock(&f->mu);
-		uint64_t at = s->cur.next_seq ? s->cur.next_seq : 1;
+		uint64_t at = s->next_seq ? s->next_seq : 1;
 		if (awaiting == 0 &&
 		    (s->rewind || (s->pending == 0 && s->read_seq != at)))
 			rewind_shard(f, s);
@@ -916,13 +542,10 @@ static int cursor_flush(struct fwd *f, struct fshard *s, int force)
 
 	if (!s->cur_dirty || (!force && now - s->cur_ms < CURSOR_MS))
 		return 0;
-	s->cur.gen++;
-	s->cur.shard = s->id;
-	s->cur.written_ns = le__now_ns();
-	int rc = le__fwd_write(s->cfd, &s->cur);
+	int rc = le_spool_commit(s->sp);
 	if (rc < 0) {
-		fprintf(stderr, "logengine %s: %s/" LE_FWD_NAME ": %s\n", CMD,
-		        s->dir, le_strerror(rc));
+		fprintf(stderr, "logengine %s: %s/FORWARD: %s\n", CMD, s->dir,
+		        le_strerror(rc));
 		return rc;
 	}
 	(void)f;
@@ -931,69 +554,34 @@ static int cursor_flush(struct fwd *f, struct fshard *s, int force)
 	return 0;
 }
 
-/* Open (creating) and lock shard s's FORWARD file; read the cursor. */
-static int cursor_open(struct fshard *s)
+/* Open shard s's spool: its FORWARD file locked, the cursor read. */
+static int cursor_open(struct fwd *f, struct fshard *s)
 {
-	char path[LE_PATH_MAX];
-	int rc;
+	le_spool_cursor c;
+	int rc = le_spool_open(&s->sp, f->dir, s->id,
+	                       f->once ? LE_SPOOL_ONCE : 0);
 
-	if (snprintf(path, sizeof path, "%s/" LE_FWD_NAME, s->dir) >=
-	    (int)sizeof path)
-		return -ENAMETOOLONG;
-	s->cfd = le__open_in(path, LE_IN_SHARD, O_RDWR | O_CREAT, 0640);
-	if (s->cfd < 0)
-		return s->cfd;
-	if (flock(s->cfd, LOCK_EX | LOCK_NB) < 0) {
-		fprintf(stderr, "logengine %s: %s: another forwarder has it\n",
-		        CMD, path);
-		return LE_EBUSY;
-	}
-	rc = le__fwd_key(s->cfd, &s->id_key);
-	if (rc < 0) {
-		fprintf(stderr, "logengine %s: %s: message-id key: %s\n", CMD,
-		        path, le_strerror(rc));
+	if (rc == LE_EBUSY)
+		fprintf(stderr, "logengine %s: %s/FORWARD: another forwarder "
+		        "has it\n", CMD, s->dir);
+	else if (rc < 0)
+		fprintf(stderr, "logengine %s: %s/FORWARD: %s\n", CMD, s->dir,
+		        le_strerror(rc));
+	if (rc < 0)
 		return rc;
-	}
-	rc = le__fwd_read(s->dir, &s->cur);
-	if (rc < 0) {
-		/* New (or its first write torn): a cursor at 0 says a
-		 * forwarder is here and has shipped nothing yet, so
-		 * retention keeps what it has not shipped from now on. */
-		memset(&s->cur, 0, sizeof s->cur);
-		s->cur_dirty = 1;
-	}
-	/* Every origin's shipping starts at sequence 1: records retention
-	 * deleted before any forwarder came are a gap like any other, so a
-	 * collector knows where an origin begins. */
-	s->read_seq = s->cur.next_seq ? s->cur.next_seq : 1;
+	le_spool_cursor_get(s->sp, &c);
+	s->id_key = c.key;
+	s->next_seq = c.next_seq;
+	s->cur_dirty = 1; /* a new cursor is written at once */
+	/* Every origin's shipping starts at sequence 1 (le_spool_next). */
+	s->read_seq = s->next_seq ? s->next_seq : 1;
 	/* What a previous run had in flight may be in the stream under the
 	 * ids we are about to use, cut differently: one at a time first. */
-	s->probe = s->cur.next_seq > 0;
-	return cursor_flush(NULL, s, 1);
+	s->probe = s->next_seq > 0;
+	return cursor_flush(f, s, 1);
 }
 
 /* ---- shards ---- */
-
-/* Where --once stops: the end of the newest segment now. */
-static void set_target(struct fshard *s)
-{
-	uint64_t *segs;
-	size_t n;
-	char path[LE_PATH_MAX];
-	struct stat st;
-
-	s->tgt_seg = 0;
-	s->tgt_off = 0;
-	if (le__seg_list(s->dir, &segs, &n) < 0 || n == 0) {
-		free(segs);
-		return;
-	}
-	s->tgt_seg = segs[n - 1];
-	le__seg_path(path, sizeof path, s->dir, s->tgt_seg);
-	if (stat(path, &st) == 0)
-		s->tgt_off = (uint64_t)st.st_size;
-	free(segs);
-}
 
 static int shard_add(struct fwd *f, uint32_t id)
 {
@@ -1003,12 +591,12 @@ static int shard_add(struct fwd *f, uint32_t id)
 	struct fshard *s = &f->sh[f->nsh];
 	memset(s, 0, sizeof *s);
 	s->id = id;
-	s->cfd = -1;
-	le__shard_dir(s->dir, sizeof s->dir, f->dir, id);
-	int rc = cursor_open(s);
-	if (rc < 0)
+	snprintf(s->dir, sizeof s->dir, "%s/shard-%03" PRIu32, f->dir, id);
+	int rc = cursor_open(f, s);
+	if (rc < 0) {
+		le_spool_close(s->sp);
 		return rc;
-	set_target(s);
+	}
 	s->wd = f->ino < 0 ? -1
 	                   : inotify_add_watch(f->ino, s->dir, IN_MODIFY |
 	                                       IN_CREATE | IN_MOVED_TO |
@@ -1020,18 +608,18 @@ static int shard_add(struct fwd *f, uint32_t id)
 /* Every shard-NNN of DIR (again: new ones appear while we follow). */
 static int shards_scan(struct fwd *f)
 {
-	uint32_t *ids;
-	size_t n;
-	int rc = le__shard_list(f->dir, &ids, &n);
+	unsigned ids[LE_MAX_SHARDS];
+	int rc = le_spool_shards(f->dir, ids, LE_MAX_SHARDS);
 
 	if (rc < 0) {
 		fprintf(stderr, "logengine %s: %s: %s\n", CMD, f->dir,
 		        le_strerror(rc));
 		return rc;
 	}
+	size_t n = (size_t)rc < LE_MAX_SHARDS ? (size_t)rc : LE_MAX_SHARDS;
+	rc = 0;
 	for (size_t i = 0; i < n && rc == 0; i++)
 		rc = shard_add(f, ids[i]);
-	free(ids);
 	return rc;
 }
 
@@ -1078,7 +666,7 @@ static int all_done(const struct fwd *f)
 	for (size_t i = 0; i < f->nsh; i++) {
 		const struct fshard *s = &f->sh[i];
 		if (s->pending || s->rewind || !s->tail_seen ||
-		    s->read_seq != (s->cur.next_seq ? s->cur.next_seq : 1))
+		    s->read_seq != (s->next_seq ? s->next_seq : 1))
 			return 0;
 	}
 	return 1;
@@ -1244,7 +832,7 @@ static int parse(struct fwd *f, int argc, char **argv)
 }
 
 /* Host name and subject: --host or the machine's; the subject is
- * logs.HOSTTOKEN (le__host_token: dots written as '~'), or --subject,
+ * logs.HOSTTOKEN (le_spool_host_token: dots written as '~'), or --subject,
  * whose last token must be that token: the collector takes the origin
  * from it.  Messages go to SUBJECT.SHARD. */
 static int names(struct fwd *f)
@@ -1257,13 +845,12 @@ static int names(struct fwd *f)
 		f->host_buf[sizeof f->host_buf - 1] = '\0';
 		f->host = f->host_buf;
 	}
-	if (!le__host_valid(f->host, strlen(f->host))) {
+	if (!le_spool_host_token(tok, sizeof tok, f->host)) {
 		fprintf(stderr, "logengine %s: host name '%s': use 1 to %d of "
 		        "A-Z a-z 0-9 . _ - (--host NAME)\n", CMD, f->host,
 		        LE_HOST_MAX);
 		return -1;
 	}
-	le__host_token(tok, sizeof tok, f->host);
 	if (!f->subject) {
 		snprintf(f->subject_buf, sizeof f->subject_buf, "logs.%s", tok);
 		f->subject = f->subject_buf;
@@ -1309,9 +896,7 @@ static int limits(struct fwd *f)
 		        f->max_inflight, f->max_batch);
 		return SHIP_EXIT_USAGE;
 	}
-	f->batch = malloc(f->max_batch);
-	f->relinked = malloc(f->max_batch + LE_DESC_MAX);
-	return f->batch && f->relinked ? 0 : SHIP_EXIT_FAIL;
+	return 0;
 }
 
 static int start(struct fwd *f)
@@ -1354,12 +939,8 @@ static void summary(const struct fwd *f)
 
 static void cleanup(struct fwd *f)
 {
-	for (size_t i = 0; i < f->nsh; i++) {
-		spool_close(&f->sh[i]);
-		le__dcache_free(&f->sh[i].dc);
-		if (f->sh[i].cfd >= 0)
-			le__close(f->sh[i].cfd);
-	}
+	for (size_t i = 0; i < f->nsh; i++)
+		le_spool_close(f->sh[i].sp);
 	if (f->js)
 		jsCtx_Destroy(f->js);
 	if (f->nc)
@@ -1370,9 +951,6 @@ static void cleanup(struct fwd *f)
 	for (int i = 0; i < 2; i++)
 		if (f->wake[i] >= 0)
 			close(f->wake[i]);
-	free(f->batch);
-	free(f->relinked);
-	le__relink_free(&f->rl);
 	free(f->sh);
 	pthread_mutex_destroy(&f->mu);
 }

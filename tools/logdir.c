@@ -24,9 +24,6 @@
 #include <unistd.h>
 
 #include "cli.h"
-#include "store/segment.h" /* le__seg_list, the header decoder */
-#include "store/seg_zst.h" /* archived segments' sizes and headers */
-#include "ship/ship.h"   /* the forwarder's cursor */
 
 const char *const kind_names[KIND_N] = {
 	"segments", "indexes", "queues", "checkpoints", "lock", "cursors",
@@ -312,38 +309,31 @@ int disk_usage(const char *dir, struct usage *u)
 
 /* ---- the forwarder ---- */
 
-/* The forwarder's cursor (shard-NNN/FORWARD, src/ship/ship.h) names the next
- * record to ship and, as a hint, the segment that holds it: every segment
- * before that one is shipped.  Without the hint, a segment is shipped
- * when the one after it starts at or below the cursor.  No FORWARD file:
- * no forwarder, nothing waits.  A FORWARD file no slot of which reads:
- * nothing is known to be shipped. */
-uint64_t shipped_up_to(const char *shard_dir)
+/* The forwarder's cursor (shard-NNN/FORWARD, le_spool_cursor_read) names
+ * the next record to ship and, as a hint, the segment that holds it:
+ * every segment before that one is shipped.  Without the hint, a segment
+ * is shipped when the one after it starts at or below the cursor.  No
+ * FORWARD file: no forwarder, nothing waits.  A FORWARD file no slot of
+ * which reads: nothing is known to be shipped. */
+uint64_t shipped_up_to(const char *dir, unsigned shard)
 {
-	le__fwd_cursor c;
+	le_spool_cursor c;
+	le_spool_seg sg;
 	uint64_t *idx, up = 0;
 	size_t n;
-	int rc = le__fwd_read(shard_dir, &c);
+	int rc = le_spool_cursor_read(dir, shard, &c);
 
 	if (rc == -ENOENT)
 		return UINT64_MAX;
 	if (rc < 0)
 		return 0;
-	if (c.seg_index)
-		return c.seg_index - 1;
-	if (le__seg_list(shard_dir, &idx, &n) < 0)
+	if (c.segment)
+		return c.segment - 1;
+	if (le_spool_segments(dir, shard, &idx, &n) < 0)
 		return 0;
 	for (size_t k = 0; k + 1 < n; k++) {
-		char path[4200];
-		unsigned char h[LE_SEG_HDR];
-		le__seg_hdr hdr;
-		uint64_t len;
-		int archived;
-		snprintf(path, sizeof path, "%s/%016" PRIx64 ".seg", shard_dir,
-		         idx[k + 1]);
-		ssize_t got = le__seg_head(path, h, sizeof h, &len, &archived);
-		if (got != (ssize_t)sizeof h || le__seg_hdr_decode(h, &hdr) < 0 ||
-		    hdr.base_seq > c.next_seq)
+		if (le_spool_segment_info(dir, shard, idx[k + 1], 1, &sg) < 0 ||
+		    sg.base_seq > c.next_seq)
 			break;
 		up = idx[k];
 	}
@@ -354,35 +344,33 @@ uint64_t shipped_up_to(const char *shard_dir)
 int forward_lag(const char *dir, unsigned shard, uint64_t next_seq,
                 uint64_t *records, uint64_t *bytes)
 {
-	char sd[4096], path[4200];
-	le__fwd_cursor c;
+	le_spool_cursor c;
+	le_spool_seg sg;
 	uint64_t *idx;
 	size_t n;
 
 	*records = *bytes = 0;
-	snprintf(sd, sizeof sd, "%s/shard-%03u", dir, shard);
-	if (le__fwd_read(sd, &c) < 0)
+	if (le_spool_cursor_read(dir, shard, &c) < 0)
 		return 0; /* no forwarder (or no cursor that reads) */
 	*records = next_seq > c.next_seq ? next_seq - c.next_seq : 0;
-	uint64_t from = shipped_up_to(sd);
-	if (le__seg_list(sd, &idx, &n) < 0)
+	uint64_t from = shipped_up_to(dir, shard);
+	if (le_spool_segments(dir, shard, &idx, &n) < 0)
 		return 1;
 	for (size_t k = 0; k < n; k++) {
 		if (from != UINT64_MAX && idx[k] <= from)
 			continue; /* shipped whole */
-		uint64_t size, mtime;
-		snprintf(path, sizeof path, "%s/%016" PRIx64 ".seg", sd, idx[k]);
-		if (le__seg_stat(path, &size, &mtime) < 0)
+		if (le_spool_segment_info(dir, shard, idx[k], 2, &sg) < 0)
 			continue;
-		if (idx[k] == c.seg_index && c.offset <= size)
-			size -= c.offset;
-		*bytes += size;
+		if (idx[k] == c.segment && c.offset <= sg.bytes)
+			sg.bytes -= c.offset;
+		*bytes += sg.bytes;
 	}
 	free(idx);
 	return 1;
 }
 
-int shard_segments(const char *sd, uint64_t **out, size_t *n)
+int shard_segments(const char *dir, unsigned shard, uint64_t **out,
+                   size_t *n)
 {
-	return le__seg_list(sd, out, n);
+	return le_spool_segments(dir, shard, out, n);
 }

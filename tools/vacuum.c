@@ -242,7 +242,7 @@ static int add_shard(struct vac *v, unsigned shard)
 
 	snprintf(sd, sizeof sd, "%s/shard-%03u", v->dir, shard);
 	snprintf(name, sizeof name, "shard-%03u", shard);
-	int rc = shard_segments(sd, &idx, &n);
+	int rc = shard_segments(v->dir, shard, &idx, &n);
 	if (rc < 0)
 		return rc;
 	for (size_t k = 0; k < n; k++)
@@ -250,7 +250,7 @@ static int add_shard(struct vac *v, unsigned shard)
 			free(idx);
 			return 1;
 		}
-	uint64_t shipped = shipped_up_to(sd);
+	uint64_t shipped = shipped_up_to(v->dir, shard);
 	for (size_t k = 0; k < n; k++) {
 		if (v->n == v->cap) {
 			v->cap = v->cap ? v->cap * 2 : 256;

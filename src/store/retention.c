@@ -19,7 +19,7 @@
 #include "base/os.h"
 #include "store/reaper.h"
 #include "store/seg_zst.h"
-#include "ship/ship.h"
+#include "store/fwd_cursor.h"
 
 /* Put (index, bytes) in the list at position at (st->nsegs: the end). */
 static int segs_insert(le__store *st, size_t at, uint64_t index,

@@ -1,5 +1,5 @@
 /*
- * ship_cursor.c -- the forwarder's acknowledged cursor (DIR/shard-NNN/
+ * fwd_cursor.c -- the forwarder's acknowledged cursor (DIR/shard-NNN/
  * FORWARD) and the retention hook that reads it.
  *
  * The cursor file is the checkpoint's design again: two slots in separate
@@ -10,7 +10,7 @@
  * cursors that were true once, and an older one only keeps more.
  */
 #define _GNU_SOURCE
-#include "ship/ship.h"
+#include "store/fwd_cursor.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -1,0 +1,225 @@
+/*
+ * test_spool.c -- the public spool (le_spool_*): each stored record comes
+ * once, in order, in batches within their limits; what stands in the way
+ * (records gone, damage, a record too large, the end of what is stored)
+ * comes as its typed event; the cursor committed is the one a reopen
+ * reads.
+ */
+#include "harness.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+
+#include "logengine.h"
+
+/* n records "r<k>" (k from 1) in one shard; seg_bytes per segment; record
+ * big (1-based, 0: none) is `big_len` bytes. */
+static void write_log(const char *dir, int n, uint64_t seg_bytes, int big,
+                      size_t big_len)
+{
+	le_config cfg;
+	le_engine *e;
+	static char buf[8192];
+
+	le_config_init(&cfg);
+	cfg.dir = dir;
+	cfg.segment_bytes = seg_bytes;
+	cfg.overflow = LE_OVERFLOW_BLOCK;
+	CHECK_RC(le_open(&e, &cfg));
+	for (int k = 1; k <= n; k++) {
+		size_t len = (size_t)snprintf(buf, sizeof buf, "r%d", k);
+		if (k == big) {
+			memset(buf + len, 'x', big_len - len);
+			len = big_len;
+		}
+		CHECK_RC(le_write(e, 0, LE_INFO, buf, len));
+	}
+	CHECK_RC(le_close(e));
+}
+
+/* Events until IDLE: frames counted into *frames (checked to follow on),
+ * every other event's kind counted in seen[]. */
+static void drain(le_spool *sp, size_t max_bytes, uint64_t max_records,
+                  uint64_t *next, int seen[8], uint64_t *frames)
+{
+	le_spool_batch ev;
+	int rc;
+
+	while ((rc = le_spool_next(sp, max_bytes, max_records, &ev)) !=
+	       LE_SPOOL_IDLE) {
+		CHECK(rc > 0 && rc < 8);
+		seen[rc]++;
+		if (rc == LE_SPOOL_FRAMES || rc == LE_SPOOL_GAP ||
+		    rc == LE_SPOOL_TOO_BIG) {
+			CHECK_EQ(ev.first, *next);
+			*next += ev.count;
+		}
+		if (rc == LE_SPOOL_FRAMES) {
+			CHECK(ev.len <= max_bytes && ev.frames != NULL);
+			CHECK(!max_records || ev.count <= max_records);
+			*frames += ev.count;
+		}
+	}
+}
+
+TEST(every_record_comes_once_in_batches_within_both_limits)
+{
+	char dir[256];
+	le_spool *sp;
+	uint64_t next = 1, frames = 0;
+	int seen[8] = {0};
+
+	write_log(t_tmpdir(dir), 5000, 64 << 10, 0, 0);
+	CHECK_RC(le_spool_open(&sp, dir, 0, 0));
+	drain(sp, 4096, 100, &next, seen, &frames);
+	CHECK_EQ(frames, 5000u);
+	CHECK_EQ(next, 5001u);
+	CHECK(seen[LE_SPOOL_ROTATED] >= 1); /* it crossed segments */
+	CHECK_EQ(seen[LE_SPOOL_GAP] + seen[LE_SPOOL_DAMAGE], 0);
+	le_spool_close(sp);
+	t_rmrf(dir);
+}
+
+TEST(record_larger_than_max_bytes_comes_as_too_big_and_the_rest_moves)
+{
+	char dir[256];
+	le_spool *sp;
+	le_spool_batch ev;
+
+	write_log(t_tmpdir(dir), 21, 1 << 20, 11, 3000);
+	CHECK_RC(le_spool_open(&sp, dir, 0, 0));
+	CHECK_EQ(le_spool_next(sp, 1000, 0, &ev), LE_SPOOL_FRAMES);
+	CHECK(ev.first == 1 && ev.count == 10);
+	CHECK_EQ(le_spool_next(sp, 1000, 0, &ev), LE_SPOOL_TOO_BIG);
+	CHECK(ev.first == 11 && ev.count == 1 && ev.size > 3000);
+	CHECK_EQ(le_spool_next(sp, 1000, 0, &ev), LE_SPOOL_FRAMES);
+	CHECK(ev.first == 12 && ev.count == 10);
+	CHECK_EQ(le_spool_next(sp, 1000, 0, &ev), LE_SPOOL_IDLE);
+	le_spool_close(sp);
+	t_rmrf(dir);
+}
+
+/* A flipped byte in a sealed segment: DAMAGE names segment and offset,
+ * the records in it come as a GAP, the rest as frames. */
+TEST(damage_in_a_sealed_segment_is_an_event_and_its_records_a_gap)
+{
+	char dir[256], path[400];
+	le_spool *sp;
+	uint64_t *idx, next = 1, frames = 0;
+	size_t n;
+	int seen[8] = {0};
+
+	write_log(t_tmpdir(dir), 3000, 32 << 10, 0, 0);
+	CHECK_RC(le_spool_segments(dir, 0, &idx, &n));
+	CHECK(n >= 2);
+	snprintf(path, sizeof path, "%s/shard-000/%016" PRIx64 ".seg", dir,
+	         idx[0]);
+	free(idx);
+	int fd = open(path, O_RDWR);
+	CHECK(fd >= 0);
+	unsigned char c;
+	CHECK(pread(fd, &c, 1, 8000) == 1);
+	c ^= 0x55;
+	CHECK(pwrite(fd, &c, 1, 8000) == 1);
+	close(fd);
+	CHECK_RC(le_spool_open(&sp, dir, 0, 0));
+	drain(sp, 64 << 10, 0, &next, seen, &frames);
+	CHECK_EQ(seen[LE_SPOOL_DAMAGE], 1);
+	CHECK_EQ(seen[LE_SPOOL_GAP], 1);
+	CHECK_EQ(next, 3001u);       /* every record: shipped or a gap */
+	CHECK(frames >= 2990 && frames < 3000);
+	le_spool_close(sp);
+	t_rmrf(dir);
+}
+
+TEST(records_deleted_before_shipping_come_as_a_gap_from_one)
+{
+	char dir[256], path[400];
+	le_spool *sp;
+	le_spool_batch ev;
+	le_spool_seg sg;
+	uint64_t *idx;
+	size_t n;
+
+	write_log(t_tmpdir(dir), 3000, 32 << 10, 0, 0);
+	CHECK_RC(le_spool_segments(dir, 0, &idx, &n));
+	CHECK(n >= 2);
+	CHECK_RC(le_spool_segment_info(dir, 0, idx[1], 3, &sg));
+	snprintf(path, sizeof path, "%s/shard-000/%016" PRIx64 ".seg", dir,
+	         idx[0]);
+	CHECK_RC(unlink(path));
+	free(idx);
+	CHECK_RC(le_spool_open(&sp, dir, 0, 0));
+	CHECK_EQ(le_spool_next(sp, 64 << 10, 0, &ev), LE_SPOOL_GAP);
+	CHECK(ev.first == 1 && ev.count == sg.base_seq - 1 && ev.ts_ns > 0);
+	CHECK_EQ(le_spool_next(sp, 64 << 10, 0, &ev), LE_SPOOL_FRAMES);
+	CHECK_EQ(ev.first, sg.base_seq);
+	le_spool_close(sp);
+	t_rmrf(dir);
+}
+
+/* The cursor a commit wrote is the one the next open reads (and the
+ * one without a spool, le_spool_cursor_read); what was read and not
+ * acknowledged comes again after a rewind. */
+TEST(committed_cursor_is_where_a_reopen_starts_and_rewind_reads_again)
+{
+	char dir[256];
+	le_spool *sp;
+	le_spool_batch ev;
+	le_spool_cursor c, disk;
+
+	write_log(t_tmpdir(dir), 100, 1 << 20, 0, 0);
+	CHECK_RC(le_spool_open(&sp, dir, 0, 0));
+	CHECK_EQ(le_spool_next(sp, 1 << 20, 40, &ev), LE_SPOOL_FRAMES);
+	CHECK_RC(le_spool_ack(sp, ev.first + ev.count, ev.end_segment,
+	                      ev.end_offset, 0));
+	CHECK_RC(le_spool_commit(sp));
+	CHECK_EQ(le_spool_next(sp, 1 << 20, 40, &ev), LE_SPOOL_FRAMES);
+	CHECK_EQ(ev.first, 41u);
+	CHECK_RC(le_spool_rewind(sp));
+	CHECK_EQ(le_spool_next(sp, 1 << 20, 40, &ev), LE_SPOOL_FRAMES);
+	CHECK_EQ(ev.first, 41u); /* not acknowledged: again */
+	CHECK_RC(le_spool_cursor_get(sp, &c));
+	le_spool_close(sp);
+	CHECK_RC(le_spool_cursor_read(dir, 0, &disk));
+	CHECK(disk.next_seq == 41 && disk.segment == c.segment &&
+	      disk.offset == c.offset && c.key != 0);
+	CHECK_RC(le_spool_open(&sp, dir, 0, 0));
+	CHECK_EQ(le_spool_next(sp, 1 << 20, 0, &ev), LE_SPOOL_FRAMES);
+	CHECK(ev.first == 41 && ev.count == 60);
+	CHECK_RC(le_spool_cursor_get(sp, &disk));
+	CHECK_EQ(disk.key, c.key); /* the key is drawn once */
+	le_spool_close(sp);
+	CHECK_EQ(le_spool_cursor_read(dir, 1, &disk), -ENOENT);
+	t_rmrf(dir);
+}
+
+TEST(once_ends_at_what_was_stored_at_open)
+{
+	char dir[256];
+	le_spool *sp;
+	le_spool_batch ev;
+	uint64_t got = 0;
+	int rc;
+
+	write_log(t_tmpdir(dir), 500, 1 << 20, 0, 0);
+	CHECK_RC(le_spool_open(&sp, dir, 0, LE_SPOOL_ONCE));
+	while ((rc = le_spool_next(sp, 4096, 0, &ev)) == LE_SPOOL_FRAMES)
+		got += ev.count;
+	CHECK_EQ(rc, LE_SPOOL_END);
+	CHECK_EQ(got, 500u);
+	le_spool_close(sp);
+	t_rmrf(dir);
+}
+
+int main(int argc, char **argv)
+{
+	T_INIT(argc, argv);
+	RUN(every_record_comes_once_in_batches_within_both_limits);
+	RUN(record_larger_than_max_bytes_comes_as_too_big_and_the_rest_moves);
+	RUN(damage_in_a_sealed_segment_is_an_event_and_its_records_a_gap);
+	RUN(records_deleted_before_shipping_come_as_a_gap_from_one);
+	RUN(committed_cursor_is_where_a_reopen_starts_and_rewind_reads_again);
+	RUN(once_ends_at_what_was_stored_at_open);
+	return t_done();
+}
