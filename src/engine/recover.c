@@ -161,8 +161,8 @@ static int recover_last(le__store *st, uint64_t index, const le__ckpt *c,
 		rc = le__unlink(path);
 		if (rc < 0)
 			return rc;
-		if (st->nsegs)
-			seq_after(st, st->segs[st->nsegs - 1].index);
+		if (st->sealed.nsegs)
+			seq_after(st, st->sealed.segs[st->sealed.nsegs - 1].index);
 		st->seg_index = index - 1;
 		return 1;
 	}
@@ -172,8 +172,8 @@ static int recover_last(le__store *st, uint64_t index, const le__ckpt *c,
 		 * frame we can know of -- the previous segment's, this file's
 		 * if its header still reads, or what a checkpoint about this
 		 * very file says (the only witness left of a lost header). */
-		if (st->nsegs)
-			seq_after(st, st->segs[st->nsegs - 1].index);
+		if (st->sealed.nsegs)
+			seq_after(st, st->sealed.segs[st->sealed.nsegs - 1].index);
 		seq_after(st, index);
 		if (have_ckpt && c->seg_index == index && c->next_seq > st->next_seq)
 			st->next_seq = c->next_seq;

@@ -193,8 +193,8 @@ void le__statpage_fill_store(const le__store *st, uint64_t *w)
 	w[LE_SP_RECOVERED_TRUNCATED] = LOAD(st->recovered_truncated);
 	/* The active segment's bytes: what its writes have put there. */
 	uint64_t end = st->fd >= 0 ? st->buf_off + st->buf_len - st->buf_new : 0;
-	w[LE_SP_SEGMENTS] = st->nsegs + (st->fd >= 0);
-	w[LE_SP_DISK_BYTES] = st->segs_bytes + end;
+	w[LE_SP_SEGMENTS] = st->sealed.nsegs + (st->fd >= 0);
+	w[LE_SP_DISK_BYTES] = st->sealed.segs_bytes + end;
 	w[LE_SP_SEGMENT] = st->seg_index;
 	w[LE_SP_SEGMENT_END] = end;
 	/* A new segment's first frame is not written yet: its header's end

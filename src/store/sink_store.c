@@ -421,7 +421,7 @@ static void store_free(le__sink *s)
 	if (st->ckpt_fd >= 0)
 		le__close(st->ckpt_fd);
 	free(st->buf);
-	free(st->segs);
+	free(st->sealed.segs);
 	free(st->dmap);
 	free(st);
 }

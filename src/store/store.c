@@ -162,6 +162,32 @@ int le__store_reopen(le__store *st, uint64_t index, uint64_t valid_end)
 	return 0;
 }
 
+/* What retention (retention.h) works with: this shard's, as they are
+ * now (the archiver is set after the store is made). */
+static le__retain_env retain_env(le__store *st)
+{
+	return (le__retain_env){
+		.cfg = st->cfg, .dir = st->dir, .reaper = st->reaper,
+		.archiver = st->archiver, .last_error = st->last_error,
+		.segments_deleted = &st->segments_deleted,
+		.lost_unshipped = &st->lost_unshipped};
+}
+
+int le__store_add_sealed(le__store *st, uint64_t index, uint64_t bytes)
+{
+	le__retain_env e = retain_env(st);
+
+	return le__seglist_add(&st->sealed, &e, index, bytes);
+}
+
+/* Retention, with active_bytes in the active segment. */
+static void retention(le__store *st, uint64_t active_bytes)
+{
+	le__retain_env e = retain_env(st);
+
+	le__retention(&st->sealed, &e, active_bytes);
+}
+
 /* Seal the active segment (its buffer must be written). */
 static int seg_seal(le__store *st)
 {
@@ -217,7 +243,7 @@ int le__store_rotate(le__store *st)
 		le__store_error(st, rc);
 		return rc;
 	}
-	le__retention(st, le__store_seg_end(st));
+	retention(st, le__store_seg_end(st));
 	return 0;
 }
 
@@ -319,7 +345,7 @@ void le__store_tick(le__sink *s, uint64_t now)
 	     c->archive_keep_segments) &&
 	    now - st->last_age_mono >= 1000 * MS) {
 		st->last_age_mono = now;
-		le__retention(st, le__store_written_end(st));
+		retention(st, le__store_written_end(st));
 	}
 	if (st->pend_recs || st->buf_new)
 		return;

@@ -17,21 +17,13 @@
 #include "base/crc32c.h"
 #include "base/hist.h"
 #include "store/progress.h"
+#include "store/retention.h"
 #include "store/segment.h"
 #include "sink/sink.h"
 
 struct le__archiver;
 struct le__reaper;
 struct le__syncer;
-
-typedef struct le__segmeta {
-	uint64_t index;
-	uint64_t bytes;
-	uint64_t mtime_ns;           /* last written (retention_age_ms,
-	                                archive_after_ms); 0: unknown, never
-	                                too old */
-	int arc;                     /* LE_ARC_*: plain, queued, archived */
-} le__segmeta;
 
 typedef struct le__store {
 	le__sink sink;               /* first: a le__sink * is a le__store * */
@@ -100,9 +92,7 @@ typedef struct le__store {
 	le__hist lat_write, lat_sync;
 
 	/* [writer] sealed segments, oldest first, for retention */
-	le__segmeta *segs;
-	size_t nsegs, segs_cap;
-	uint64_t segs_bytes;
+	le__seglist sealed;
 
 	/* [atomic] counters: the writer (and the reaper: segments_deleted)
 	 * add, le_stats_get reads */
@@ -192,15 +182,5 @@ void le__store_checkpoint(le__store *st);
 /* The sink's tick: checkpoint, retention by age, archiving, rotation by
  * age or after a failed sync. */
 void le__store_tick(le__sink *s, uint64_t now);
-
-/* Where a sealed segment is in its archiving (segmeta.arc). */
-enum { LE_ARC_PLAIN, LE_ARC_QUEUED, LE_ARC_DONE, LE_ARC_NEVER };
-
-/* retention.c: hand the archiver the sealed segments past
- * archive_keep_segments or archive_after_ms; delete the oldest sealed
- * segments while the shard, with active_bytes in its active segment, is
- * over retention_bytes, or while the oldest was last written more than
- * retention_age_ms ago. */
-void le__retention(le__store *st, uint64_t active_bytes);
 
 #endif
