@@ -24,7 +24,8 @@
 #define LE_ARC_MAX 64
 
 typedef struct le__arc_job {
-	const void *owner;  /* a shard's store: who takes the outcome back */
+	const void *owner;  /* a shard's sealed list (retention.h):
+	                       who takes the outcome back */
 	const char *dir;    /* its shard directory (lives as long as it) */
 	uint64_t index;     /* the segment */
 	int rc;             /* outcome: 0, or what le__zst_archive returned */

@@ -9,8 +9,9 @@
 #include <stdint.h>
 
 /* An entry names its segment by (shard directory, index): the path is
- * rebuilt when the unlink is made.  `owner` (a shard's store) gets back
- * the entries whose unlink failed; `deleted` counts those done. */
+ * rebuilt when the unlink is made.  `owner` (a shard's sealed list,
+ * retention.h) gets back the entries whose unlink failed; `deleted`
+ * counts those done. */
 #define LE_REAP_MAX 64
 typedef struct le__reap {
 	const void *owner;
