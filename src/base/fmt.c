@@ -498,10 +498,10 @@ static int num(const char **f, int *v)
 /* Is c a conversion done here: one of d i u o x X c s p f F? */
 static int is_conv(char c)
 {
-#define B(c) (UINT64_C(1) << ((c) - 'F'))
-	static const uint64_t set = B('d') | B('i') | B('u') | B('o') |
-	        B('x') | B('X') | B('c') | B('s') | B('p') | B('f') | B('F');
-#undef B
+#define CONV_BIT(c) (UINT64_C(1) << ((c) - 'F'))
+	static const uint64_t set = CONV_BIT('d') | CONV_BIT('i') | CONV_BIT('u') | CONV_BIT('o') |
+	        CONV_BIT('x') | CONV_BIT('X') | CONV_BIT('c') | CONV_BIT('s') | CONV_BIT('p') | CONV_BIT('f') | CONV_BIT('F');
+#undef CONV_BIT
 	return c >= 'F' && c <= 'x' && (set >> (c - 'F') & 1);
 }
 
