@@ -499,8 +499,10 @@ static int num(const char **f, int *v)
 static int is_conv(char c)
 {
 #define CONV_BIT(c) (UINT64_C(1) << ((c) - 'F'))
-	static const uint64_t set = CONV_BIT('d') | CONV_BIT('i') | CONV_BIT('u') | CONV_BIT('o') |
-	        CONV_BIT('x') | CONV_BIT('X') | CONV_BIT('c') | CONV_BIT('s') | CONV_BIT('p') | CONV_BIT('f') | CONV_BIT('F');
+	static const uint64_t set =
+	        CONV_BIT('d') | CONV_BIT('i') | CONV_BIT('u') | CONV_BIT('o') |
+	        CONV_BIT('x') | CONV_BIT('X') | CONV_BIT('c') | CONV_BIT('s') |
+	        CONV_BIT('p') | CONV_BIT('f') | CONV_BIT('F');
 #undef CONV_BIT
 	return c >= 'F' && c <= 'x' && (set >> (c - 'F') & 1);
 }
