@@ -227,7 +227,7 @@ CHECK_TESTS = $(if $(CHECK_SYS),$(TEST_BIN) $(SYS_SCRIPTS),$(LIB_TEST_BIN))
 # Tests that measure time or load another test would disturb: run one at
 # a time after the others.
 CHECK_ALONE = $(filter $(addprefix %/,$(ALONE_NAMES)),$(CHECK_TESTS))
-ALONE_NAMES =
+ALONE_NAMES = test_serve_abuse.py
 
 check-run: all $(filter $(BUILD)/%,$(CHECK_TESTS)) $(if $(CHECK_SYS),$(SYS_HELPERS)) \
            $(if $(and $(CHECK_SYS),$(HAVE_BENCH)),$(BUILD)/bench)
