@@ -830,6 +830,7 @@ TEST(bad_archive_settings_name_their_field)
 int main(int argc, char **argv)
 {
 	T_INIT(argc, argv);
+	t_allow_jobs(); /* each test: its own log directory */
 	RUN(archived_segments_read_back_the_same_records_through_the_reader_and_cat);
 	RUN(verify_and_the_reader_name_a_damaged_archive);
 	RUN(a_crash_at_each_step_of_archiving_leaves_every_record_once);
