@@ -241,6 +241,10 @@ static inline void t_allow_jobs(void)
 	int n = j ? atoi(j) : 1;
 	int max = (int)(sizeof t_slots / sizeof t_slots[0]);
 	t_jobs = n < 1 ? 1 : n > max ? max : n;
+	/* Before any output, so that the children inherit it: their stdout
+	 * is a file, and a line is in it before a CHECK's _exit. */
+	if (t_jobs > 1)
+		setvbuf(stdout, NULL, _IOLBF, 0);
 }
 
 #define RUN(fn) t_run(#fn, fn)
