@@ -3,8 +3,13 @@
 #   make            build/liblogengine.a, build/liblogengine.so (and its
 #                   versioned file and links), build/logengine
 #   make check      build and run the whole test suite (installs the tools
-#                   its tests need when run as root: CHECK_DEPS below)
-#   make asan|ubsan|tsan   the suite under a sanitizer (own build dir)
+#                   its tests need when run as root: CHECK_DEPS below),
+#                   several tests at once (tests/run.sh: LE_JOBS binaries,
+#                   LE_TEST_JOBS tests inside those that allow it);
+#                   SUITE=lib runs only the library's tests (tests/unit,
+#                   tests/fault), not the whole programs of tests/system
+#   make asan|ubsan|tsan   the whole suite under a sanitizer (own build dir)
+#   make asan-lib|ubsan-lib|tsan-lib   the library's tests under it (CI)
 #   make demo       the main job: log millions of records, read them back
 #                   (needs only a C compiler)
 #   make bench      the quick benchmark preset (BENCH_FLAGS=--scan or --full
@@ -64,6 +69,10 @@ LIB_OBJ  := $(LIB_SRC:src/%.c=$(BUILD)/obj/lib/%.o)
 TEST_SRC := $(wildcard tests/unit/*.c) $(wildcard tests/system/test_*.c) \
             $(wildcard tests/fault/*.c)
 TEST_BIN := $(patsubst tests/%.c,$(BUILD)/tests/%,$(TEST_SRC))
+# SUITE=lib: the library's own tests, without tests/system's programs,
+# servers and browsers (CI runs those once, in the plain build).
+SUITE    ?= all
+LIB_TEST_BIN := $(filter $(BUILD)/tests/unit/% $(BUILD)/tests/fault/%,$(TEST_BIN))
 # tests/system/: whole programs.  test_*.c are test binaries, test_*.py
 # scripts run as they are (by tests/run.sh, with BUILD set); any other
 # .c there is a helper program the scripts start (le_producer).
@@ -85,8 +94,8 @@ LIB_A     = $(BUILD)/liblogengine.a
 LIB_INT   = $(BUILD)/liblogengine-internal.a
 LIB_SO    = $(BUILD)/liblogengine.so $(BUILD)/$(SONAME) $(BUILD)/$(SOFILE)
 
-.PHONY: all check check-run check-long asan ubsan tsan demo bench clean deps \
-        deps-bench
+.PHONY: all check check-run check-long asan ubsan tsan asan-lib ubsan-lib \
+        tsan-lib demo bench clean deps deps-bench
 all: $(LIB_A) $(LIB_SO) $(BUILD)/logengine $(BUILD)/examples/ship_to_file
 
 # -fvisibility=hidden: only what LE_API marks leaves the shared library.
@@ -222,10 +231,19 @@ check:
 	@$(MAKE) --no-print-directory check-run \
 		HAVE_BENCH=$$(sh scripts/deps.sh --missing bench >/dev/null && echo 1)
 
-check-run: all $(TEST_BIN) $(SYS_HELPERS) $(if $(HAVE_BENCH),$(BUILD)/bench)
+CHECK_SYS   = $(filter-out lib,$(SUITE))
+CHECK_TESTS = $(if $(CHECK_SYS),$(TEST_BIN) $(SYS_SCRIPTS),$(LIB_TEST_BIN))
+# Tests that measure time or load another test would disturb: run one at
+# a time after the others.
+CHECK_ALONE = $(filter $(addprefix %/,$(ALONE_NAMES)),$(CHECK_TESTS))
+ALONE_NAMES = test_serve_abuse.py
+
+check-run: all $(filter $(BUILD)/%,$(CHECK_TESTS)) $(if $(CHECK_SYS),$(SYS_HELPERS)) \
+           $(if $(and $(CHECK_SYS),$(HAVE_BENCH)),$(BUILD)/bench)
 	@mkdir -p $(BUILD)/tmp
 	@BUILD=$(BUILD) LE_CLI=$(BUILD)/logengine LE_CC='$(CC) $(SAN)' \
-		sh tests/run.sh $(TEST_BIN) $(SYS_SCRIPTS)
+		sh tests/run.sh $(filter-out $(CHECK_ALONE),$(CHECK_TESTS)) \
+		--alone $(CHECK_ALONE)
 
 # The fault tests for longer: hundreds of kill -9 cycles, minutes of fuzz.
 check-long: check
@@ -241,6 +259,8 @@ ubsan:
 tsan:
 	TSAN_OPTIONS="$$TSAN_OPTIONS suppressions=$(CURDIR)/tests/tsan.supp" \
 	$(MAKE) BUILD=build-tsan OPT=-O1 SAN="-fsanitize=thread" check
+asan-lib ubsan-lib tsan-lib:
+	$(MAKE) $(@:-lib=) SUITE=lib
 
 # Everything make check's tests use, strictly (as non-root: exit 1 when a
 # package is missing).

@@ -15,6 +15,12 @@
  * It is skipped, never passed, when a tool it needs is not installed
  * (T_SKIP, t_need: make check installs them when run as root; CI fails on
  * any skip).  argv[1], when given, runs only tests whose name contains it.
+ *
+ * A binary whose tests share nothing (each makes its own directory, picks
+ * free ports, measures no time or CPU another process could steal) says so
+ * with t_allow_jobs() after T_INIT; then LE_TEST_JOBS=N (tests/run.sh sets
+ * it) runs up to N of its tests at once, each one's output kept in a file
+ * and printed whole, with its result line, when it ends.
  */
 #ifndef LE_TEST_HARNESS_H
 #define LE_TEST_HARNESS_H
@@ -95,24 +101,21 @@
 static int t_passed, t_failed, t_skipped;
 static const char *t_filter;
 static int t_timeout_s = 120;
+static int t_jobs = 1; /* tests at once: 1 unless t_allow_jobs() */
 
-static inline void t_run(const char *name, void (*fn)(void))
+/* A test in flight under t_allow_jobs: its child, its output file. */
+struct t_job {
+	pid_t pid; /* 0: slot free */
+	const char *name;
+	FILE *out; /* the child's stdout and stderr, printed at its end */
+	struct timespec t0;
+};
+static struct t_job t_slots[16];
+
+/* Count and print the end of one test: exit status st, started at t0. */
+static inline void t_report(const char *name, int st, struct timespec t0)
 {
-	if (t_filter && !strstr(name, t_filter))
-		return;
-	fflush(NULL);
-	struct timespec t0, t1;
-	clock_gettime(CLOCK_MONOTONIC, &t0);
-	pid_t pid = fork();
-	if (pid == 0) {
-		alarm((unsigned)t_timeout_s);
-		fn();
-		fflush(NULL);
-		_exit(0);
-	}
-	int st = 0;
-	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
-		;
+	struct timespec t1;
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	double ms = (double)(t1.tv_sec - t0.tv_sec) * 1e3 +
 	            (double)(t1.tv_nsec - t0.tv_nsec) / 1e6;
@@ -134,6 +137,116 @@ static inline void t_run(const char *name, void (*fn)(void))
 	fflush(stdout);
 }
 
+/* Fork a child that runs fn under the timeout; out, when not NULL,
+ * receives its stdout and stderr.  Returns the child's pid. */
+static inline pid_t t_start(void (*fn)(void), FILE *out)
+{
+	fflush(NULL);
+	pid_t pid = fork();
+	if (pid < 0) {
+		perror("fork");
+		_exit(2);
+	}
+	if (pid == 0) {
+		if (out) {
+			dup2(fileno(out), STDOUT_FILENO);
+			dup2(fileno(out), STDERR_FILENO);
+		}
+		alarm((unsigned)t_timeout_s);
+		fn();
+		fflush(NULL);
+		_exit(0);
+	}
+	return pid;
+}
+
+/* Wait for one job in flight to end, print its output and result, and
+ * free its slot.  Children that are not jobs (none in a binary that
+ * allows jobs) are reaped and passed over. */
+static inline void t_reap_one(void)
+{
+	for (;;) {
+		int st = 0;
+		pid_t pid = waitpid(-1, &st, 0);
+		if (pid < 0 && errno == EINTR)
+			continue;
+		if (pid < 0)
+			return;
+		for (int i = 0; i < t_jobs; i++) {
+			struct t_job *j = &t_slots[i];
+			if (j->pid != pid)
+				continue;
+			char buf[4096];
+			size_t n;
+			rewind(j->out);
+			while ((n = fread(buf, 1, sizeof buf, j->out)) > 0)
+				fwrite(buf, 1, n, stdout);
+			fclose(j->out);
+			t_report(j->name, st, j->t0);
+			j->pid = 0;
+			return;
+		}
+	}
+}
+
+/* Jobs in flight now. */
+static inline int t_running(void)
+{
+	int n = 0;
+	for (int i = 0; i < t_jobs; i++)
+		n += t_slots[i].pid != 0;
+	return n;
+}
+
+/* Start fn in a free slot, waiting for one to free when all are busy. */
+static inline void t_run_job(const char *name, void (*fn)(void))
+{
+	while (t_running() == t_jobs)
+		t_reap_one();
+	int i = 0;
+	while (t_slots[i].pid)
+		i++;
+	struct t_job *j = &t_slots[i];
+	j->out = tmpfile();
+	if (!j->out) {
+		perror("tmpfile");
+		_exit(2);
+	}
+	j->name = name;
+	clock_gettime(CLOCK_MONOTONIC, &j->t0);
+	j->pid = t_start(fn, j->out);
+}
+
+static inline void t_run(const char *name, void (*fn)(void))
+{
+	if (t_filter && !strstr(name, t_filter))
+		return;
+	if (t_jobs > 1) {
+		t_run_job(name, fn);
+		return;
+	}
+	struct timespec t0;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	pid_t pid = t_start(fn, NULL);
+	int st = 0;
+	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+		;
+	t_report(name, st, t0);
+}
+
+/* This binary's tests may run LE_TEST_JOBS at once (see the top). */
+static inline void t_allow_jobs(void)
+{
+	const char *j = getenv("LE_TEST_JOBS");
+	int n = j ? atoi(j) : 1;
+	int max = (int)(sizeof t_slots / sizeof t_slots[0]);
+	t_jobs = n < 1 ? 1 : n > max ? max : n;
+	/* Before any output, so that the children inherit it: their stdout
+	 * is a file, and a line is in it before a CHECK's _exit. */
+	if (t_jobs > 1)
+		setvbuf(stdout, NULL, _IOLBF, 0);
+}
+
 #define RUN(fn) t_run(#fn, fn)
 #define T_INIT(argc, argv)                                                    \
 	do {                                                                  \
@@ -146,6 +259,8 @@ static inline void t_run(const char *name, void (*fn)(void))
 
 static inline int t_done(void)
 {
+	while (t_running())
+		t_reap_one();
 	if (t_skipped)
 		printf("%d passed, %d failed, %d skipped\n", t_passed, t_failed,
 		       t_skipped);

@@ -61,7 +61,13 @@ TEST(fork_child_gets_eclosed_and_parent_is_unaffected)
 	 * not inherit a lock or a half-claimed slot it then waits on. */
 	pthread_t bg;
 	pthread_create(&bg, NULL, background, e);
-	usleep(20000);
+	le_stats st0;
+	int waited = 0;
+	do { /* until the thread logs: up to 10 s */
+		CHECK(waited++ < 10000);
+		usleep(1000);
+		le_stats_get(e, &st0);
+	} while (st0.accepted <= 1000);
 	for (int round = 0; round < 20; round++) {
 		pid_t pid = fork();
 		if (pid == 0) {

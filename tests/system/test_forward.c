@@ -2779,6 +2779,7 @@ TEST(collector_running_through_a_twenty_second_two_of_three_outage_loses_and_dup
 int main(int argc, char **argv)
 {
 	T_INIT(argc, argv);
+	t_allow_jobs(); /* each test: its own directory and servers */
 	t_timeout_s = 300;
 	signal(SIGPIPE, SIG_IGN);
 	RUN(forward_once_then_collect_stores_every_record_once);

@@ -495,6 +495,7 @@ TEST(follow_behind_retention_reports_what_was_deleted)
 int main(int argc, char **argv)
 {
 	T_INIT(argc, argv);
+	t_allow_jobs(); /* each test: its own log directory */
 	RUN(seek_time_matches_a_full_read_with_indexes);
 	RUN(seek_time_matches_a_full_read_without_indexes);
 	RUN(seeks_in_big_segments_without_index_match_a_full_read);

@@ -38,6 +38,55 @@ static double thread_cpu_ms(void)
 	return (double)t.tv_sec * 1e3 + (double)t.tv_nsec / 1e6;
 }
 
+/* Wait (up to 10 s, else fail) until every writer of e has gone to sleep
+ * or to nap: it has taken what it can from its ring and has nothing due. */
+static void writers_idle(le_engine *e)
+{
+	uint64_t t0 = le__mono_ns();
+	for (uint32_t i = 0; i < e->nshards; i++) {
+		while (atomic_load(&e->shards[i].sig.sleeping) == 0) {
+			CHECK(le__mono_ns() - t0 < 10000000000u);
+			usleep(1000);
+		}
+	}
+}
+
+/* Wait until le_stats_get says ok(st), polling each millisecond; fail
+ * the test if it has not after ms milliseconds. */
+static void stats_until(le_engine *e, int (*ok)(const le_stats *st), int ms)
+{
+	uint64_t t0 = le__mono_ns();
+	le_stats st;
+	for (;;) {
+		le_stats_get(e, &st);
+		if (ok(&st))
+			return;
+		CHECK(le__mono_ns() - t0 < (uint64_t)ms * 1000000u);
+		usleep(1000);
+	}
+}
+
+static int written_one(const le_stats *st)
+{
+	return st->written >= 1;
+}
+
+static int written_sixteen(const le_stats *st)
+{
+	return st->written >= 16;
+}
+
+static int synced(const le_stats *st)
+{
+	return st->syncs >= 1;
+}
+
+/* The stream's buffer had no room for a line. */
+static int stream_full(const le_stats *st)
+{
+	return st->stream_dropped >= 1;
+}
+
 /*
  * Small records at a high rate are work, not a trickle: a writer that
  * went to sleep between them would be woken by a producer's futex call
@@ -145,7 +194,7 @@ TEST(writer_sleeps_while_producers_drop_behind_a_batch_not_yet_due)
 	while (le_write(e, (uint64_t)calls, LE_INFO, buf, sizeof buf) == 0)
 		ok++, calls++;
 	calls++;
-	usleep(20000);
+	writers_idle(e);
 	le_stats a, b;
 	le_stats_get(e, &a);
 	double cpu0 = thread_cpu_ms();
@@ -208,7 +257,7 @@ TEST(writer_sleeps_while_producers_drop_behind_a_stuck_slot)
 	while (le_write(e, 0, LE_INFO, "behind", 6) == 0) /* fill it */
 		ok++, calls++;
 	calls++;
-	usleep(20000);
+	writers_idle(e);
 	le_stats a, b;
 	le_stats_get(e, &a);
 	double cpu0 = thread_cpu_ms();
@@ -257,14 +306,10 @@ TEST(a_record_waits_at_most_flush_ms_for_a_sleeping_writer)
 	c.durability = LE_SYNC_NONE;
 	c.flush_ms = 1000;
 	le_engine *e = open_cfg(&c);
-	usleep(100000); /* the writer looked, found nothing, and sleeps */
+	writers_idle(e); /* the writer looked, found nothing, and sleeps */
 	uint64_t t0 = le__mono_ns();
 	CHECK_EQ(le_write(e, 0, LE_INFO, "one", 3), 0);
-	le_stats st;
-	do {
-		usleep(5000);
-		le_stats_get(e, &st);
-	} while (st.written == 0);
+	stats_until(e, written_one, 10000);
 	double ms = (double)(le__mono_ns() - t0) / 1e6;
 	fprintf(stderr, "  (written %.0f ms after le_write; flush_ms 1000)\n",
 	        ms);
@@ -290,14 +335,9 @@ TEST(interval_sync_comes_after_sync_ms_when_flush_ms_is_longer)
 	le_engine *e = open_cfg(&c);
 	for (int i = 0; i < 16; i++)
 		CHECK_EQ(le_write(e, 0, LE_INFO, "full batch", 10), 0);
-	le_stats st;
-	do {
-		usleep(2000);
-		le_stats_get(e, &st);
-	} while (st.written < 16);
-	usleep(1000000); /* three sync periods, a fifth of flush_ms */
-	le_stats_get(e, &st);
-	CHECK(st.syncs >= 1);
+	stats_until(e, written_sixteen, 10000);
+	/* Within three sync periods, a fifth of flush_ms. */
+	stats_until(e, synced, 1000);
 	CHECK_EQ(le_close(e), 0);
 	t_rmrf(dir);
 }
@@ -358,7 +398,7 @@ TEST(stream_only_flush_returns_while_other_lines_keep_coming)
 	pthread_t r, p;
 	CHECK_EQ(pthread_create(&r, NULL, slow_reader, NULL), 0);
 	CHECK_EQ(pthread_create(&p, NULL, flood, NULL), 0);
-	usleep(100000); /* the buffer is full by now, and stays full */
+	stats_until(flood_e, stream_full, 10000); /* and it stays full */
 	int bad = 0;
 	for (int i = 0; i < 3; i++) {
 		le_write(flood_e, 0, LE_INFO, "mine", 4);
