@@ -1579,8 +1579,11 @@ static struct MHD_Daemon *start_daemon(const struct opts *o, char *cert,
 		MHD_OPTION_CONNECTION_LIMIT,
 		(unsigned)(o->max_conns + CONN_SLACK),
 		/* no progress for this long cuts any connection; a stream
-		 * gets STREAM_IDLE_S */
-		MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)o->request_s,
+		 * gets STREAM_IDLE_S.  One second past the reaper's deadline,
+		 * which counts from the connection's start: a connection that
+		 * sends nothing reaches both together, and the reaper must
+		 * cut it first, counted as a deadline cut. */
+		MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)o->request_s + 1,
 		MHD_OPTION_NOTIFY_CONNECTION, on_connection, NULL,
 		MHD_OPTION_NOTIFY_COMPLETED, on_completed, NULL,
 		MHD_OPTION_ARRAY, cert ? tls : tls + 2,
