@@ -39,6 +39,9 @@ WARN      = -Wall -Wextra $(E_WERROR) -Wshadow -Wstrict-prototypes -Wvla
 ZSTD     := $(shell test -f /usr/include/zstd.h && echo 1)
 BASEFLAGS = -std=c11 $(OPT) -g -fPIC -pthread $(WARN) -Iinclude -Isrc $(SAN) \
             $(if $(ZSTD),-DLE_HAVE_ZSTD)
+# What a program of the public API is built with: include/ alone, no src/
+# (the CLI, the examples): the compiler proves they need no internal header.
+PUBFLAGS  = $(filter-out -Isrc,$(BASEFLAGS))
 LDLIBS    = -pthread $(if $(ZSTD),-lzstd)
 
 # What this build found (libzstd, libnats, libmicrohttpd), kept in
@@ -130,11 +133,11 @@ $(BUILD)/liblogengine.so: $(BUILD)/$(SONAME)
 
 # The tool: tools/logengine.c (main, the table of commands), one file per
 # command group, what they share in tools/cli.h.  The commands use the
-# public API only (tests/unit/test_layers.c checks their objects), except
-# forward and collect (tools/forward.c, collect.c, ship_common.c), spool
-# machinery that reads segments with the library's scanner and writes the
-# collector's store, and logdir.c, which reads the forwarder's cursor for
-# vacuum: so the program links the internal archive.  forward and collect
+# public API only: built without -Isrc and linked with the public archive,
+# so neither the compiler nor the linker lets them reach an internal name
+# (tests/unit/test_layers.c checks their objects too); forward and collect
+# are NATS glue over the spool and the collector (le_spool_*,
+# le_collector_*).  forward and collect
 # speak NATS through libnats (scripts/deps.sh nats), serve HTTP through
 # libmicrohttpd (deps.sh observe): each is looked for when the tool is
 # built, and without it that command says so while the rest builds with a
@@ -148,14 +151,14 @@ TOOL_CFLAGS = $$($(NATS_HAVE) || echo -DLE_NO_NATS) \
 TOOL_LIBS = $$($(NATS_HAVE) && echo -lnats) \
             $$($(MHD_HAVE) && pkg-config --libs libmicrohttpd && echo -lcrypt)
 
-$(BUILD)/obj/tools/%.o: tools/%.c $(FEATURES) $(wildcard tools/*.h) include/logengine.h $(LIB_HDR)
+$(BUILD)/obj/tools/%.o: tools/%.c $(FEATURES) $(wildcard tools/*.h) include/logengine.h
 	@mkdir -p $(dir $@)
-	$(CC) $(BASEFLAGS) $(CFLAGS) $(TOOL_CFLAGS) -Itools -c -o $@ $<
+	$(CC) $(PUBFLAGS) $(CFLAGS) $(TOOL_CFLAGS) -Itools -c -o $@ $<
 
 $(BUILD)/obj/tools/serve.o: tools/dashboard.html
 
-$(BUILD)/logengine: $(TOOL_OBJ) $(LIB_INT)
-	$(CC) $(BASEFLAGS) $(CFLAGS) -o $@ $(TOOL_OBJ) $(LIB_INT) $(TOOL_LIBS) $(LDLIBS)
+$(BUILD)/logengine: $(TOOL_OBJ) $(LIB_A)
+	$(CC) $(PUBFLAGS) $(CFLAGS) -o $@ $(TOOL_OBJ) $(LIB_A) $(TOOL_LIBS) $(LDLIBS)
 
 $(BUILD)/tests/%: tests/%.c $(FEATURES) tests/harness.h tests/logtest.h $(wildcard tests/unit/*.h) \
                   $(wildcard tests/system/*.h) $(LIB_INT)
@@ -189,8 +192,7 @@ $(BUILD)/demo: examples/demo.c $(LIB_A)
 # archive, so the build proves a third party can write it.
 $(BUILD)/examples/ship_to_file: examples/ship_to_file.c include/logengine.h $(LIB_A)
 	@mkdir -p $(dir $@)
-	$(CC) -std=c11 $(OPT) -g -pthread $(WARN) -Iinclude $(SAN) $(CFLAGS) \
-		-o $@ $< $(LIB_A) $(LDLIBS)
+	$(CC) $(PUBFLAGS) $(CFLAGS) -o $@ $< $(LIB_A) $(LDLIBS)
 $(BUILD)/tests/system/test_ship_to_file: $(BUILD)/examples/ship_to_file
 
 # The benchmark driver and its competitors (bench/bench.h).  spdlog and glog

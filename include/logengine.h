@@ -1310,6 +1310,11 @@ LE_API int le_spool_segments(const char *dir, unsigned shard,
 /* Longest origin (host) name: a DNS name's limit. */
 #define LE_HOST_MAX 253
 
+/* The most bytes a stored frame takes besides its record's payload
+ * (size, CRC, flags, level, shard, sequence, timestamp: docs/FORMAT.md):
+ * a batch of max_bytes holds any record of max_bytes - this. */
+#define LE_FRAME_FIXED_MAX 28
+
 /**
  * A host name's token in a subject or key: the name with each '.'
  * written as '~' (no host name holds one), so a token names exactly one

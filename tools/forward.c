@@ -51,11 +51,11 @@
 #include <unistd.h>
 
 #include "logengine.h"
-/* Only the message format's constants (LE_SHIP_*, LE_MAX_SHARDS,
- * LE_FRAME_FIXED_MAX): the reading is the public spool's. */
-#include "ship/ship.h"
 
 #define CMD "forward"
+/* What a message's headers may take on top of a body of --max-batch-bytes
+ * (docs/INTERFACES.md, "Message"). */
+#define SHIP_HDR_ROOM 1024
 #define QCAP 1024                 /* messages in flight, at most */
 #define CURSOR_MS 100             /* cursor write period, at most */
 #define IDLE_MS 1000              /* wake-up period with nothing to do */
@@ -874,13 +874,13 @@ static int limits(struct fwd *f)
 	uint64_t mp = (uint64_t)natsConnection_GetMaxPayload(f->nc);
 
 	if (!f->max_batch)
-		f->max_batch = mp > 2 * LE_SHIP_HDR_ROOM ? mp - LE_SHIP_HDR_ROOM
+		f->max_batch = mp > 2 * SHIP_HDR_ROOM ? mp - SHIP_HDR_ROOM
 		                                         : mp / 2;
-	if (f->max_batch + LE_SHIP_HDR_ROOM > mp) {
+	if (f->max_batch + SHIP_HDR_ROOM > mp) {
 		fprintf(stderr, "logengine %s: --max-batch-bytes %" PRIu64
 		        " and %d bytes of headers exceed the server's "
 		        "max_payload %" PRIu64 "\n", CMD, f->max_batch,
-		        LE_SHIP_HDR_ROOM, mp);
+		        SHIP_HDR_ROOM, mp);
 		return SHIP_EXIT_USAGE;
 	}
 	if (f->max_record + LE_FRAME_FIXED_MAX > f->max_batch) {
@@ -922,7 +922,7 @@ static int start(struct fwd *f)
 	char subj[320]; /* what shard 0 publishes on stands for them all */
 	snprintf(subj, sizeof subj, "%s.0", f->subject);
 	return ship_stream(CMD, f->js, f->conn.stream, subj, f->replicas,
-	                   (int64_t)(f->max_batch + LE_SHIP_HDR_ROOM), 1,
+	                   (int64_t)(f->max_batch + SHIP_HDR_ROOM), 1,
 	                   f->wake[0]);
 }
 

@@ -80,7 +80,8 @@
 /* Limits.  A frame never exceeds LE_FRAME_MAX, so a reader never allocates
  * more than that for a size word read from a damaged file. */
 #define LE_MAX_RECORD_LIMIT (16u << 20) /* max_record_bytes ceiling */
-#define LE_FRAME_FIXED_MAX 28           /* size+crc+flags+level+shard+seq+ts */
+/* LE_FRAME_FIXED_MAX (28: size+crc+flags+level+shard+seq+ts) is in
+ * logengine.h: a forwarder sizes its batches by it. */
 #define LE_FRAME_MAX (LE_MAX_RECORD_LIMIT + LE_FRAME_FIXED_MAX)
 /* LE_MAX_SHARDS (256) is in logengine.h: a collector checks it too. */
 /* Shard directories a reader takes in one log directory: shard-000 ..

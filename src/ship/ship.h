@@ -56,9 +56,6 @@ enum {
  * keeps track of, at most; past it the lowest range is forgotten. */
 #define LE_CLAIM_RANGES 4096
 
-/* What headers may take on top of a body of --max-batch-bytes (the
- * format's version, LE_SHIP_FORMAT, is in logengine.h). */
-#define LE_SHIP_HDR_ROOM 1024
 
 _Static_assert(sizeof(LE_ORIGIN_MAGIC) - 1 == 8, "origin magic is 8 bytes");
 
