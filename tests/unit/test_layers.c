@@ -120,7 +120,7 @@ static int read_includes(const char *srcdir)
 		size_t n = strlen(line);
 		if (n > 1 && line[n - 2] == ':') { /* "folder/name.c:" */
 			line[n - 2] = 0;
-			snprintf(file, sizeof file, "%s", line);
+			snprintf(file, sizeof file, "%.200s", line);
 			from = mod_id(file);
 			files++;
 			continue;
