@@ -535,8 +535,8 @@ int le__close_stats(le_engine *e, le_stats *final)
 			le__stats_get(e, final);
 		for (uint32_t i = 0; i < e->nshards; i++)
 			e->shards[i].started = 0;
-		e->reaper.started = 0;
-		e->archiver.started = 0;
+		e->reaper.w.started = 0;
+		e->archiver.w.started = 0;
 		engine_free(e);
 		return 0;
 	}

@@ -17,15 +17,16 @@
 #ifndef LE_ARCHIVE_H
 #define LE_ARCHIVE_H
 
-#include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
+
+#include "base/worker.h"
 
 #define LE_ARC_MAX 64
 
 typedef struct le__arc_job {
-	const void *owner;  /* a shard's sealed list (retention.h):
-	                       who takes the outcome back */
+	const void *owner;  /* first (worker.h): a shard's sealed list
+	                       (retention.h), who takes the outcome back */
 	const char *dir;    /* its shard directory (lives as long as it) */
 	uint64_t index;     /* the segment */
 	int rc;             /* outcome: 0, or what le__zst_archive returned */
@@ -33,18 +34,13 @@ typedef struct le__arc_job {
 } le__arc_job;
 
 typedef struct le__archiver {
-	pthread_t thread;
-	int inited, started;
-	int level;               /* zstd level */
-	pthread_mutex_t mu;      /* guards everything below but stop */
-	pthread_cond_t cv;
-	le__arc_job q[LE_ARC_MAX]; /* waiting or in progress, oldest first */
-	unsigned head, n;
-	/* outcomes, until their writer takes them: n + ndone <= LE_ARC_MAX,
-	 * so the one in progress always has a place here */
+	/* the thread; stop is read by the compression between steps */
+	le__worker w;
+	int level;               /* [const] zstd level */
+	le__arc_job q[LE_ARC_MAX]; /* w's: waiting or in progress */
+	/* w's outcomes, until their writer takes them: every one is handed
+	 * back */
 	le__arc_job done[LE_ARC_MAX];
-	_Atomic unsigned ndone;
-	_Atomic int stop;        /* read by the compression between steps */
 	_Atomic uint64_t archived, bytes_in, bytes_out;
 	_Atomic int *last_error; /* the engine's */
 } le__archiver;

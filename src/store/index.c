@@ -46,7 +46,6 @@
 #include "store/seg_zst.h"
 #include "store/segment.h"
 
-#define WINDOW (1u << 20) /* the builder's read size */
 #define IDX_JOBS 16       /* seals waiting for the builder */
 
 /* ---- the file ---- */
@@ -195,78 +194,24 @@ static int add_entry(le__index *x, uint64_t off, uint64_t seq,
 	return 0;
 }
 
-/* A plain sequential reader: the window holds file bytes
- * [win_off, win_off + win_len). */
-struct walk {
-	int fd;
-	uint64_t file_len;
-	unsigned char *buf;
-	size_t cap, win_len;
-	uint64_t win_off;
-};
-
-/* Make [off, off + need) resident (need clipped to the file). */
-static int walk_window(struct walk *w, uint64_t off, size_t need)
+/* Walk every frame the segment scanner accepts (the same validation a
+ * reader applies), adding an entry at the first frame and at the first
+ * frame LE_IDX_SPACING bytes past the last entry; stop at the first frame
+ * that does not validate (end of data, a torn or damaged frame, one of
+ * another shard or out of sequence). */
+static int walk_frames(le__scan *s, le__index *x)
 {
-	if (off >= w->win_off && off + need <= w->win_off + w->win_len)
-		return 0;
-	if (need > w->cap) {
-		unsigned char *nb = realloc(w->buf, need);
-		if (!nb)
-			return LE_ENOMEM;
-		w->buf = nb;
-		w->cap = need;
-	}
-	uint64_t left = w->file_len - off;
-	size_t want = left < w->cap ? (size_t)left : w->cap;
-	ssize_t got = le__pread_full(w->fd, w->buf, want, off);
-	if (got < 0)
-		return (int)got;
-	w->win_off = off;
-	w->win_len = (size_t)got;
-	return 0;
-}
-
-/* Decode the frame at off into *f.  @return LE_FRAME_* or -errno. */
-static int walk_frame(struct walk *w, uint64_t off, uint32_t fields,
-                      le__frame *f)
-{
-	const char *why;
-	uint64_t left = w->file_len > off ? w->file_len - off : 0;
-	size_t first = left < LE_FRAME_FIXED_MAX ? (size_t)left
-	                                         : LE_FRAME_FIXED_MAX;
-	int rc = walk_window(w, off, first);
-	if (rc < 0)
-		return rc;
-	if (first >= 4) {
-		uint64_t total = (uint64_t)le__get32(w->buf + (off - w->win_off)) + 4;
-		if (total <= (uint64_t)LE_FRAME_MAX + 4 && total <= left &&
-		    (rc = walk_window(w, off, (size_t)total)) < 0)
-			return rc;
-	}
-	uint64_t avail = w->win_off + w->win_len - off;
-	return le__frame_decode(w->buf + (off - w->win_off),
-	                        avail < left ? avail : left, fields,
-	                        LE_FRAME_MAX, f, &why);
-}
-
-/* Walk every valid frame after the header, adding an entry at the first
- * frame and at the first frame LE_IDX_SPACING bytes past the last entry;
- * stop at the first frame that does not validate (end of data, a torn or
- * damaged frame, one of another shard or out of sequence). */
-static int walk_frames(struct walk *w, const le__seg_hdr *h, le__index *x)
-{
-	uint64_t off = LE_SEG_HDR, next = h->base_seq, before = 0, last = 0;
+	uint64_t before = 0, last = 0;
 	le__frame f;
+	const char *why;
 	int rc;
 
-	while ((rc = walk_frame(w, off, h->fields, &f)) == LE_FRAME_OK) {
-		if ((h->fields & LE_FIELD_SHARD) && f.shard != h->shard)
-			break;
-		if ((h->fields & LE_FIELD_SEQUENCE) && f.seq != next)
+	for (;;) {
+		uint64_t off = s->off;
+		if ((rc = le__scan_next(s, &f, &why)) != LE_FRAME_OK)
 			break;
 		if (x->n == 0 || off >= last + x->spacing) {
-			if ((rc = add_entry(x, off, next, before)) < 0)
+			if ((rc = add_entry(x, off, f.seq, before)) < 0)
 				return rc;
 			last = off;
 		}
@@ -274,53 +219,30 @@ static int walk_frames(struct walk *w, const le__seg_hdr *h, le__index *x)
 			x->ts_min = f.ts;
 		if (f.ts > before)
 			before = f.ts;
-		off += (uint64_t)f.size + 4;
-		next++;
 	}
 	if (rc < 0)
 		return rc;
-	x->end = off;
+	x->end = s->off;
 	x->ts_max = before;
 	return 0;
 }
 
 int le__index_build(const char *seg_path, le__index *x)
 {
-	unsigned char hb[LE_SEG_HDR];
-	struct walk w = {.fd = -1};
-	le__seg_hdr h;
-	struct stat st;
-	int rc;
+	le__scan s;
+	const char *why;
 
 	memset(x, 0, sizeof *x);
-	int archived;
-	const char *why;
-	w.fd = le__seg_open_read(seg_path, &archived, &why);
-	if (w.fd < 0)
-		return w.fd;
-	rc = fstat(w.fd, &st) < 0 ? -errno : 0;
-	if (rc == 0) {
-		ssize_t got = le__pread_full(w.fd, hb, sizeof hb, 0);
-		rc = got < 0 ? (int)got
-		             : got < LE_SEG_HDR ? LE_ECORRUPT
-		                                : le__seg_hdr_decode(hb, &h);
-	}
-	if (rc == 0) {
-		w.file_len = (uint64_t)st.st_size;
-		w.cap = WINDOW;
-		w.buf = malloc(w.cap);
-		rc = w.buf ? 0 : LE_ENOMEM;
-	}
-	if (rc == 0) {
-		x->shard = h.shard;
-		x->spacing = LE_IDX_SPACING;
-		x->seg_index = h.index;
-		x->base_seq = h.base_seq;
-		x->created_ns = h.created_ns;
-		rc = walk_frames(&w, &h, x);
-	}
-	free(w.buf);
-	le__close(w.fd);
+	int rc = le__scan_open(&s, seg_path, UINT32_MAX, &why);
+	if (rc < 0)
+		return rc;
+	x->shard = s.hdr.shard;
+	x->spacing = LE_IDX_SPACING;
+	x->seg_index = s.hdr.index;
+	x->base_seq = s.hdr.base_seq;
+	x->created_ns = s.hdr.created_ns;
+	rc = walk_frames(&s, x);
+	le__scan_close(&s);
 	if (rc < 0)
 		le__index_free(x);
 	return rc;

@@ -4,14 +4,16 @@
 #ifndef LE_REAPER_H
 #define LE_REAPER_H
 
-#include <pthread.h>
 #include <stdatomic.h>
+#include <stddef.h>
 #include <stdint.h>
 
+#include "base/worker.h"
+
 /* An entry names its segment by (shard directory, index): the path is
- * rebuilt when the unlink is made.  `owner` (a shard's sealed list,
- * retention.h) gets back the entries whose unlink failed; `deleted`
- * counts those done. */
+ * rebuilt when the unlink is made.  `owner` (first, worker.h: a shard's
+ * sealed list, retention.h) gets back the entries whose unlink failed;
+ * `deleted` counts those done. */
 #define LE_REAP_MAX 64
 typedef struct le__reap {
 	const void *owner;
@@ -21,19 +23,11 @@ typedef struct le__reap {
 } le__reap;
 
 typedef struct le__reaper {
-	pthread_t thread;
-	int inited, started;
-	pthread_mutex_t mu;      /* guards q, head, n, back, stop */
-	pthread_cond_t cv;
-	le__reap q[LE_REAP_MAX]; /* waiting or in progress, oldest at head */
-	unsigned head, n;
-	/* Unlinks that failed: each shard's writer takes its own back into
-	 * retention's list (n + nback <= LE_REAP_MAX, so the one in progress
-	 * always has a place here).  nback is also read without the lock,
-	 * to skip it when 0. */
+	le__worker w;            /* the thread; on stop it finishes q */
+	le__reap q[LE_REAP_MAX]; /* w's: waiting or in progress */
+	/* w's done: unlinks that failed, each shard's writer takes its own
+	 * back into retention's list */
 	le__reap back[LE_REAP_MAX];
-	_Atomic unsigned nback;
-	int stop;
 	_Atomic int *last_error; /* the engine's */
 } le__reaper;
 

@@ -626,9 +626,9 @@ TEST(failing_unlinks_never_overflow_the_reapers_list)
 		before = atomic_load(&unlink_failed);
 		usleep(100000);
 	} while (atomic_load(&unlink_failed) != before);
-	le__reaper *r = &e->reaper;
+	le__worker *r = &e->reaper.w;
 	pthread_mutex_lock(&r->mu);
-	unsigned n = r->n, nback = atomic_load(&r->nback);
+	unsigned n = r->n, nback = atomic_load(&r->ndone);
 	pthread_mutex_unlock(&r->mu);
 	fprintf(stderr, "  (%d unlinks failed; queued %u, failed and waiting "
 	        "%u of %u)\n", atomic_load(&unlink_failed), n, nback,
