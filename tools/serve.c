@@ -135,16 +135,16 @@ static int forwarder_lag(const char *dir, const le_live *l,
 
 /* The dashboard, built into the binary (no file to find at run time). */
 __asm__(".section .rodata\n"
-        ".global le__dashboard_html\n"
-        ".hidden le__dashboard_html\n"
-        "le__dashboard_html:\n"
+        ".global serve_dashboard_html\n"
+        ".hidden serve_dashboard_html\n"
+        "serve_dashboard_html:\n"
         ".incbin \"tools/dashboard.html\"\n"
-        ".global le__dashboard_html_end\n"
-        ".hidden le__dashboard_html_end\n"
-        "le__dashboard_html_end:\n"
+        ".global serve_dashboard_html_end\n"
+        ".hidden serve_dashboard_html_end\n"
+        "serve_dashboard_html_end:\n"
         ".byte 0\n"
         ".previous\n");
-extern const char le__dashboard_html[], le__dashboard_html_end[];
+extern const char serve_dashboard_html[], serve_dashboard_html_end[];
 
 /* One frame as an event ("data: {...}\n\n"), shared by the clients
  * sending it. */
@@ -1223,8 +1223,8 @@ static enum MHD_Result get_tail(struct MHD_Connection *c)
 static enum MHD_Result get_dashboard(struct MHD_Connection *c)
 {
 	struct MHD_Response *r = MHD_create_response_from_buffer(
-		(size_t)(le__dashboard_html_end - le__dashboard_html),
-		(void *)le__dashboard_html, MHD_RESPMEM_PERSISTENT);
+		(size_t)(serve_dashboard_html_end - serve_dashboard_html),
+		(void *)serve_dashboard_html, MHD_RESPMEM_PERSISTENT);
 	if (!r)
 		return MHD_NO;
 	MHD_add_response_header(r, "Content-Type", "text/html; charset=utf-8");
