@@ -31,6 +31,7 @@
 #include <sys/stat.h>
 
 #include "base/crc32c.h"
+#include "base/internal.h"
 #include "base/os.h"
 #include "record/defer.h"
 #include "ship/ship.h"
@@ -727,8 +728,10 @@ static int cursor_open(le_spool *sp)
 	sp->cfd = le__open_in(path, LE_IN_SHARD, O_RDWR | O_CREAT, 0640);
 	if (sp->cfd < 0)
 		return sp->cfd;
-	if (flock(sp->cfd, LOCK_EX | LOCK_NB) < 0)
+	if (flock(sp->cfd, LOCK_EX | LOCK_NB) < 0) {
+		le__seterr("%s: another forwarder has this shard", path);
 		return LE_EBUSY;
+	}
 	rc = le__fwd_key(sp->cfd, &sp->key);
 	if (rc < 0)
 		return rc;
