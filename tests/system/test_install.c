@@ -4,7 +4,9 @@
  * only against the installed files runs, three ways: cc with pkg-config,
  * CMake with find_package(logengine), and linked statically (pkg-config
  * --static).  `make uninstall` leaves nothing behind.  The man pages
- * install and cover the whole API.
+ * install and cover the whole API, `man le_open` (any API name) opens
+ * logengine(3), and every C example of README.md and of logengine(3)'s
+ * EXAMPLES builds against the installed library and runs as written.
  *
  * Installs with `make install BUILD=$BUILD DESTDIR=<a fresh directory>`
  * from the top of the tree (make check runs there, after building);
