@@ -366,9 +366,10 @@ man_path = $(MANDIR)/man$(subst .,,$(suffix $(1)))/$(notdir $(1))
 MAN_FILES = $(foreach m,$(MAN_PAGES),$(call man_path,$(m)))
 # `man le_open` opens logengine(3): one .so link page for each function
 # and function-like macro of the header, read from the header itself so
-# that a new function gets its link without an edit here.
+# that a new function gets its link without an edit here (read only by
+# install and uninstall; LP is a '(' that $(shell) would take for a call).
 LP := (
-MAN_LINKS := $(shell { sed -n 's/^LE_API.*[ *]\(le_[a-z0-9_]*\)[$(LP)].*/\1/p' \
+MAN_LINKS = $(shell { sed -n 's/^LE_API.*[ *]\(le_[a-z0-9_]*\)[$(LP)].*/\1/p' \
                  include/logengine.h; sed -n \
                  's/^.define \(le_[a-z0-9_]*\)[$(LP)].*/\1/p' \
                  include/logengine.h; } | sort -u)
