@@ -381,22 +381,30 @@ TEST(queue_resized_after_a_crash_loses_no_new_record)
 
 /* logengine recover on a damaged queue: the records before the damage
  * are written, the damage is named, and the exit status says so. */
+/* `logengine recover dir`: what it printed in out (cap bytes, shown on
+ * stderr too), @return its exit status, or -1. */
+static int recover_cli(const char *dir, char *out, size_t cap)
+{
+	char cmd[1024];
+	snprintf(cmd, sizeof cmd, "%s recover '%s' 2>&1",
+	         t_build_tool("LE_CLI", "logengine"), dir);
+	FILE *p = popen(cmd, "r");
+	CHECK(p != NULL);
+	size_t n = fread(out, 1, cap - 1, p);
+	out[n] = '\0';
+	int st = pclose(p);
+	fprintf(stderr, "  %s", out);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
 TEST(recover_names_the_damage_and_exits_1)
 {
-	char cmd[1024], out[512] = "";
+	char out[512] = "";
 	make_dead_queue();
 	int fd = fresh_copy();
 	len_huge(fd, NULL);
 	close(fd);
-	snprintf(cmd, sizeof cmd, "%s recover '%s' 2>&1",
-	         t_build_tool("LE_CLI", "logengine"), work);
-	FILE *p = popen(cmd, "r");
-	CHECK(p != NULL);
-	size_t n = fread(out, 1, sizeof out - 1, p);
-	out[n] = '\0';
-	int st = pclose(p);
-	fprintf(stderr, "  %s", out);
-	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 1);
+	CHECK_EQ(recover_cli(work, out, sizeof out), 1);
 	CHECK(strstr(out, "1 record(s) dropped") != NULL);
 	CHECK(strstr(out, "position 960 (length past its slot)") != NULL);
 	CHECK(strstr(out, "19 record(s) written from queues") != NULL);
@@ -1380,21 +1388,13 @@ TEST(queue_of_a_newer_version_is_refused_and_kept)
  * its message: `logengine recover` names the slot and exits 1. */
 TEST(cleared_deferred_flag_makes_recover_name_the_slot_and_exit_1)
 {
-	char cmd[1024], out[1024] = "", want[96];
+	char out[1024] = "", want[96];
 	make_kinds_queue();
 	unsigned char *q = pristine_queue();
 	q[LE_QUEUE_HDR + kslot[2] + offsetof(le__slot, flags)] ^=
 		LE_REC_DEFERRED;
 	restore_flipped(UINT64_MAX);
-	snprintf(cmd, sizeof cmd, "%s recover '%s' 2>&1",
-	         t_build_tool("LE_CLI", "logengine"), work);
-	FILE *f = popen(cmd, "r");
-	CHECK(f != NULL);
-	size_t n = fread(out, 1, sizeof out - 1, f);
-	out[n] = '\0';
-	int st = pclose(f);
-	fprintf(stderr, "  %s", out);
-	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 1);
+	CHECK_EQ(recover_cli(work, out, sizeof out), 1);
 	snprintf(want, sizeof want, "position %" PRIu64
 	         " (level or flags not their check's)", kslot[2]);
 	CHECK(strstr(out, want) != NULL);
