@@ -32,7 +32,7 @@ static const char *slot_damage(const le__ring *r, const le__slot *sl,
                                uint32_t sbytes)
 {
 	int checked = r->version >= 2;
-	uint32_t level = checked ? sl->level & 0x0fu : sl->level;
+	uint32_t level = checked ? sl->level & LE_SLOT_LEVEL_MASK : sl->level;
 	uint32_t plen = sl->len;
 	if (plen > sbytes - LE_SLOT_HDR)
 		return "length past its slot";

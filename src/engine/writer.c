@@ -170,7 +170,7 @@ static int collect(le__shard *sh, size_t max)
 	const le__clock clk = sh->w.clock;
 	/* the level's bits of a slot's level byte: a version 2 queue keeps
 	 * its check in the rest (queue.h), which le__deadq_slot checks */
-	const uint8_t lvmask = r->version >= 2 ? 0x0fu : 0xffu;
+	const uint8_t lvmask = r->version >= 2 ? LE_SLOT_LEVEL_MASK : 0xffu;
 
 	while (n < end && bytes < max_bytes && slot_bytes < max_payload) {
 		le__slot *sl = NULL; /* set unless LE_PEEK_EMPTY */

@@ -80,7 +80,9 @@
 #define LE_SLOT_PAD 2u
 #define LE_SLOT_ALIGN 64u
 #define LE_SLOT_SIZE_MASK (~(uint32_t)(LE_SLOT_ALIGN - 1))
-#define LE_SLOT_LEVEL_MASK 0x07u /* the level's bits of its byte */
+/* The level's bits of its byte and bit 3 (zero): a level byte of a
+ * version 2 slot masked with it reads above FATAL when bit 3 is set. */
+#define LE_SLOT_LEVEL_MASK 0x0fu
 
 /* The level byte of a slot of this level and these flags (see "The
  * check" above).  level 0..5, flags LE_REC_* (bits 0..3). */
