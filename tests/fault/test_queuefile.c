@@ -1203,8 +1203,11 @@ static int kverdict(uint64_t named)
 		memset(&k, 0, sizeof k);
 		if (read_all(work, LE_RECOVER_SKIP, keep_krec, &k) < 0)
 			_exit(K_OPEN);
-		if (msg[0] && (st.recovery_damaged || st.abandoned_slots) &&
-		    (named == UINT64_MAX || strstr(msg, needle)))
+		/* a named slot: dropped as damage (recovery_damaged), not
+		 * stepped over as abandoned */
+		if (msg[0] && (named == UINT64_MAX
+		                       ? st.recovery_damaged || st.abandoned_slots
+		                       : st.recovery_damaged && strstr(msg, needle)))
 			_exit(K_REPORTED);
 		if (k.n != kctl.n)
 			_exit(K_OTHER);
