@@ -823,6 +823,16 @@ static void small_queue(le_config *c)
 	c->segment_bytes = 1u << 20;
 }
 
+/* le_open on work with c (here, not in a child), then its stats, closed. */
+static void recover_work(le_config c, le_stats *st)
+{
+	le_engine *e;
+	c.dir = work;
+	CHECK_RC(le_open(&e, &c));
+	CHECK_RC(le_stats_get(e, st));
+	CHECK_RC(le_close(e));
+}
+
 enum { V_INTACT, V_REPORTED, V_CHANGED, V_DROPPED, V_DUPLICATED, V_OPEN };
 
 struct tally {
@@ -1013,12 +1023,8 @@ TEST(every_bit_flipped_in_a_queue_file_is_recovered_or_reported)
 	/* The control: unflipped, all NREC records come from the queue. */
 	restore_flipped(UINT64_MAX);
 	{
-		le_engine *e;
 		le_stats st;
-		c.dir = work;
-		CHECK_RC(le_open(&e, &c));
-		CHECK_RC(le_stats_get(e, &st));
-		CHECK_RC(le_close(e));
+		recover_work(c, &st);
 		CHECK_EQ(st.recovered_records, NREC);
 	}
 	/* the header, head, tail, releasing word and mark, the clock, the
@@ -1275,12 +1281,8 @@ static void make_kinds_queue(void)
 	keep_pristine();
 	find_kind_slots();
 	restore_flipped(UINT64_MAX);
-	le_engine *e;
 	le_stats st;
-	c.dir = work;
-	CHECK_RC(le_open(&e, &c));
-	CHECK_RC(le_stats_get(e, &st));
-	CHECK_RC(le_close(e));
+	recover_work(c, &st);
 	CHECK_EQ(st.recovered_records, KREC);
 	CHECK_EQ(st.recovery_damaged, 0);
 	memset(&kctl, 0, sizeof kctl);
