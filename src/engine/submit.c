@@ -27,6 +27,7 @@
 #include "base/fmt.h"
 #include "record/format.h"
 #include "engine/logger.h"
+#include "engine/dflt.h"
 #include "queue/sites.h"
 
 /* How long a blocked producer yields before it sleeps (see reserve). */
@@ -255,6 +256,8 @@ int le_write(le_engine *e, uint64_t route_key, int level, const void *payload,
 	uint8_t flags = 0;
 	int rc, wake;
 
+	if (__builtin_expect(!e, 0))
+		e = le__engine_or_default(e); /* dflt.c */
 	if (!e || level < LE_TRACE || level > LE_FATAL || (!payload && len))
 		return LE_EINVAL;
 	sample_start(e);
@@ -306,6 +309,8 @@ int le__submitf(le_engine *e, int level, const le__fieldset *fs,
 	size_t fb = 0;
 	int rc, wake;
 
+	if (__builtin_expect(!e, 0))
+		e = le__engine_or_default(e); /* dflt.c */
 	if (!e || !fmt || level < LE_TRACE || level > LE_FATAL)
 		return LE_EINVAL;
 	sample_start(e);
@@ -471,6 +476,8 @@ int le_logd_at(struct le__head *h, le__dsite *ds, const char *fmt, ...)
 	va_list ap;
 	int rc;
 
+	if (__builtin_expect(!h, 0))
+		h = le__head_or_default(h); /* dflt.c */
 	if (!h || !ds)
 		return LE_EINVAL;
 	va_start(ap, fmt);
