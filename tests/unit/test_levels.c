@@ -450,6 +450,12 @@ TEST(macros_check_format_and_logger_type_at_compile_time)
 	                                  "le_warn_kv(l, LE_FIELDS(LE_STR(\"k\", s),"
 	                                  " LE_I64(\"n\", i)), \"%s\", s); }\n"),
 	         0);
+	/* NULL itself names the default engine (le_set_default) */
+	CHECK_EQ(try_compile("c", "#include <stddef.h>\n" PRELUDE
+	                          "le_info(NULL, \"%d\", i); le_warn_kv(NULL, "
+	                          "LE_FIELDS(LE_STR(\"k\", s)), \"x\");"
+	                          " (void)e; (void)l; }\n"),
+	         0);
 	CHECK(try_compile("c", PRELUDE "le_info(e, \"%s\", i); (void)l; (void)s; }\n"));
 	CHECK(try_compile("c", PRELUDE "le_info(l, \"%d\"); (void)e; (void)i; (void)s; }\n"));
 	CHECK(try_compile("c", PRELUDE "le_info((int *)0, \"x\"); (void)e; (void)l;"
@@ -466,6 +472,9 @@ TEST(macros_compile_in_cplusplus_too)
 	                                    "le_warn_kv(l, fs, 1, \"%d\", i); }\n"),
 	         0);
 	CHECK(try_compile("c++", PRELUDE "le_info(l, \"%s\", i); (void)e; (void)s; }\n"));
+	CHECK_EQ(try_compile("c++", PRELUDE "le_info(nullptr, \"%d\", i);"
+	                            " (void)e; (void)l; (void)s; }\n"),
+	         0);
 }
 
 int main(int argc, char **argv)
