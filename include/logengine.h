@@ -28,6 +28,13 @@
  *     (LE_ECLOSED) and le_close() only frees the child's copy; the
  *     parent's engine, files and threads are unaffected.  A child that
  *     wants to log opens its own directory.
+ *   - NULL handles: a NULL le_engine * or le_logger * in a logging call
+ *     never crashes: the call logs to the default engine
+ *     (le_set_default), or without one does nothing and returns
+ *     LE_EINVAL.  Nothing about logging stops the program either: a bad
+ *     logger name gives a usable logger (le_logger_get), and le_open
+ *     reports a bad level item or syslog host and goes on (le_stats
+ *     .config_errors, .syslog_resolve_errors).
  *
  * The hot path (le_write, le_logf, le_logf_kv, the level macros) takes no
  * lock, calls no malloc and makes no system call in the common case; with
@@ -265,7 +272,19 @@ typedef struct le_config {
 	                             with backoff.  A thread of its own and a
 	                             bounded buffer: a slow or dead server
 	                             costs dropped (and counted) records,
-	                             never a blocked caller.  Copied.  NULL */
+	                             never a blocked caller.  A HOST that
+	                             does not resolve at le_open is
+	                             reported (a line on stderr, le_errmsg,
+	                             le_stats.syslog_resolve_errors) and
+	                             looked up again at each reconnection;
+	                             le_open succeeds.  A value that is not
+	                             such an address ("tpc://...") is
+	                             reported (stderr, le_errmsg naming
+	                             syslog_addr, config_errors) and the
+	                             engine opens without this output --
+	                             unless it would be the only output
+	                             (store 0, no stream): LE_EINVAL.
+	                             Copied.  NULL */
 	const char *syslog_app;   /* APP-NAME of the messages; NULL: the
 	                             program's name.  Copied */
 	int source_location;      /* 1: records of the level macros carry the
