@@ -370,18 +370,10 @@ static le_engine *open_caught(const char *addr, int store, int facility,
 	c.store = store;
 	c.syslog_addr = addr;
 	c.syslog_facility = facility;
-	FILE *f = tmpfile();
-	int saved = dup(2);
-	fflush(stderr);
-	dup2(fileno(f), 2);
+	int saved;
+	FILE *f = t_stderr_catch(&saved);
 	*rc = le_open(&e, &c);
-	fflush(stderr);
-	dup2(saved, 2);
-	close(saved);
-	rewind(f);
-	size_t n = fread(err, 1, cap - 1, f);
-	err[n] = '\0';
-	fclose(f);
+	t_stderr_release(f, saved, err, cap);
 	snprintf(dir, sizeof dir, "%s", d);
 	return e;
 }

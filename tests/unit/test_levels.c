@@ -184,18 +184,10 @@ TEST(logengine_level_sets_thresholds_at_open_and_wins_over_config)
 static int open_catching_stderr(le_engine **e, const char *levels,
                                 char *err, size_t cap)
 {
-	FILE *f = tmpfile();
-	int saved = dup(2);
-	fflush(stderr);
-	dup2(fileno(f), 2);
+	int saved;
+	FILE *f = t_stderr_catch(&saved);
 	int rc = open_cfg(e, levels, 0, 0);
-	fflush(stderr);
-	dup2(saved, 2);
-	close(saved);
-	rewind(f);
-	size_t n = fread(err, 1, cap - 1, f);
-	err[n] = '\0';
-	fclose(f);
+	t_stderr_release(f, saved, err, cap);
 	return rc;
 }
 
