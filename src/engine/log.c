@@ -31,7 +31,8 @@ static int submit(struct le__head *h, const le__site *site, const le_field *f,
 {
 	le__fieldset fs = {.f = f, .n = n};
 
-	h = le__head_or_default(h); /* dflt.c: NULL, or the stand-in */
+	if (!h)
+		h = le__head_or_default(h); /* dflt.c */
 	if (!h || !site || n > LE_FIELDS_MAX || (n && !f))
 		return LE_EINVAL;
 	le_engine *e = target(h, &fs);
