@@ -28,6 +28,13 @@
  *     (LE_ECLOSED) and le_close() only frees the child's copy; the
  *     parent's engine, files and threads are unaffected.  A child that
  *     wants to log opens its own directory.
+ *   - NULL handles: a NULL le_engine * or le_logger * in a logging call
+ *     never crashes: the call logs to the default engine
+ *     (le_set_default), or without one does nothing and returns
+ *     LE_EINVAL.  Nothing about logging stops the program either: a bad
+ *     logger name gives a usable logger (le_logger_get), and le_open
+ *     reports a bad level item or syslog host and goes on (le_stats
+ *     .config_errors, .syslog_resolve_errors).
  *
  * The hot path (le_write, le_logf, le_logf_kv, the level macros) takes no
  * lock, calls no malloc and makes no system call in the common case; with
@@ -265,7 +272,19 @@ typedef struct le_config {
 	                             with backoff.  A thread of its own and a
 	                             bounded buffer: a slow or dead server
 	                             costs dropped (and counted) records,
-	                             never a blocked caller.  Copied.  NULL */
+	                             never a blocked caller.  A HOST that
+	                             does not resolve at le_open is
+	                             reported (a line on stderr, le_errmsg,
+	                             le_stats.syslog_resolve_errors) and
+	                             looked up again at each reconnection;
+	                             le_open succeeds.  A value that is not
+	                             such an address ("tpc://...") is
+	                             reported (stderr, le_errmsg naming
+	                             syslog_addr, config_errors) and the
+	                             engine opens without this output --
+	                             unless it would be the only output
+	                             (store 0, no stream): LE_EINVAL.
+	                             Copied.  NULL */
 	const char *syslog_app;   /* APP-NAME of the messages; NULL: the
 	                             program's name.  Copied */
 	int source_location;      /* 1: records of the level macros carry the
@@ -375,7 +394,8 @@ LE_API int le_open(le_engine **out, const le_config *cfg);
  * @return 0 when queued; LE_EFULL when the queue had no room (overflow DROP:
  * the record is counted in le_stats.dropped and a marker record reports the
  * count once room returns); LE_ETOOBIG (oversize REJECT); LE_EINVAL for a
- * NULL engine, an invalid level, or a NULL payload with len > 0;
+ * NULL engine when no default is set (le_set_default; with one, e NULL
+ * writes to it), an invalid level, or a NULL payload with len > 0;
  * LE_ECLOSED in a fork child (see fork() above).
  */
 LE_API int le_write(le_engine *e, uint64_t route_key, int level,
@@ -409,7 +429,8 @@ LE_API int le_vlogf(le_engine *e, int level, const char *fmt, va_list ap);
  * sync of them failed (they may or may not be on disk), the error
  * (-errno, or LE_EIO).  A write that failed and then succeeded when
  * retried is not an error of the records (le_stats counts it).
- * LE_ECLOSED in a fork child (see fork() above).
+ * LE_ECLOSED in a fork child (see fork() above); LE_EINVAL for e NULL
+ * with no default engine (le_set_default).
  */
 LE_API int le_flush(le_engine *e, int timeout_ms);
 
@@ -474,6 +495,13 @@ typedef struct le_stats {
 	uint64_t segments_archived; /* sealed segments compressed (archive_*) */
 	uint64_t archived_bytes_in; /* their bytes before compression */
 	uint64_t archived_bytes_out; /* the archives' bytes */
+	uint64_t config_errors;     /* settings le_open reported and left
+	                               out: an item of levels or
+	                               LOGENGINE_LEVEL, a syslog_addr that
+	                               is not tcp:// or udp://HOST:PORT */
+	uint64_t syslog_resolve_errors; /* lookups of syslog_addr's host
+	                               that failed (at le_open, then each
+	                               retry) */
 } le_stats;
 
 /**
@@ -528,6 +556,28 @@ LE_API int le_close_stats_sized(le_engine *e, le_stats *final, size_t size);
  */
 LE_API int le_reopen(le_engine *e);
 
+/**
+ * Make e the default engine: the one a NULL handle logs to, so that code
+ * with no handle at hand can log, as spdlog::info does.  With a default
+ * engine set, le_write, le_logf, le_vlogf, le_logf_kv, le_flush,
+ * le_reopen, le_logger_get, le_set_level, le_get_level and the level
+ * macros (and their _kv forms) given a NULL le_engine * or le_logger *
+ * act on the default engine (a macro: its root logger).  Without one,
+ * each of them given NULL does nothing and returns LE_EINVAL (the macros:
+ * nothing at all); none ever crashes on a NULL handle.
+ *
+ * le_close of the default engine clears it (closing another engine does
+ * not); le_set_default(NULL) clears it too.  As for any engine, no call
+ * may still be running on it when it is closed: stop the threads that
+ * log through NULL first.  One pointer, stored and loaded atomically: a
+ * NULL handle costs the hot path one load more, no lock.
+ * @return 0.
+ */
+LE_API int le_set_default(le_engine *e);
+
+/** @return the default engine (le_set_default), or NULL. */
+LE_API le_engine *le_get_default(void);
+
 /* ---------------------------------------------------------------------- */
 /* Levels, named loggers, fields: the level macros.
  *
@@ -542,6 +592,10 @@ LE_API int le_reopen(le_engine *e);
  * its arguments and queues it, routed by the calling thread, under the
  * hot path's rules (no lock, no malloc, no system call in the common
  * case).  A record below the threshold costs one load and one compare.
+ * A NULL handle (NULL itself included: le_info(NULL, "...")) logs to the
+ * default engine's root logger (le_set_default), and without one does
+ * nothing: no crash, no argument evaluated.  The test for NULL is one
+ * branch the processor predicts, before the threshold's load.
  *
  * Deferred formatting.  When the format is a string literal, the call
  * does not format: it copies the arguments (strings with their length)
@@ -576,9 +630,13 @@ LE_API int le_reopen(le_engine *e);
  *
  *   LOGENGINE_LEVEL=warn,net=debug,net.http.client=off
  *
- * A value that does not parse makes le_open fail (LE_EINVAL) with
- * le_errmsg() naming the variable and the item.  le_set_level changes
- * thresholds at run time.
+ * An item that does not parse (a level that is not one, a logger name
+ * that is not a dotted path, no room for the name) is left out, the
+ * others apply: le_open prints one line on stderr naming the setting
+ * (levels or LOGENGINE_LEVEL) and the item, counts it in
+ * le_stats.config_errors, and le_errmsg() says the same once it returned
+ * 0.  A service never fails to start over a typo in its level.
+ * le_set_level changes thresholds at run time.
  */
 
 #define LE_LOGGER_NAME_MAX 127
@@ -591,8 +649,15 @@ typedef struct le_logger le_logger;
  * for a name may allocate.  The logger lives until le_close; every call
  * with the same name returns the same pointer.  Records of a named logger
  * carry its name as the field "logger".
- * @return the logger, or NULL (le_errmsg() says why): e NULL, a name that
- * is not a dotted path, or all max_loggers entries in use.
+ *
+ * Any name gives a usable logger.  A name that is not a dotted path is
+ * cleaned: each byte outside A-Z a-z 0-9 _ - . becomes '_', empty parts
+ * are left out, and it is cut to LE_LOGGER_NAME_MAX bytes ("net/http"
+ * gives "net_http"; le_logger_name() says which); le_errmsg() says so.
+ * When all max_loggers entries are in use, a new name gets the root
+ * logger, and le_errmsg() says that.  e NULL: the default engine's
+ * logger (le_set_default).
+ * @return the logger; NULL only for e NULL with no default engine.
  */
 LE_API le_logger *le_logger_get(le_engine *e, const char *name);
 
@@ -1614,6 +1679,23 @@ typedef struct le__site {
 	int level;
 } le__site;
 
+/* The head a NULL handle stands for: the default engine's, else one
+ * whose threshold is LE_OFF (so the macro calls nothing). */
+LE_API struct le__head *le_default_head(void);
+
+#if defined(__GNUC__) || defined(__clang__)
+#define LE__UNLIKELY(x) __builtin_expect(!!(x), 0)
+#else
+#define LE__UNLIKELY(x) (x)
+#endif
+
+/* A macro's handle, NULL replaced by the default: one predictable
+ * branch on the hot path, a call only when the handle is NULL. */
+#define LE__HEAD_OR_DEFAULT(log)                                              \
+	struct le__head *le__h_ = LE__HEAD(log);                              \
+	if (LE__UNLIKELY(!le__h_))                                            \
+		le__h_ = le_default_head()
+
 LE_API int le_log_at(struct le__head *h, const le__site *site,
                       const char *fmt, ...)
 #if defined(__GNUC__)
@@ -1744,7 +1826,7 @@ LE_API int le_logd_at(struct le__head *h, le__dsite *site,
 #define LE__LOG(log, lvl, ...)                                                \
 	do {                                                                  \
 		if ((lvl) >= (LE_MIN_LEVEL)) {                                \
-			struct le__head *le__h_ = LE__HEAD(log);              \
+			LE__HEAD_OR_DEFAULT(log);                             \
 			if (LE__LEVEL(le__h_) <= (lvl)) {                     \
 				static le__dsite le__s_ =                     \
 					LE__DSITE(lvl, __VA_ARGS__);          \
@@ -1761,7 +1843,7 @@ LE_API int le_logd_at(struct le__head *h, le__dsite *site,
 #define LE__LOG(log, lvl, ...)                                                \
 	do {                                                                  \
 		if ((lvl) >= (LE_MIN_LEVEL)) {                                \
-			struct le__head *le__h_ = LE__HEAD(log);              \
+			LE__HEAD_OR_DEFAULT(log);                             \
 			if (LE__LEVEL(le__h_) <= (lvl)) {                     \
 				static const le__site le__s_ = LE__SITE(lvl); \
 				le_log_at(le__h_, &le__s_, __VA_ARGS__);     \
@@ -1773,7 +1855,7 @@ LE_API int le_logd_at(struct le__head *h, le__dsite *site,
 #define LE__LOG_KV(log, lvl, ...)                                             \
 	do {                                                                  \
 		if ((lvl) >= (LE_MIN_LEVEL)) {                                \
-			struct le__head *le__h_ = LE__HEAD(log);              \
+			LE__HEAD_OR_DEFAULT(log);                             \
 			if (LE__LEVEL(le__h_) <= (lvl)) {                     \
 				static const le__site le__s_ = LE__SITE(lvl); \
 				le_log_kv_at(le__h_, &le__s_, __VA_ARGS__);  \
@@ -1782,10 +1864,14 @@ LE_API int le_logd_at(struct le__head *h, le__dsite *site,
 	} while (0)
 
 #ifndef __cplusplus
-/* A le_engine * or a le_logger *, and nothing else, compiles. */
+/* A le_engine * or a le_logger * compiles, and NULL (a void *): the
+ * default engine.  The macro cannot tell a void * that is NULL from one
+ * that is not, so any void * stands for the default engine: cast a
+ * handle kept in one back to its type. */
 #define LE__HEAD(log)                                                         \
 	_Generic((log), le_engine *: (struct le__head *)(void *)(log),        \
-	         le_logger *: (struct le__head *)(void *)(log))
+	         le_logger *: (struct le__head *)(void *)(log),               \
+	         void *: (struct le__head *)0)
 #endif
 
 #ifdef __cplusplus
@@ -1799,6 +1885,12 @@ static inline struct le__head *le__head_of(le_logger *lg)
 {
 	return reinterpret_cast<struct le__head *>(lg);
 }
+#if __cplusplus >= 201103L
+static inline struct le__head *le__head_of(decltype(nullptr))
+{
+	return nullptr; /* the default engine */
+}
+#endif
 #define LE__HEAD(log) le__head_of(log)
 #endif
 #endif /* LOGENGINE_H */

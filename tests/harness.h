@@ -387,4 +387,28 @@ static inline size_t t_unhex(const char *hex, unsigned char *out)
 	return n;
 }
 
+/* What the calling code writes to stderr between t_stderr_catch and
+ * t_stderr_release goes to a temporary file, then into buf (cap bytes,
+ * NUL-terminated), and stderr is back where it was. */
+static inline FILE *t_stderr_catch(int *saved)
+{
+	FILE *f = tmpfile();
+	fflush(stderr);
+	*saved = dup(2);
+	dup2(fileno(f), 2);
+	return f;
+}
+
+static inline void t_stderr_release(FILE *f, int saved, char *buf,
+                                    size_t cap)
+{
+	fflush(stderr);
+	dup2(saved, 2);
+	close(saved);
+	rewind(f);
+	size_t n = fread(buf, 1, cap - 1, f);
+	buf[n] = '\0';
+	fclose(f);
+}
+
 #endif

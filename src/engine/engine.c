@@ -26,6 +26,7 @@
 #include "engine/config.h"
 #include "store/index.h"
 #include "engine/logger.h"
+#include "engine/dflt.h"
 #include "engine/recover.h"
 #include "engine/flush.h"
 #include "engine/lifecycle.h"
@@ -408,6 +409,11 @@ static int open_engine(le_engine **out, const le_config *cfg)
 		rc = kind->open(&e->lines[k], &e->cfg);
 		if (rc < 0)
 			goto fail;
+		if (rc > 0) { /* a setting it cannot use: without this output */
+			fprintf(stderr, "logengine: %s; no %s output\n",
+			        le_errmsg(), kind->name);
+			e->config_errors++;
+		}
 	}
 	/* le__shard is 64-byte aligned (its groups on lines of their own):
 	 * calloc promises 16. */
@@ -499,6 +505,7 @@ int le__stats_get(le_engine *e, le_stats *o)
 	o->segments_archived = atomic_load(&e->archiver.archived);
 	o->archived_bytes_in = atomic_load(&e->archiver.bytes_in);
 	o->archived_bytes_out = atomic_load(&e->archiver.bytes_out);
+	o->config_errors = e->config_errors;
 	for (int k = 0; k < LE_LINEKINDS; k++)
 		if (e->lines[k])
 			e->lines[k]->kind->stats(e->lines[k], o, e->forked);
@@ -507,6 +514,7 @@ int le__stats_get(le_engine *e, le_stats *o)
 
 int le_reopen(le_engine *e)
 {
+	e = le__engine_or_default(e); /* dflt.c */
 	if (!e)
 		return LE_EINVAL;
 	for (int k = 0; k < LE_LINEKINDS; k++)
@@ -527,6 +535,7 @@ int le__close_stats(le_engine *e, le_stats *final)
 			memset(final, 0, sizeof *final);
 		return 0;
 	}
+	le__default_forget(e); /* dflt.c: NULL handles no longer reach e */
 	le__unregister(e);
 	if (e->forked) {
 		/* A fork child's copy: no threads here, and the files and the

@@ -21,6 +21,7 @@
 #include "engine/flush.h"
 
 #include "engine/shard.h"
+#include "engine/dflt.h"
 #include "sink/kinds.h"
 
 #include <errno.h>
@@ -144,6 +145,7 @@ int le_flush(le_engine *e, int timeout_ms)
 	struct timespec dl;
 	int rc = 0;
 
+	e = le__engine_or_default(e); /* dflt.c */
 	if (!e)
 		return LE_EINVAL;
 	if (e->forked)

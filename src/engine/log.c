@@ -12,6 +12,7 @@
 #include "engine/shard.h"
 #include "record/fields.h"
 #include "engine/logger.h"
+#include "engine/dflt.h"
 
 /* The engine of a macro's first argument; a named logger's name goes
  * first among the fields. */
@@ -30,6 +31,8 @@ static int submit(struct le__head *h, const le__site *site, const le_field *f,
 {
 	le__fieldset fs = {.f = f, .n = n};
 
+	if (!h)
+		h = le__head_or_default(h); /* dflt.c */
 	if (!h || !site || n > LE_FIELDS_MAX || (n && !f))
 		return LE_EINVAL;
 	le_engine *e = target(h, &fs);

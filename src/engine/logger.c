@@ -10,6 +10,7 @@
  */
 #define _GNU_SOURCE
 #include "engine/logger.h"
+#include "engine/dflt.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -152,23 +153,63 @@ static le_logger *find(le_engine *e, const char *name, uint32_t nlen,
 	return lg;
 }
 
+/* name made a dotted path into out (LE_LOGGER_NAME_MAX + 1 bytes): each
+ * byte outside A-Z a-z 0-9 _ - . as '_', empty parts left out, cut to
+ * LE_LOGGER_NAME_MAX bytes.  @return its length (0: the root). */
+static uint32_t clean_name(const char *name, char *out)
+{
+	uint32_t n = 0;
+
+	for (const unsigned char *p = (const unsigned char *)name; *p; p++) {
+		if (*p == '.' && (n == 0 || out[n - 1] == '.'))
+			continue;
+		if (n == LE_LOGGER_NAME_MAX)
+			break;
+		int ok = (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
+		         (*p >= '0' && *p <= '9') || *p == '_' || *p == '-' ||
+		         *p == '.';
+		out[n++] = ok ? (char)*p : '_';
+	}
+	while (n && out[n - 1] == '.')
+		n--;
+	out[n] = '\0';
+	return n;
+}
+
+/* The root, when find had no room for a new name: le_errmsg says so. */
+static le_logger *root_instead(le_engine *e)
+{
+	char why[256];
+
+	snprintf(why, sizeof why, "%s", le_errmsg());
+	le__seterr("%s; logging as the root logger", why);
+	return &e->loggers->tab[0];
+}
+
 le_logger *le_logger_get(le_engine *e, const char *name)
 {
+	char clean[LE_LOGGER_NAME_MAX + 1];
 	int n = name_len(name);
 	le_logger *lg;
 
+	e = le__engine_or_default(e); /* dflt.c */
 	if (!e) {
-		le__seterr("le_logger_get: NULL engine");
+		le__seterr("le_logger_get: NULL engine and no default engine "
+		           "(le_set_default)");
 		return NULL;
 	}
 	if (n < 0) {
-		bad_name(name);
-		return NULL;
+		n = (int)clean_name(name, clean);
+		le__seterr("logger name \"%.*s\": not a dotted path of parts "
+		           "made of A-Z a-z 0-9 _ - (at most %d bytes); logging "
+		           "as \"%s\"", LE_LOGGER_NAME_MAX + 8, name,
+		           LE_LOGGER_NAME_MAX, clean);
+		name = clean;
 	}
 	pthread_mutex_lock(&e->loggers->mu);
 	lg = n ? find(e, name, (uint32_t)n, 1) : &e->loggers->tab[0];
 	pthread_mutex_unlock(&e->loggers->mu);
-	return lg;
+	return lg ? lg : root_instead(e);
 }
 
 const char *le_logger_name(const le_logger *lg)
@@ -180,6 +221,7 @@ int le_set_level(le_engine *e, const char *name, int level)
 {
 	int n = name_len(name), rc = 0;
 
+	e = le__engine_or_default(e); /* dflt.c */
 	if (!e)
 		return LE_EINVAL;
 	if (n < 0) {
@@ -208,6 +250,7 @@ int le_get_level(le_engine *e, const char *name)
 {
 	int n = name_len(name);
 
+	e = le__engine_or_default(e); /* dflt.c */
 	if (!e || n < 0)
 		return LE_EINVAL;
 	pthread_mutex_lock(&e->loggers->mu);
@@ -263,22 +306,31 @@ static int apply_item(le_engine *e, const char *what, char *item)
 	return rc;
 }
 
-/* Apply a whole setting: comma-separated items, empty ones ignored. */
+/*
+ * Apply a whole setting: comma-separated items, empty ones ignored.  An
+ * item that does not apply is reported (one line on stderr, the reason
+ * in le_errmsg, e->config_errors) and left out: a typo in a level never
+ * stops a service from starting.  @return 0, or LE_ENOMEM.
+ */
 static int apply_spec(le_engine *e, const char *what, const char *spec)
 {
 	char *copy = strdup(spec), *save = NULL;
-	int rc = 0;
+	char why[256];
 
 	if (!copy)
 		return LE_ENOMEM;
-	for (char *it = strtok_r(copy, ",", &save); it && rc == 0;
+	for (char *it = strtok_r(copy, ",", &save); it;
 	     it = strtok_r(NULL, ",", &save)) {
 		size_t k = strspn(it, " \t");
-		if (it[k])
-			rc = apply_item(e, what, it);
+		if (!it[k] || apply_item(e, what, it) == 0)
+			continue;
+		snprintf(why, sizeof why, "%s", le_errmsg());
+		fprintf(stderr, "logengine: %s; item ignored\n", why);
+		le__seterr("%s; item ignored", why);
+		e->config_errors++;
 	}
 	free(copy);
-	return rc;
+	return 0;
 }
 
 int le__loggers_open(le_engine *e, const le_config *cfg)

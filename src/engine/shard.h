@@ -172,6 +172,7 @@ struct le_engine {
 	/* the line outputs (sink/kinds.h), by kind; NULL: not asked for */
 	le__linesink *lines[LE_LINEKINDS];
 	struct le__loggers *loggers;    /* logger.h: named loggers */
+	uint64_t config_errors;         /* settings le_open left out */
 	char *strs;                     /* owned copies of cfg's strings */
 	le__reaper reaper;              /* started when retention_bytes */
 	le__archiver archiver;          /* started when archive_* */

@@ -27,6 +27,7 @@
 #include "base/fmt.h"
 #include "record/format.h"
 #include "engine/logger.h"
+#include "engine/dflt.h"
 #include "queue/sites.h"
 
 /* How long a blocked producer yields before it sleeps (see reserve). */
@@ -251,6 +252,18 @@ static void fill(le_engine *e, le__slot *s, int level, uint8_t flags,
 }
 
 
+/* le_write's arguments failed its check: a NULL engine goes to the
+ * default one (dflt.c), if any; anything else is LE_EINVAL.  Out of
+ * line, so the common case pays for its check and nothing more. */
+static __attribute__((noinline, cold)) int
+write_no_engine(le_engine *e, uint64_t route_key, int level,
+                const void *payload, size_t len)
+{
+	if (e || !(e = le__engine_or_default(NULL)))
+		return LE_EINVAL;
+	return le_write(e, route_key, level, payload, len);
+}
+
 int le_write(le_engine *e, uint64_t route_key, int level, const void *payload,
              size_t len)
 {
@@ -258,7 +271,7 @@ int le_write(le_engine *e, uint64_t route_key, int level, const void *payload,
 	int rc, wake;
 
 	if (!e || level < LE_TRACE || level > LE_FATAL || (!payload && len))
-		return LE_EINVAL;
+		return write_no_engine(e, route_key, level, payload, len);
 	sample_start(e);
 	if (atomic_load_explicit(&e->closing, memory_order_relaxed))
 		return LE_ECLOSED;
@@ -308,8 +321,12 @@ int le__submitf(le_engine *e, int level, const le__fieldset *fs,
 	size_t fb = 0;
 	int rc, wake;
 
-	if (!e || !fmt || level < LE_TRACE || level > LE_FATAL)
-		return LE_EINVAL;
+	if (!e || !fmt || level < LE_TRACE || level > LE_FATAL) {
+		/* a NULL engine: the default one (dflt.c), if any */
+		if (e || !(e = le__engine_or_default(NULL)))
+			return LE_EINVAL;
+		return le__submitf(e, level, fs, fmt, ap);
+	}
 	sample_start(e);
 	if (atomic_load_explicit(&e->closing, memory_order_relaxed))
 		return LE_ECLOSED;
@@ -473,6 +490,8 @@ int le_logd_at(struct le__head *h, le__dsite *ds, const char *fmt, ...)
 	va_list ap;
 	int rc;
 
+	if (__builtin_expect(!h, 0))
+		h = le__head_or_default(h); /* dflt.c */
 	if (!h || !ds)
 		return LE_EINVAL;
 	va_start(ap, fmt);

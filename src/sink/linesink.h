@@ -45,7 +45,9 @@ typedef struct le__linekind {
 	/* Does cfg ask for one? */
 	int (*wanted)(const le_config *cfg);
 	/* Make one (its own fields, then le__linesink_start).  @return 0
-	 * and *out, or an error (le_errmsg set). */
+	 * and *out, an error (le_errmsg set), or 1 with *out NULL: a setting
+	 * it cannot use, named in le_errmsg, which the engine reports and
+	 * opens without this output. */
 	int (*open)(le__linesink **out, const le_config *cfg);
 	/* The output's thread: empties the buffer until told to stop. */
 	void *(*main)(void *ls);

@@ -84,9 +84,12 @@ struct le__syslog {
 	                                u32 length word */
 	/* [const] */
 	int tcp;
+	char host[256], port[16];    /* syslog_addr's parts */
+	le__syslog_id id;
+	/* [thread] after le_open: the server's address, once its host
+	 * resolved (addrlen 0: not yet, the thread tries again) */
 	struct sockaddr_storage addr;
 	socklen_t addrlen;
-	le__syslog_id id;
 	/* [thread] the connection and the send buffer */
 	int fd;                      /* -1: not connected */
 	uint64_t retry_at, backoff;  /* mono ns */
@@ -100,6 +103,7 @@ struct le__syslog {
 	_Atomic size_t inflight;     /* nmsg - done, for drained */
 	/* [atomic] */
 	_Atomic uint64_t sent, bytes, connects;
+	_Atomic uint64_t resolve_errors; /* lookups of host that failed */
 };
 
 /* ---- the sender's identity and the message ---- */
@@ -271,6 +275,35 @@ static void disconnect(le__syslog *s)
 	s->sb_off = s->done < s->nmsg ? s->start[s->done] : s->sb_len;
 }
 
+/*
+ * The server's address from its host and port, unless known already.  A
+ * host that does not resolve (a typo, DNS down) is counted, and the
+ * thread tries again after the connection's backoff, as for a server
+ * that is down.  getaddrinfo may block for the resolver's timeout: only
+ * le_open's first try and the sink's own thread call it, never a writer.
+ * @return 0, or LE_EINVAL (le_errmsg names the host).
+ */
+static int resolve(le__syslog *s)
+{
+	struct addrinfo hints = {.ai_socktype = s->tcp ? SOCK_STREAM : SOCK_DGRAM,
+	                         .ai_flags = AI_NUMERICSERV};
+	struct addrinfo *res;
+
+	if (s->addrlen)
+		return 0;
+	int rc = getaddrinfo(s->host, s->port, &hints, &res);
+	if (rc) {
+		atomic_fetch_add(&s->resolve_errors, 1);
+		le__seterr("syslog_addr: cannot resolve %s: %s", s->host,
+		           gai_strerror(rc));
+		return LE_EINVAL;
+	}
+	memcpy(&s->addr, res->ai_addr, res->ai_addrlen);
+	s->addrlen = res->ai_addrlen;
+	freeaddrinfo(res);
+	return 0;
+}
+
 static int try_connect(le__syslog *s)
 {
 	int type = (s->tcp ? SOCK_STREAM : SOCK_DGRAM) | SOCK_NONBLOCK |
@@ -413,7 +446,8 @@ static void *syslog_main(void *arg)
 		if (idle)
 			continue;
 		if (s->fd < 0) {
-			if (le__mono_ns() >= s->retry_at && try_connect(s) < 0)
+			if (le__mono_ns() >= s->retry_at &&
+			    (resolve(s) < 0 || try_connect(s) < 0))
 				disconnect(s);
 			continue;
 		}
@@ -432,7 +466,6 @@ static void *syslog_main(void *arg)
 /* "tcp://HOST:PORT" or "udp://HOST:PORT"; HOST may be "[v6 address]". */
 static int parse_addr(le__syslog *s, const char *a)
 {
-	char host[256], port[16];
 	const char *h, *colon;
 	size_t hl;
 
@@ -454,25 +487,13 @@ static int parse_addr(le__syslog *s, const char *a)
 			goto bad;
 		hl = (size_t)(colon - h);
 	}
-	if (!hl || hl >= sizeof host || !colon[1] ||
-	    strlen(colon + 1) >= sizeof port ||
+	if (!hl || hl >= sizeof s->host || !colon[1] ||
+	    strlen(colon + 1) >= sizeof s->port ||
 	    strspn(colon + 1, "0123456789") != strlen(colon + 1))
 		goto bad;
-	memcpy(host, h, hl);
-	host[hl] = '\0';
-	strcpy(port, colon + 1);
-	struct addrinfo hints = {.ai_socktype = s->tcp ? SOCK_STREAM : SOCK_DGRAM,
-	                         .ai_flags = AI_NUMERICSERV};
-	struct addrinfo *res;
-	int rc = getaddrinfo(host, port, &hints, &res);
-	if (rc) {
-		le__seterr("syslog_addr: cannot resolve %s: %s", host,
-		           gai_strerror(rc));
-		return LE_EINVAL;
-	}
-	memcpy(&s->addr, res->ai_addr, res->ai_addrlen);
-	s->addrlen = res->ai_addrlen;
-	freeaddrinfo(res);
+	memcpy(s->host, h, hl);
+	s->host[hl] = '\0';
+	strcpy(s->port, colon + 1);
 	return 0;
 bad:
 	le__seterr("syslog_addr: \"%s\" is not tcp://HOST:PORT or "
@@ -492,8 +513,15 @@ static int syslog_open(le__linesink **out, const le_config *c)
 	s->fd = -1;
 	s->backoff = BACKOFF_MIN;
 	rc = parse_addr(s, c->syslog_addr);
-	if (rc < 0)
+	if (rc < 0 && (c->store || c->stream_fd > 0 || c->stream_path)) {
+		rc = 1; /* reported; the engine goes on without this output */
 		goto fail;
+	}
+	if (rc < 0)
+		goto fail; /* the only output: nowhere to log, refused */
+	if (resolve(s) < 0)
+		fprintf(stderr, "logengine: %s; retrying in the background\n",
+		        le_errmsg());
 	le__syslog_id_init(&s->id, c->syslog_facility, c->syslog_app,
 	                   (long)getpid());
 	/* A batch's messages: at most max_pending_bytes of payload, each
@@ -547,6 +575,7 @@ static void syslog_stats(le__linesink *ls, le_stats *o, int forked)
 	o->syslog_dropped += atomic_load(&s->ls.dropped);
 	o->syslog_bytes += atomic_load(&s->bytes);
 	o->syslog_connects += atomic_load(&s->connects);
+	o->syslog_resolve_errors += atomic_load(&s->resolve_errors);
 	(void)forked;
 }
 

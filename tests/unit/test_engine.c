@@ -615,6 +615,98 @@ TEST(second_engine_on_same_dir_is_refused)
 	t_rmrf(c.dir);
 }
 
+static int vlogf_of(le_engine *e, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	int rc = le_vlogf(e, LE_INFO, fmt, ap);
+	va_end(ap);
+	return rc;
+}
+
+/* Every logging call given a NULL engine or logger, with no default
+ * engine: LE_EINVAL (the macros: nothing), never a crash. */
+TEST(null_engine_or_logger_in_any_logging_call_is_an_error_not_a_crash)
+{
+	le_engine *ne = NULL;
+	le_logger *nl = NULL;
+	int evaluated = 0;
+	CHECK(le_get_default() == NULL);
+	CHECK_EQ(le_write(NULL, 0, LE_INFO, "x", 1), LE_EINVAL);
+	CHECK_EQ(le_logf(NULL, LE_INFO, "x %d", 1), LE_EINVAL);
+	CHECK_EQ(vlogf_of(NULL, "x %d", 1), LE_EINVAL);
+	CHECK_EQ(le_logf_kv(NULL, LE_INFO, LE_FIELDS(LE_I64("n", 1)), "x"),
+	         LE_EINVAL);
+	le_info(ne, "x %d", ++evaluated);
+	le_error(nl, "x %d", ++evaluated);
+	le_fatal(NULL, "x %d", ++evaluated);
+	le_trace(nl, "x");
+	le_warn_kv(ne, LE_FIELDS(LE_I64("n", ++evaluated)), "x");
+	le_error_kv(nl, LE_FIELDS(LE_STR("k", "v")), "x %s", "y");
+	CHECK_EQ(evaluated, 0); /* nowhere to log: arguments untouched */
+	CHECK_EQ(le_flush(NULL, 0), LE_EINVAL);
+	CHECK_EQ(le_reopen(NULL), LE_EINVAL);
+	CHECK(le_logger_get(NULL, "net") == NULL);
+	CHECK(strstr(le_errmsg(), "no default engine") != NULL);
+	CHECK_EQ(le_set_level(NULL, "net", LE_DEBUG), LE_EINVAL);
+	CHECK_EQ(le_get_level(NULL, "net"), LE_EINVAL);
+	CHECK_STR_EQ(le_logger_name(NULL), "");
+	CHECK_EQ(le_close(NULL), 0);
+}
+
+static void count_payload(const le_record *r, void *arg)
+{
+	char buf[64];
+	if (strcmp(cstr(r, buf, sizeof buf), "written") == 0 ||
+	    strncmp(buf, "via ", 4) == 0)
+		(*(int *)arg)++;
+}
+
+/* le_set_default: a NULL handle logs to that engine, like spdlog::info,
+ * until le_close of it clears the default (closing another does not). */
+TEST(default_engine_takes_the_records_of_a_null_handle_until_closed)
+{
+	le_config c = base_cfg(), c2 = base_cfg();
+	char d2[256];
+	c2.dir = t_tmpdir(d2);
+	le_engine *e = t_open(&c), *other = t_open(&c2);
+	le_logger *nl = NULL;
+	CHECK_RC(le_set_default(e));
+	CHECK(le_get_default() == e);
+	CHECK_RC(le_write(NULL, 0, LE_INFO, "written", 7));
+	CHECK_RC(le_logf(NULL, LE_INFO, "via %s", "logf"));
+	CHECK_RC(vlogf_of(NULL, "via %s", "vlogf"));
+	CHECK_RC(le_logf_kv(NULL, LE_INFO, LE_FIELDS(LE_I64("n", 1)), "via kv"));
+	le_info(NULL, "via %s", "macro");
+	le_warn(nl, "via %s", "logger");
+	le_error_kv(NULL, LE_FIELDS(LE_STR("k", "v")), "via %s", "macro_kv");
+	le_debug(NULL, "via %s", "debug"); /* below the root's info */
+	le_logger *net = le_logger_get(NULL, "net");
+	CHECK(net != NULL && le_logger_get(e, "net") == net);
+	CHECK_RC(le_set_level(NULL, "net", LE_DEBUG));
+	CHECK_EQ(le_get_level(e, "net"), LE_DEBUG);
+	le_debug(net, "via %s", "net");
+	CHECK_RC(le_reopen(NULL));
+	CHECK_RC(le_flush(NULL, 5000));
+	CHECK_RC(le_close(other)); /* another engine: the default stays */
+	CHECK(le_get_default() == e);
+	CHECK_RC(le_close(e));
+	CHECK(le_get_default() == NULL);
+	le_info(NULL, "after close"); /* nothing, no crash */
+	CHECK_EQ(le_logf(NULL, LE_INFO, "after close"), LE_EINVAL);
+	int n = 0;
+	CHECK(read_all(c.dir, LE_RECOVER_ABSOLUTE, count_payload, &n) >= 0);
+	CHECK_EQ(n, 8);
+	/* le_set_default(NULL) clears it too */
+	e = t_open(&c);
+	CHECK_RC(le_set_default(e));
+	CHECK_RC(le_set_default(NULL));
+	CHECK_EQ(le_write(NULL, 0, LE_INFO, "x", 1), LE_EINVAL);
+	CHECK_RC(le_close(e));
+	t_rmrf(c.dir);
+	t_rmrf(d2);
+}
+
 TEST(bad_arguments_to_le_write_return_errors)
 {
 	le_config c = base_cfg();
@@ -1127,5 +1219,7 @@ int main(int argc, char **argv)
 	RUN(fields_switched_off_still_roundtrip);
 	RUN(timestamps_are_wall_clock_at_the_call);
 	RUN(records_are_never_dated_before_their_call);
+	RUN(null_engine_or_logger_in_any_logging_call_is_an_error_not_a_crash);
+	RUN(default_engine_takes_the_records_of_a_null_handle_until_closed);
 	return t_done();
 }

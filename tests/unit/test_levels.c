@@ -180,37 +180,68 @@ TEST(logengine_level_sets_thresholds_at_open_and_wins_over_config)
 	t_rmrf(dir);
 }
 
-/* Each bad value is refused by le_open with a message naming the
- * variable and the item. */
-TEST(bad_logengine_level_fails_open_naming_the_item)
+/* Run open_cfg with stderr in a file; the file's text into err. */
+static int open_catching_stderr(le_engine **e, const char *levels,
+                                char *err, size_t cap)
+{
+	int saved;
+	FILE *f = t_stderr_catch(&saved);
+	int rc = open_cfg(e, levels, 0, 0);
+	t_stderr_release(f, saved, err, cap);
+	return rc;
+}
+
+/* Each bad item is left out, reported on one line of stderr naming the
+ * variable and the item, and counted; the rest applies and le_open
+ * succeeds: a typo never stops a service from starting. */
+TEST(bad_logengine_level_is_reported_and_defaults_apply)
 {
 	static const struct {
 		const char *value, *says;
+		int root, net; /* thresholds after le_open */
 	} bad[] = {
-		{"verbose", "LOGENGINE_LEVEL: \"verbose\" is not a level"},
-		{"info,net=loud", "\"loud\" is not a level (trace, debug, info, "
-		                  "warn, error, fatal or off) for logger net"},
-		{"=debug", "LOGENGINE_LEVEL: \"=debug\" names no logger"},
-		{"n et=info", "LOGENGINE_LEVEL: \"n et\" is not a logger name"},
-		{"net..x=info", "\"net..x\" is not a logger name"},
-		{"net=", "\"\" is not a level"},
+		{"verbose", "LOGENGINE_LEVEL: \"verbose\" is not a level",
+		 LE_INFO, LE_INFO},
+		{"warn,net=loud", "\"loud\" is not a level (trace, debug, "
+		                  "info, warn, error, fatal or off) for logger "
+		                  "net", LE_WARN, LE_WARN},
+		{"=debug", "LOGENGINE_LEVEL: \"=debug\" names no logger",
+		 LE_INFO, LE_INFO},
+		{"n et=info,net=error", "LOGENGINE_LEVEL: \"n et\" is not a "
+		                        "logger name", LE_INFO, LE_ERROR},
+		{"net..x=info", "\"net..x\" is not a logger name", LE_INFO,
+		 LE_INFO},
+		{"net=", "\"\" is not a level", LE_INFO, LE_INFO},
 	};
+	char err[1024];
 	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
 		le_engine *e = NULL;
+		le_stats st;
 		setenv("LOGENGINE_LEVEL", bad[i].value, 1);
-		CHECK_EQ(open_cfg(&e, NULL, 0, 0), LE_EINVAL);
-		CHECK(e == NULL);
-		if (!strstr(le_errmsg(), bad[i].says)) {
-			fprintf(stderr, "  %s: got \"%s\"\n", bad[i].value,
-			        le_errmsg());
+		CHECK_RC(open_catching_stderr(&e, NULL, err, sizeof err));
+		CHECK(e != NULL);
+		if (!strstr(le_errmsg(), bad[i].says) ||
+		    !strstr(err, bad[i].says) || strchr(err, '\n') !=
+		    err + strlen(err) - 1) {
+			fprintf(stderr, "  %s: errmsg \"%s\", stderr \"%s\"\n",
+			        bad[i].value, le_errmsg(), err);
 			CHECK(0);
 		}
+		CHECK_RC(le_stats_get(e, &st));
+		CHECK_EQ(st.config_errors, 1);
+		CHECK_EQ(le_get_level(e, NULL), bad[i].root);
+		CHECK_EQ(le_get_level(e, "net"), bad[i].net);
+		le_warn(e, "still logs");
+		CHECK_RC(le_close(e));
 		t_rmrf(dir);
 	}
 	unsetenv("LOGENGINE_LEVEL");
 	le_engine *e = NULL;
-	CHECK_EQ(open_cfg(&e, "info,x=nope", 0, 0), LE_EINVAL);
-	CHECK(strstr(le_errmsg(), "levels: \"nope\" is not a level") != NULL);
+	le_stats st;
+	CHECK_RC(open_catching_stderr(&e, "info,x=nope", err, sizeof err));
+	CHECK(strstr(err, "levels: \"nope\" is not a level") != NULL);
+	CHECK(le_stats_get(e, &st) == 0 && st.config_errors == 1);
+	CHECK_RC(le_close(e));
 	t_rmrf(dir);
 }
 
@@ -221,8 +252,11 @@ TEST(logger_table_is_bounded_by_max_loggers)
 	CHECK_RC(open_cfg(&e, NULL, 3, 0));
 	le_logger *a = le_logger_get(e, "a");
 	CHECK(a && le_logger_get(e, "b") && le_logger_get(e, "c"));
-	CHECK(le_logger_get(e, "d") == NULL);
+	/* no room: the root logger, never NULL, and le_errmsg says so */
+	CHECK(le_logger_get(e, "d") == le_logger_get(e, ""));
+	CHECK(le_logger_get(e, "d") != NULL);
 	CHECK(strstr(le_errmsg(), "max_loggers: all 3 entries") != NULL);
+	CHECK(strstr(le_errmsg(), "logging as the root logger") != NULL);
 	CHECK(le_logger_get(e, "a") == a); /* existing ones still found */
 	CHECK(le_logger_get(e, "") != NULL); /* the root is not counted */
 	CHECK_EQ(le_set_level(e, "e", LE_DEBUG), LE_ENOMEM);
@@ -232,18 +266,28 @@ TEST(logger_table_is_bounded_by_max_loggers)
 	t_rmrf(dir);
 }
 
-TEST(logger_names_and_levels_are_checked)
+TEST(any_logger_name_gives_a_usable_logger_and_levels_are_checked)
 {
 	le_engine *e = open_e();
 	CHECK(le_logger_get(e, NULL) == le_logger_get(e, ""));
 	CHECK_STR_EQ(le_logger_name(le_logger_get(e, NULL)), "");
 	CHECK(le_logger_get(e, "a.b-c_D9") != NULL);
-	const char *bad[] = {".a", "a.", "a..b", "a b", "a/b", "é"};
+	static const struct {
+		const char *name, *clean;
+	} bad[] = {{".a", "a"},     {"a.", "a"},   {"a..b", "a.b"},
+	           {"a b", "a_b"},  {"a/b", "a_b"}, {"\xc3\xa9", "__"},
+	           {"net/http", "net_http"}};
 	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-		CHECK(le_logger_get(e, bad[i]) == NULL);
+		le_logger *lg = le_logger_get(e, bad[i].name);
+		CHECK(lg != NULL);
 		CHECK(strstr(le_errmsg(), "not a dotted path") != NULL);
-		CHECK_EQ(le_set_level(e, bad[i], LE_INFO), LE_EINVAL);
-		CHECK_EQ(le_get_level(e, bad[i]), LE_EINVAL);
+		CHECK_STR_EQ(le_logger_name(lg), bad[i].clean);
+		CHECK(le_logger_get(e, bad[i].clean) == lg);
+	}
+	CHECK(le_logger_get(e, "...") == le_logger_get(e, NULL));
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		CHECK_EQ(le_set_level(e, bad[i].name, LE_INFO), LE_EINVAL);
+		CHECK_EQ(le_get_level(e, bad[i].name), LE_EINVAL);
 	}
 	char name[LE_LOGGER_NAME_MAX + 2];
 	memset(name, 'n', sizeof name - 1);
@@ -251,7 +295,9 @@ TEST(logger_names_and_levels_are_checked)
 	CHECK(le_logger_get(e, name) != NULL);
 	name[LE_LOGGER_NAME_MAX] = 'n';
 	name[LE_LOGGER_NAME_MAX + 1] = 0;
-	CHECK(le_logger_get(e, name) == NULL);
+	le_logger *cut = le_logger_get(e, name); /* cut to the limit */
+	CHECK(cut != NULL);
+	CHECK_EQ(strlen(le_logger_name(cut)), LE_LOGGER_NAME_MAX);
 	CHECK_EQ(le_set_level(e, NULL, -1), LE_EINVAL); /* the root keeps one */
 	CHECK_EQ(le_set_level(e, "a", LE_OFF + 1), LE_EINVAL);
 	CHECK_EQ(le_set_level(NULL, "a", LE_INFO), LE_EINVAL);
@@ -396,6 +442,12 @@ TEST(macros_check_format_and_logger_type_at_compile_time)
 	                                  "le_warn_kv(l, LE_FIELDS(LE_STR(\"k\", s),"
 	                                  " LE_I64(\"n\", i)), \"%s\", s); }\n"),
 	         0);
+	/* NULL itself names the default engine (le_set_default) */
+	CHECK_EQ(try_compile("c", "#include <stddef.h>\n" PRELUDE
+	                          "le_info(NULL, \"%d\", i); le_warn_kv(NULL, "
+	                          "LE_FIELDS(LE_STR(\"k\", s)), \"x\");"
+	                          " (void)e; (void)l; }\n"),
+	         0);
 	CHECK(try_compile("c", PRELUDE "le_info(e, \"%s\", i); (void)l; (void)s; }\n"));
 	CHECK(try_compile("c", PRELUDE "le_info(l, \"%d\"); (void)e; (void)i; (void)s; }\n"));
 	CHECK(try_compile("c", PRELUDE "le_info((int *)0, \"x\"); (void)e; (void)l;"
@@ -412,6 +464,9 @@ TEST(macros_compile_in_cplusplus_too)
 	                                    "le_warn_kv(l, fs, 1, \"%d\", i); }\n"),
 	         0);
 	CHECK(try_compile("c++", PRELUDE "le_info(l, \"%s\", i); (void)e; (void)s; }\n"));
+	CHECK_EQ(try_compile("c++", PRELUDE "le_info(nullptr, \"%d\", i);"
+	                            " (void)e; (void)l; (void)s; }\n"),
+	         0);
 }
 
 int main(int argc, char **argv)
@@ -422,9 +477,9 @@ int main(int argc, char **argv)
 	RUN(arguments_of_a_call_below_the_threshold_are_not_evaluated);
 	RUN(level_names_parse_as_spdlog_spells_them);
 	RUN(logengine_level_sets_thresholds_at_open_and_wins_over_config);
-	RUN(bad_logengine_level_fails_open_naming_the_item);
+	RUN(bad_logengine_level_is_reported_and_defaults_apply);
 	RUN(logger_table_is_bounded_by_max_loggers);
-	RUN(logger_names_and_levels_are_checked);
+	RUN(any_logger_name_gives_a_usable_logger_and_levels_are_checked);
 	RUN(source_location_fields_name_the_call);
 	RUN(severity_numbers_match_syslog_and_opentelemetry);
 	RUN(levels_change_while_other_threads_log);
