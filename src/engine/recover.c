@@ -364,15 +364,20 @@ static void report_sites(le__shard *sh, int queue_said)
 	atomic_fetch_add(&sh->prog.damaged, q->sites_lost);
 	snprintf(before, sizeof before, "%s%s", queue_said ? le_errmsg() : "",
 	         queue_said ? "; " : "");
-	le__seterr("%sshard %u: SITES damaged%s%s%s: %llu deferred record(s) "
-	           "written as \"" LE_SITE_LOST_TEXT "\" (the first at queue "
-	           "position %llu, call site %u: %s)",
-	           before, sh->id, sh->sites.hdr_damage ? " (header: " : "",
-	           sh->sites.hdr_damage ? sh->sites.hdr_damage : "",
-	           sh->sites.hdr_damage ? ")" : "",
-	           (unsigned long long)q->sites_lost,
-	           (unsigned long long)q->site_pos, q->site_id,
-	           q->site_why ? q->site_why : "unknown");
+	if (sh->sites.hdr_damage)
+		le__seterr("%sshard %u: SITES header damaged (%s): %llu deferred "
+		           "record(s) written as \"" LE_SITE_LOST_TEXT "\" (the "
+		           "first at queue position %llu)",
+		           before, sh->id, sh->sites.hdr_damage,
+		           (unsigned long long)q->sites_lost,
+		           (unsigned long long)q->site_pos);
+	else
+		le__seterr("%sshard %u: SITES damaged: %llu deferred record(s) "
+		           "written as \"" LE_SITE_LOST_TEXT "\" (the first at "
+		           "queue position %llu, call site %u: %s)",
+		           before, sh->id, (unsigned long long)q->sites_lost,
+		           (unsigned long long)q->site_pos, q->site_id,
+		           q->site_why ? q->site_why : "unknown");
 }
 
 /* le_errmsg and the stats for what the walk met in the QUEUE.

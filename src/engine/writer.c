@@ -86,7 +86,7 @@ static void find_site(le__shard *sh, le__rec *x, uint64_t pos)
 	}
 	x->desc = le__sitetab_get(&sh->sites, x->site, &dlen);
 	if (!x->desc) {
-		why = sh->sites.hdr_damage ? sh->sites.hdr_damage : sh->sites.why;
+		why = sh->sites.why;
 		goto lost;
 	}
 	x->dlen = (uint32_t)dlen;

@@ -496,9 +496,18 @@ TEST(threads_racing_to_register_sites_all_read_back)
 	t_rmrf(dir);
 }
 
+/* Small QUEUE and SITES files (64 KiB of payload, 256 sites): quick to
+ * put back and to recover thousands of times. */
+static void small_files(le_config *c)
+{
+	c->queue_capacity_bytes = 64 << 10;
+	c->deferred_sites = 256;
+}
+
 /* A child process logs the cases into dir and is killed before its writer
- * takes any (flush_ms is long: the writer sleeps, all stays queued). */
-static void killed_with_cases_queued(const char *dir)
+ * takes any (flush_ms is long: the writer sleeps, all stays queued).
+ * small: with small_files. */
+static void killed_with_cases_queued(const char *dir, int small)
 {
 	fflush(NULL);
 	pid_t pid = fork();
@@ -507,6 +516,8 @@ static void killed_with_cases_queued(const char *dir)
 		le_config c;
 		le_config_init(&c);
 		c.flush_ms = 60000;
+		if (small)
+			small_files(&c);
 		le_engine *e = open_dir(dir, &c);
 		log_cases(e);
 		raise(SIGKILL);
@@ -523,7 +534,7 @@ TEST(deferred_records_of_a_killed_process_are_recovered_with_their_text)
 {
 	char dir[256];
 	t_tmpdir(dir);
-	killed_with_cases_queued(dir);
+	killed_with_cases_queued(dir, 0);
 	/* all in QUEUE: no segment holds a record yet */
 	CHECK(read_all(dir, LE_RECOVER_TOLERATE_TAIL, NULL, NULL) <= 0);
 	le_config c;
@@ -547,7 +558,7 @@ TEST(a_damaged_sites_entry_loses_only_its_records_text)
 {
 	char dir[256], path[300];
 	t_tmpdir(dir);
-	killed_with_cases_queued(dir);
+	killed_with_cases_queued(dir, 0);
 	/* the first entry of the area: the first site's descriptor */
 	snprintf(path, sizeof path, "%s/shard-000/SITES", dir);
 	size_t len;
@@ -578,6 +589,208 @@ TEST(a_damaged_sites_entry_loses_only_its_records_text)
 	t_rmrf(dir);
 }
 
+/* ---- a damaged SITES: every change read back is reported ---- */
+
+/* The files of a dead process's directory (top level and shard-000), kept
+ * to be put back before each damage: the directory is restored in place
+ * (no process started per damage, so thousands fit in seconds). */
+#define KEPT_MAX 16
+struct kept {
+	char path[320];
+	unsigned char *b;
+	size_t len;
+};
+static struct kept kept[KEPT_MAX];
+static int nkept;
+
+static int is_kept(const char *path)
+{
+	for (int i = 0; i < nkept; i++)
+		if (!strcmp(kept[i].path, path))
+			return 1;
+	return 0;
+}
+
+/* Call fn for each regular file of dir and of dir/shard-000. */
+static void each_file(const char *dir, void (*fn)(const char *path))
+{
+	char sub[300], path[320];
+	const char *dirs[2] = {dir, sub};
+	snprintf(sub, sizeof sub, "%s/shard-000", dir);
+	for (int k = 0; k < 2; k++) {
+		DIR *d = opendir(dirs[k]);
+		struct dirent *de;
+		CHECK(d != NULL);
+		while ((de = readdir(d))) {
+			struct stat st;
+			snprintf(path, sizeof path, "%s/%s", dirs[k], de->d_name);
+			if (lstat(path, &st) == 0 && S_ISREG(st.st_mode))
+				fn(path);
+		}
+		closedir(d);
+	}
+}
+
+static void keep_one(const char *path)
+{
+	CHECK(nkept < KEPT_MAX);
+	snprintf(kept[nkept].path, sizeof kept[0].path, "%s", path);
+	kept[nkept].b = t_slurp(path, &kept[nkept].len);
+	CHECK(kept[nkept++].b != NULL);
+}
+
+static void drop_new(const char *path)
+{
+	if (!is_kept(path))
+		CHECK_EQ(unlink(path), 0);
+}
+
+/* The directory as kept, with its SITES as `sites` (len bytes). */
+static void restore_with(const char *dir, const unsigned char *sites,
+                         size_t len)
+{
+	each_file(dir, drop_new);
+	for (int i = 0; i < nkept; i++) {
+		size_t n = strlen(kept[i].path);
+		int is_sites = n >= 6 && !strcmp(kept[i].path + n - 6, "/SITES");
+		CHECK_EQ(t_spit(kept[i].path, is_sites ? sites : kept[i].b,
+		                is_sites ? len : kept[i].len), 0);
+	}
+}
+
+/* Every record's level and text, one a line. */
+struct texts {
+	char *b;
+	size_t len, cap;
+};
+
+static void add_text(const le_record *r, void *arg)
+{
+	struct texts *t = arg;
+	if (t->len + r->len + 4 > t->cap) {
+		t->cap = (t->len + r->len + 4) * 2;
+		t->b = realloc(t->b, t->cap);
+		CHECK(t->b != NULL);
+	}
+	t->b[t->len++] = (char)('0' + r->level);
+	memcpy(t->b + t->len, r->payload, r->len);
+	t->len += r->len;
+	t->b[t->len++] = '\n';
+}
+
+/* Recover dir; what its log reads back into *t (left as it was when
+ * damage was reported).  @return 1 when le_open reported SITES damage
+ * (counted and named in le_errmsg). */
+static int recover_reading(const char *dir, struct texts *t)
+{
+	le_config c;
+	le_stats st;
+	le_config_init(&c);
+	small_files(&c);
+	le_engine *e = open_dir(dir, &c);
+	int said = strstr(le_errmsg(), "SITES") != NULL;
+	le_stats_get(e, &st);
+	CHECK_RC(le_close(e));
+	if (said && st.recovery_damaged > 0)
+		return 1;
+	t->len = 0;
+	CHECK(read_all(dir, LE_RECOVER_ABSOLUTE, add_text, t) > 0);
+	return 0;
+}
+
+/* Where the area's entries after the first k end: the k+1-th smallest
+ * offset in the table, or the area's bytes in use. */
+static uint32_t entries_end(const unsigned char *b, uint32_t n, uint32_t k)
+{
+	uint32_t end = le__get32(b + LE_SITES_USED_OFF), lo = 0;
+	for (uint32_t i = 0; i <= k; i++) {
+		uint32_t next = end;
+		for (uint32_t id = 0; id < n; id++) {
+			uint32_t off = le__get32(b + LE_SITES_HDR + 4 * id);
+			if (off > lo && off < next)
+				next = off;
+		}
+		lo = next;
+	}
+	return lo;
+}
+
+static size_t add_bits(size_t *bits, size_t k, size_t from, size_t to)
+{
+	for (size_t bit = from * 8; bit < to * 8; bit++)
+		bits[k++] = bit;
+	return k;
+}
+
+/* The SITES bits damaged (bits has room for the file's): all of the
+ * header, the table words of the first sites and the first two entries
+ * -- every other word and entry is made alike -- or, with
+ * LE_SITES_FLIP_ALL set, every table word in use (and one past) and every
+ * entry in use. */
+static size_t sites_bits(const unsigned char *b, size_t *bits)
+{
+	uint32_t n = le__get32(b + 12), top = 0;
+	size_t area = LE_SITES_HDR + 4 * (size_t)n;
+	int all = getenv("LE_SITES_FLIP_ALL") != NULL;
+	for (uint32_t id = 0; id < n; id++)
+		if (le__get32(b + LE_SITES_HDR + 4 * id))
+			top = id + 1;
+	if (!all && top > 4)
+		top = 4;
+	size_t k = add_bits(bits, 0, 0, LE_SITES_HDR);
+	k = add_bits(bits, k, LE_SITES_HDR, LE_SITES_HDR + 4 * (size_t)(top + 1));
+	uint32_t end = all ? le__get32(b + LE_SITES_USED_OFF)
+	                   : entries_end(b, n, 2);
+	return add_bits(bits, k, area, area + end);
+}
+
+/* Every bit of a dead process's SITES that recovery reads, flipped one at
+ * a time: what reads back is either the records as they were or damage
+ * le_open counted and named -- never a changed text said nothing of. */
+TEST(every_bit_flipped_in_sites_is_harmless_or_reported)
+{
+	char dir[256], path[300];
+	size_t *bits;
+	struct texts before = {0}, got = {0};
+	t_tmpdir(dir);
+	killed_with_cases_queued(dir, 1);
+	nkept = 0;
+	each_file(dir, keep_one);
+	snprintf(path, sizeof path, "%s/shard-000/SITES", dir);
+	size_t len;
+	unsigned char *b = t_slurp(path, &len);
+	CHECK(b);
+	CHECK_EQ(recover_reading(dir, &before), 0);
+	CHECK((bits = malloc(len * 8 * sizeof *bits)) != NULL);
+	size_t nb = sites_bits(b, bits);
+	unsigned harmless = 0, reported = 0, silent = 0;
+	for (size_t i = 0; i < nb; i++) {
+		b[bits[i] / 8] ^= (unsigned char)(1u << (bits[i] % 8));
+		restore_with(dir, b, len);
+		b[bits[i] / 8] ^= (unsigned char)(1u << (bits[i] % 8));
+		int said = recover_reading(dir, &got);
+		if (said)
+			reported++;
+		else if (got.len == before.len && !memcmp(got.b, before.b, got.len))
+			harmless++;
+		else if (silent++ < 5)
+			fprintf(stderr, "  silent: bit %zu (byte %zu)\n", bits[i],
+			        bits[i] / 8);
+	}
+	fprintf(stderr, "  %zu bits: %u harmless, %u reported, %u silent\n",
+	        nb, harmless, reported, silent);
+	CHECK_EQ(silent, 0u);
+	CHECK(reported > 0); /* the detector fires */
+	CHECK_EQ(harmless + reported, (unsigned)nb);
+	for (int i = 0; i < nkept; i++)
+		free(kept[i].b);
+	free(bits);
+	free(b);
+	free(before.b);
+	free(got.b);
+	t_rmrf(dir);
+}
+
 int main(int argc, char **argv)
 {
 	(void)fg_check; /* fmt_gen.h's le__vfmt check: test_fmt.c's */
@@ -594,5 +807,6 @@ int main(int argc, char **argv)
 	RUN(threads_racing_to_register_sites_all_read_back);
 	RUN(deferred_records_of_a_killed_process_are_recovered_with_their_text);
 	RUN(a_damaged_sites_entry_loses_only_its_records_text);
+	RUN(every_bit_flipped_in_sites_is_harmless_or_reported);
 	return t_done();
 }
