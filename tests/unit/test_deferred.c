@@ -28,6 +28,7 @@
 #include "record/format.h"
 #include "logengine.h"
 #include "logtest.h"
+#include "system/sys.h"
 
 #define NOT_TAKEN (-1000)
 
@@ -791,6 +792,65 @@ TEST(every_bit_flipped_in_sites_is_harmless_or_reported)
 	t_rmrf(dir);
 }
 
+/* A child logs 100 deferred records and 100 plain ones into dir and is
+ * killed before its writer takes any. */
+static void killed_with_100_of_each(const char *dir)
+{
+	fflush(NULL);
+	pid_t pid = fork();
+	CHECK(pid >= 0);
+	if (pid == 0) {
+		le_config c;
+		le_config_init(&c);
+		c.flush_ms = 60000;
+		le_engine *e = open_dir(dir, &c);
+		for (int i = 0; i < 100; i++) {
+			char b[32];
+			int n = snprintf(b, sizeof b, "plain %d", i);
+			le_info(e, "deferred %d of %s", i, "100");
+			CHECK_EQ(le_write(e, 0, LE_INFO, b, (size_t)n), 0);
+		}
+		raise(SIGKILL);
+		_exit(3);
+	}
+	int st;
+	CHECK_EQ(waitpid(pid, &st, 0), pid);
+	CHECK(WIFSIGNALED(st));
+}
+
+/* A dead process's SITES with its first byte zeroed, through the CLI:
+ * recover writes every record but exits 1 naming SITES and the records
+ * that lost their text; verify reports each of them; cat marks them. */
+TEST(recover_and_verify_report_a_sites_file_with_its_first_byte_zeroed)
+{
+	char dir[256], path[300];
+	const char *cli = t_build_tool("LE_CLI", "logengine");
+	t_tmpdir(dir);
+	killed_with_100_of_each(dir);
+	snprintf(path, sizeof path, "%s/shard-000/SITES", dir);
+	size_t len;
+	unsigned char *b = t_slurp(path, &len);
+	CHECK(b && len > 0);
+	b[0] = 0;
+	CHECK_EQ(t_spit(path, b, len), 0);
+	free(b);
+	int rc = t_sh("%s recover '%s'", cli, dir);
+	fprintf(stderr, "  %s", t_sh_out);
+	CHECK_EQ(rc, 1);
+	CHECK(strstr(t_sh_out, "200 record(s) written") != NULL);
+	CHECK(strstr(t_sh_out, "SITES header damaged (bad magic): 100 "
+	                       "deferred record(s) written as") != NULL);
+	CHECK_EQ(t_sh("%s verify '%s'", cli, dir), 1);
+	CHECK(strstr(t_sh_out, "200 records, 1 segments") != NULL);
+	CHECK(strstr(t_sh_out, ", 100 problems,") != NULL);
+	CHECK(strstr(t_sh_out, "its call site was lost from a damaged "
+	                       "SITES table") != NULL);
+	CHECK_EQ(t_sh("%s cat '%s' | grep -cF '%s'", cli, dir,
+	              LE_SITE_LOST_TEXT), 0);
+	CHECK_EQ(atoi(t_sh_out), 100);
+	t_rmrf(dir);
+}
+
 int main(int argc, char **argv)
 {
 	(void)fg_check; /* fmt_gen.h's le__vfmt check: test_fmt.c's */
@@ -808,5 +868,6 @@ int main(int argc, char **argv)
 	RUN(deferred_records_of_a_killed_process_are_recovered_with_their_text);
 	RUN(a_damaged_sites_entry_loses_only_its_records_text);
 	RUN(every_bit_flipped_in_sites_is_harmless_or_reported);
+	RUN(recover_and_verify_report_a_sites_file_with_its_first_byte_zeroed);
 	return t_done();
 }
