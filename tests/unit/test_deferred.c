@@ -505,10 +505,11 @@ static void small_files(le_config *c)
 	c->deferred_sites = 256;
 }
 
-/* A child process logs the cases into dir and is killed before its writer
- * takes any (flush_ms is long: the writer sleeps, all stays queued).
- * small: with small_files. */
-static void killed_with_cases_queued(const char *dir, int small)
+/* A child process opens dir, logs with fill and is killed before its
+ * writer takes any (flush_ms is long: the writer sleeps, all stays
+ * queued).  small: with small_files. */
+static void killed_after(const char *dir, int small,
+                         void (*fill)(le_engine *e))
 {
 	fflush(NULL);
 	pid_t pid = fork();
@@ -520,13 +521,19 @@ static void killed_with_cases_queued(const char *dir, int small)
 		if (small)
 			small_files(&c);
 		le_engine *e = open_dir(dir, &c);
-		log_cases(e);
+		fill(e);
 		raise(SIGKILL);
 		_exit(3);
 	}
 	int st;
 	CHECK_EQ(waitpid(pid, &st, 0), pid);
 	CHECK(WIFSIGNALED(st));
+}
+
+/* The cases logged into dir by a child killed before its writer ran. */
+static void killed_with_cases_queued(const char *dir, int small)
+{
+	killed_after(dir, small, log_cases);
 }
 
 /* A process killed before its writer took anything: the next le_open
@@ -724,8 +731,8 @@ static size_t add_bits(size_t *bits, size_t k, size_t from, size_t to)
 }
 
 /* The SITES bits damaged (bits has room for the file's): all of the
- * header, the table words of the first sites and the first two entries
- * -- every other word and entry is made alike -- or, with
+ * header, the table words of the first sites, the first entry and the
+ * CRC of the second -- every other word and entry is made alike -- or, with
  * LE_SITES_FLIP_ALL set, every table word in use (and one past) and every
  * entry in use. */
 static size_t sites_bits(const unsigned char *b, size_t *bits)
@@ -741,7 +748,7 @@ static size_t sites_bits(const unsigned char *b, size_t *bits)
 	size_t k = add_bits(bits, 0, 0, LE_SITES_HDR);
 	k = add_bits(bits, k, LE_SITES_HDR, LE_SITES_HDR + 4 * (size_t)(top + 1));
 	uint32_t end = all ? le__get32(b + LE_SITES_USED_OFF)
-	                   : entries_end(b, n, 2);
+	                   : entries_end(b, n, 1) + 4;
 	return add_bits(bits, k, area, area + end);
 }
 
@@ -792,30 +799,15 @@ TEST(every_bit_flipped_in_sites_is_harmless_or_reported)
 	t_rmrf(dir);
 }
 
-/* A child logs 100 deferred records and 100 plain ones into dir and is
- * killed before its writer takes any. */
-static void killed_with_100_of_each(const char *dir)
+/* 100 deferred records and 100 plain ones, alternating. */
+static void log_100_of_each(le_engine *e)
 {
-	fflush(NULL);
-	pid_t pid = fork();
-	CHECK(pid >= 0);
-	if (pid == 0) {
-		le_config c;
-		le_config_init(&c);
-		c.flush_ms = 60000;
-		le_engine *e = open_dir(dir, &c);
-		for (int i = 0; i < 100; i++) {
-			char b[32];
-			int n = snprintf(b, sizeof b, "plain %d", i);
-			le_info(e, "deferred %d of %s", i, "100");
-			CHECK_EQ(le_write(e, 0, LE_INFO, b, (size_t)n), 0);
-		}
-		raise(SIGKILL);
-		_exit(3);
+	for (int i = 0; i < 100; i++) {
+		char b[32];
+		int n = snprintf(b, sizeof b, "plain %d", i);
+		le_info(e, "deferred %d of %s", i, "100");
+		CHECK_EQ(le_write(e, 0, LE_INFO, b, (size_t)n), 0);
 	}
-	int st;
-	CHECK_EQ(waitpid(pid, &st, 0), pid);
-	CHECK(WIFSIGNALED(st));
 }
 
 /* A dead process's SITES with its first byte zeroed, through the CLI:
@@ -826,7 +818,7 @@ TEST(recover_and_verify_report_a_sites_file_with_its_first_byte_zeroed)
 	char dir[256], path[300];
 	const char *cli = t_build_tool("LE_CLI", "logengine");
 	t_tmpdir(dir);
-	killed_with_100_of_each(dir);
+	killed_after(dir, 0, log_100_of_each);
 	snprintf(path, sizeof path, "%s/shard-000/SITES", dir);
 	size_t len;
 	unsigned char *b = t_slurp(path, &len);
