@@ -21,6 +21,7 @@
 #include <stdarg.h>
 #include <stdbool.h>
 
+#include "base/crc32c.h"
 #include "record/defer.h"
 #include "queue/sites.h"
 #include "base/fmt.h"
@@ -799,6 +800,54 @@ TEST(every_bit_flipped_in_sites_is_harmless_or_reported)
 	t_rmrf(dir);
 }
 
+/* SITES as a process of an earlier release left it: version 1, each
+ * entry's CRC of its descriptor alone. */
+static void make_version_1(unsigned char *b)
+{
+	uint32_t n = le__get32(b + 12);
+	unsigned char *area = b + LE_SITES_HDR + 4 * (size_t)n;
+	for (uint32_t id = 0; id < n; id++) {
+		uint32_t off = le__get32(b + LE_SITES_HDR + 4 * id);
+		le__desc d;
+		const char *why;
+		if (!off)
+			continue;
+		size_t dl = le__desc_decode(area + off + 4, 1 << 16, &d, &why);
+		CHECK(dl > 0);
+		le__put32(area + off,
+		          le__crc_mask(le__crc32c_extend(0, area + off + 4, dl)));
+	}
+	le__put32(b + 8, 1);
+	le__put32(b + 60, le__crc_mask(le__crc32c_extend(0, b, 60)));
+}
+
+/* A queue left by a process of an earlier release, with a version 1
+ * SITES: recovered with every text, nothing reported. */
+TEST(a_version_1_sites_left_by_an_earlier_release_keeps_its_text)
+{
+	char dir[256], path[300];
+	struct texts got = {0};
+	t_tmpdir(dir);
+	killed_with_cases_queued(dir, 1);
+	snprintf(path, sizeof path, "%s/shard-000/SITES", dir);
+	size_t len;
+	unsigned char *b = t_slurp(path, &len);
+	CHECK(b);
+	make_version_1(b);
+	CHECK_EQ(t_spit(path, b, len), 0);
+	free(b);
+	CHECK_EQ(recover_reading(dir, &got), 0);
+	free(got.b);
+	nwant = 0;
+	{
+		char d2[256];
+		log_cases_into(t_tmpdir(d2), 1);
+		t_rmrf(d2);
+	}
+	check_dir(dir);
+	t_rmrf(dir);
+}
+
 /* 100 deferred records and 100 plain ones, alternating. */
 static void log_100_of_each(le_engine *e)
 {
@@ -860,6 +909,7 @@ int main(int argc, char **argv)
 	RUN(deferred_records_of_a_killed_process_are_recovered_with_their_text);
 	RUN(a_damaged_sites_entry_loses_only_its_records_text);
 	RUN(every_bit_flipped_in_sites_is_harmless_or_reported);
+	RUN(a_version_1_sites_left_by_an_earlier_release_keeps_its_text);
 	RUN(recover_and_verify_report_a_sites_file_with_its_first_byte_zeroed);
 	return t_done();
 }
