@@ -196,8 +196,9 @@ int le__sitetab_open(le__sitetab *t, const char *path, uint32_t n,
 		                  ? mmap(NULL, len, PROT_READ | PROT_WRITE,
 		                         MAP_SHARED, t->fd, 0)
 		                  : MAP_FAILED;
-		const char *why = m == MAP_FAILED ? "shorter than its header"
-		                                  : header_damage(m, len, shard);
+		const char *why = len < LE_SITES_HDR ? "shorter than its header"
+		                  : m == MAP_FAILED  ? "cannot be mapped"
+		                                     : header_damage(m, len, shard);
 		if (!why) {
 			t->reused = 1;
 			return attach(t, m, len);

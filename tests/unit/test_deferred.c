@@ -14,6 +14,7 @@
  */
 #include "harness.h"
 
+#include <fcntl.h>
 #include <float.h>
 #include <limits.h>
 #include <pthread.h>
@@ -707,23 +708,6 @@ static int recover_reading(const char *dir, struct texts *t)
 	return 0;
 }
 
-/* Where the area's entries after the first k end: the k+1-th smallest
- * offset in the table, or the area's bytes in use. */
-static uint32_t entries_end(const unsigned char *b, uint32_t n, uint32_t k)
-{
-	uint32_t end = le__get32(b + LE_SITES_USED_OFF), lo = 0;
-	for (uint32_t i = 0; i <= k; i++) {
-		uint32_t next = end;
-		for (uint32_t id = 0; id < n; id++) {
-			uint32_t off = le__get32(b + LE_SITES_HDR + 4 * id);
-			if (off > lo && off < next)
-				next = off;
-		}
-		lo = next;
-	}
-	return lo;
-}
-
 static size_t add_bits(size_t *bits, size_t k, size_t from, size_t to)
 {
 	for (size_t bit = from * 8; bit < to * 8; bit++)
@@ -731,26 +715,30 @@ static size_t add_bits(size_t *bits, size_t k, size_t from, size_t to)
 	return k;
 }
 
-/* The SITES bits damaged (bits has room for the file's): all of the
- * header, the table words of the first sites, the first entry and the
- * CRC of the second -- every other word and entry is made alike -- or, with
- * LE_SITES_FLIP_ALL set, every table word in use (and one past) and every
- * entry in use. */
+/* The SITES bits the whole recovery is run on (bits has room for the
+ * file's): a byte of each header field, the table words of sites 0 to 2
+ * and the first entry's CRC and first 12 descriptor bytes -- each a
+ * recovery of its own, so a sample: the table's own test below flips
+ * every bit.  LE_SITES_FLIP_ALL set: every bit of the header, of the
+ * table words in use and of the entries in use. */
 static size_t sites_bits(const unsigned char *b, size_t *bits)
 {
+	static const size_t fields[] = {0, 8, 12, 16, 20, 24, 32, 60, 64, 68};
 	uint32_t n = le__get32(b + 12), top = 0;
-	size_t area = LE_SITES_HDR + 4 * (size_t)n;
-	int all = getenv("LE_SITES_FLIP_ALL") != NULL;
+	size_t k = 0, area = LE_SITES_HDR + 4 * (size_t)n;
 	for (uint32_t id = 0; id < n; id++)
 		if (le__get32(b + LE_SITES_HDR + 4 * id))
 			top = id + 1;
-	if (!all && top > 4)
-		top = 4;
-	size_t k = add_bits(bits, 0, 0, LE_SITES_HDR);
-	k = add_bits(bits, k, LE_SITES_HDR, LE_SITES_HDR + 4 * (size_t)(top + 1));
-	uint32_t end = all ? le__get32(b + LE_SITES_USED_OFF)
-	                   : entries_end(b, n, 1) + 4;
-	return add_bits(bits, k, area, area + end);
+	if (getenv("LE_SITES_FLIP_ALL")) {
+		k = add_bits(bits, 0, 0, LE_SITES_HDR + 4 * (size_t)(top + 1));
+		return add_bits(bits, k, area,
+		                area + le__get32(b + LE_SITES_USED_OFF));
+	}
+	for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++)
+		k = add_bits(bits, k, fields[i], fields[i] + 1);
+	k = add_bits(bits, k, LE_SITES_HDR, LE_SITES_HDR + 12);
+	return add_bits(bits, k, area + LE_SITES_AREA_FIRST,
+	                area + LE_SITES_AREA_FIRST + 16);
 }
 
 /* Every bit of a dead process's SITES that recovery reads, flipped one at
@@ -797,6 +785,92 @@ TEST(every_bit_flipped_in_sites_is_harmless_or_reported)
 	free(b);
 	free(before.b);
 	free(got.b);
+	t_rmrf(dir);
+}
+
+/* Each site's descriptor as a table opened on path gives it (NULL none);
+ * @return 1 when the header was kept. */
+static int table_reads(const char *path, uint32_t n, unsigned char **d,
+                       size_t *dl)
+{
+	le__sitetab t;
+	CHECK_RC(le__sitetab_open(&t, path, n, 0, 1, 0640));
+	int kept_hdr = t.reused;
+	for (uint32_t id = 0; id < n; id++) {
+		const unsigned char *p = le__sitetab_get(&t, id, &dl[id]);
+		d[id] = p ? malloc(dl[id]) : NULL;
+		if (p)
+			memcpy(d[id], p, dl[id]);
+	}
+	le__sitetab_close(&t);
+	return kept_hdr;
+}
+
+/* Every bit of a dead process's SITES that can be read (header, table,
+ * entries in use), flipped one at a time, through the table's own reader:
+ * each site gives its descriptor, byte for byte, or none -- and none is
+ * what recovery counts and names (the tests above).  A flip that gave a
+ * site another descriptor would be silent. */
+TEST(every_bit_flipped_in_sites_gives_each_site_its_descriptor_or_none)
+{
+	char dir[256], path[300];
+	t_tmpdir(dir);
+	killed_with_cases_queued(dir, 1);
+	snprintf(path, sizeof path, "%s/shard-000/SITES", dir);
+	size_t len;
+	unsigned char *b = t_slurp(path, &len);
+	CHECK(b);
+	uint32_t n = le__get32(b + 12);
+	size_t end = LE_SITES_HDR + 4 * (size_t)n +
+	             le__get32(b + LE_SITES_USED_OFF);
+	unsigned char **want_d = calloc(n, sizeof *want_d);
+	unsigned char **got_d = calloc(n, sizeof *got_d);
+	size_t *want_l = calloc(n, sizeof *want_l), *got_l = calloc(n, sizeof *got_l);
+	CHECK(want_d && got_d && want_l && got_l);
+	CHECK_EQ(table_reads(path, n, want_d, want_l), 1);
+	unsigned sites = 0, silent = 0, lost = 0, hdr = 0, harmless = 0;
+	for (uint32_t id = 0; id < n; id++)
+		sites += want_d[id] != NULL;
+	CHECK(sites > 10);
+	int fd = open(path, O_RDWR);
+	CHECK(fd >= 0);
+	for (size_t bit = 0; bit < end * 8; bit++) {
+		size_t at = bit / 8;
+		unsigned char v = (unsigned char)(b[at] ^ (1u << (bit % 8)));
+		CHECK_EQ(pwrite(fd, &v, 1, (off_t)at), 1);
+		int kept_hdr = table_reads(path, n, got_d, got_l);
+		unsigned bad = 0, none = 0;
+		for (uint32_t id = 0; id < n; id++) {
+			if (want_d[id] && !got_d[id])
+				none++;
+			else if (want_d[id] &&
+			         (got_l[id] != want_l[id] ||
+			          memcmp(got_d[id], want_d[id], want_l[id])))
+				bad++;
+			free(got_d[id]);
+		}
+		if (bad && silent++ < 5)
+			fprintf(stderr, "  silent: bit %zu (byte %zu)\n", bit, at);
+		hdr += !kept_hdr;
+		lost += none && kept_hdr;
+		harmless += !bad && !none;
+		/* a header found damaged was made anew: the whole file back */
+		CHECK_EQ(pwrite(fd, b, kept_hdr ? end : len, 0),
+		         (ssize_t)(kept_hdr ? end : len));
+	}
+	close(fd);
+	fprintf(stderr, "  %zu bits (%u sites): %u harmless, %u a site lost, "
+	        "%u the header, %u silent\n", end * 8, sites, harmless, lost,
+	        hdr, silent);
+	CHECK_EQ(silent, 0u);
+	CHECK(lost > 0 && hdr > 0); /* the detectors fire */
+	for (uint32_t id = 0; id < n; id++)
+		free(want_d[id]);
+	free(want_d);
+	free(got_d);
+	free(want_l);
+	free(got_l);
+	free(b);
 	t_rmrf(dir);
 }
 
@@ -909,6 +983,7 @@ int main(int argc, char **argv)
 	RUN(deferred_records_of_a_killed_process_are_recovered_with_their_text);
 	RUN(a_damaged_sites_entry_loses_only_its_records_text);
 	RUN(every_bit_flipped_in_sites_is_harmless_or_reported);
+	RUN(every_bit_flipped_in_sites_gives_each_site_its_descriptor_or_none);
 	RUN(a_version_1_sites_left_by_an_earlier_release_keeps_its_text);
 	RUN(recover_and_verify_report_a_sites_file_with_its_first_byte_zeroed);
 	return t_done();
