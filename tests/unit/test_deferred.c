@@ -874,6 +874,42 @@ TEST(every_bit_flipped_in_sites_gives_each_site_its_descriptor_or_none)
 	t_rmrf(dir);
 }
 
+/* A table word damaged into the offset of another site's entry (a wild
+ * write, not one bit): that site gives no descriptor -- never the other
+ * site's, whose text its records would silently take. */
+TEST(a_table_word_pointing_at_another_sites_entry_gives_no_descriptor)
+{
+	char dir[256], path[300];
+	t_tmpdir(dir);
+	killed_with_cases_queued(dir, 1);
+	snprintf(path, sizeof path, "%s/shard-000/SITES", dir);
+	size_t len;
+	unsigned char *b = t_slurp(path, &len);
+	CHECK(b);
+	uint32_t n = le__get32(b + 12), a = 0, c = 0;
+	/* the first two sites in use: a takes c's entry */
+	for (uint32_t id = 0; id < n && !c; id++)
+		if (le__get32(b + LE_SITES_HDR + 4 * id)) {
+			if (!a)
+				a = id;
+			else
+				c = id;
+		}
+	CHECK(a && c);
+	memcpy(b + LE_SITES_HDR + 4 * a, b + LE_SITES_HDR + 4 * c, 4);
+	CHECK_EQ(t_spit(path, b, len), 0);
+	free(b);
+	le__sitetab t;
+	size_t dl;
+	CHECK_RC(le__sitetab_open(&t, path, n, 0, 1, 0640));
+	CHECK(t.reused);
+	CHECK(le__sitetab_get(&t, c, &dl) != NULL);
+	CHECK(le__sitetab_get(&t, a, &dl) == NULL);
+	CHECK(strcmp(t.why, "entry checksum") == 0);
+	le__sitetab_close(&t);
+	t_rmrf(dir);
+}
+
 /* SITES as a process of an earlier release left it: version 1, each
  * entry's CRC of its descriptor alone. */
 static void make_version_1(unsigned char *b)
@@ -984,6 +1020,7 @@ int main(int argc, char **argv)
 	RUN(a_damaged_sites_entry_loses_only_its_records_text);
 	RUN(every_bit_flipped_in_sites_is_harmless_or_reported);
 	RUN(every_bit_flipped_in_sites_gives_each_site_its_descriptor_or_none);
+	RUN(a_table_word_pointing_at_another_sites_entry_gives_no_descriptor);
 	RUN(a_version_1_sites_left_by_an_earlier_release_keeps_its_text);
 	RUN(recover_and_verify_report_a_sites_file_with_its_first_byte_zeroed);
 	return t_done();
