@@ -538,6 +538,30 @@ static void killed_with_cases_queued(const char *dir, int small)
 	killed_after(dir, small, log_cases);
 }
 
+/* A dead process's directory in dir (t_tmpdir), the cases queued (small:
+ * small_files); its shard's SITES path in path (300 bytes) and bytes,
+ * malloc'd, returned (*len). */
+static unsigned char *dead_sites(char *dir, char *path, int small, size_t *len)
+{
+	t_tmpdir(dir);
+	killed_with_cases_queued(dir, small);
+	snprintf(path, 300, "%s/shard-000/SITES", dir);
+	unsigned char *b = t_slurp(path, len);
+	CHECK(b);
+	return b;
+}
+
+/* dir reads back the cases, logged once, with every text snprintf's. */
+static void check_dir_has_cases(const char *dir)
+{
+	char d2[256];
+	nwant = 0;
+	/* the expected texts, from a log of our own */
+	log_cases_into(t_tmpdir(d2), 1);
+	t_rmrf(d2);
+	check_dir(dir);
+}
+
 /* A process killed before its writer took anything: the next le_open
  * writes its deferred records out with the descriptors of its SITES. */
 TEST(deferred_records_of_a_killed_process_are_recovered_with_their_text)
@@ -551,14 +575,7 @@ TEST(deferred_records_of_a_killed_process_are_recovered_with_their_text)
 	le_config_init(&c);
 	le_engine *e = open_dir(dir, &c);
 	CHECK_RC(le_close(e));
-	nwant = 0;
-	{
-		/* the expected texts, from a log of our own */
-		char d2[256];
-		log_cases_into(t_tmpdir(d2), 1);
-		t_rmrf(d2);
-	}
-	check_dir(dir);
+	check_dir_has_cases(dir);
 	t_rmrf(dir);
 }
 
@@ -567,15 +584,11 @@ TEST(deferred_records_of_a_killed_process_are_recovered_with_their_text)
 TEST(a_damaged_sites_entry_loses_only_its_records_text)
 {
 	char dir[256], path[300];
-	t_tmpdir(dir);
-	killed_with_cases_queued(dir, 0);
-	/* the first entry of the area: the first site's descriptor */
-	snprintf(path, sizeof path, "%s/shard-000/SITES", dir);
 	size_t len;
-	unsigned char *b = t_slurp(path, &len);
-	CHECK(b);
-	uint32_t n = le__get32(b + 12);
-	b[LE_SITES_HDR + 4 * n + 8 + 4 + 12] ^= 0xff; /* a format byte */
+	unsigned char *b = dead_sites(dir, path, 0, &len);
+	/* the first entry of the area, the first site's descriptor: a
+	 * format byte */
+	b[LE_SITES_HDR + 4 * le__get32(b + 12) + 8 + 4 + 12] ^= 0xff;
 	CHECK_EQ(t_spit(path, b, len), 0);
 	free(b);
 	le_config c;
@@ -814,12 +827,8 @@ static int table_reads(const char *path, uint32_t n, unsigned char **d,
 TEST(every_bit_flipped_in_sites_gives_each_site_its_descriptor_or_none)
 {
 	char dir[256], path[300];
-	t_tmpdir(dir);
-	killed_with_cases_queued(dir, 1);
-	snprintf(path, sizeof path, "%s/shard-000/SITES", dir);
 	size_t len;
-	unsigned char *b = t_slurp(path, &len);
-	CHECK(b);
+	unsigned char *b = dead_sites(dir, path, 1, &len);
 	uint32_t n = le__get32(b + 12);
 	size_t end = LE_SITES_HDR + 4 * (size_t)n +
 	             le__get32(b + LE_SITES_USED_OFF);
@@ -880,14 +889,10 @@ TEST(every_bit_flipped_in_sites_gives_each_site_its_descriptor_or_none)
 TEST(a_table_word_pointing_at_another_sites_entry_gives_no_descriptor)
 {
 	char dir[256], path[300];
-	t_tmpdir(dir);
-	killed_with_cases_queued(dir, 1);
-	snprintf(path, sizeof path, "%s/shard-000/SITES", dir);
+	uint32_t a = 0, c = 0; /* the first two sites in use: a takes c's entry */
 	size_t len;
-	unsigned char *b = t_slurp(path, &len);
-	CHECK(b);
-	uint32_t n = le__get32(b + 12), a = 0, c = 0;
-	/* the first two sites in use: a takes c's entry */
+	unsigned char *b = dead_sites(dir, path, 1, &len);
+	uint32_t n = le__get32(b + 12);
 	for (uint32_t id = 0; id < n && !c; id++)
 		if (le__get32(b + LE_SITES_HDR + 4 * id)) {
 			if (!a)
@@ -937,24 +942,14 @@ TEST(a_version_1_sites_left_by_an_earlier_release_keeps_its_text)
 {
 	char dir[256], path[300];
 	struct texts got = {0};
-	t_tmpdir(dir);
-	killed_with_cases_queued(dir, 1);
-	snprintf(path, sizeof path, "%s/shard-000/SITES", dir);
 	size_t len;
-	unsigned char *b = t_slurp(path, &len);
-	CHECK(b);
+	unsigned char *b = dead_sites(dir, path, 1, &len);
 	make_version_1(b);
 	CHECK_EQ(t_spit(path, b, len), 0);
 	free(b);
 	CHECK_EQ(recover_reading(dir, &got), 0);
 	free(got.b);
-	nwant = 0;
-	{
-		char d2[256];
-		log_cases_into(t_tmpdir(d2), 1);
-		t_rmrf(d2);
-	}
-	check_dir(dir);
+	check_dir_has_cases(dir);
 	t_rmrf(dir);
 }
 
