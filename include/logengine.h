@@ -1237,7 +1237,8 @@ LE_API int le_spool_shards(const char *dir, unsigned *out, size_t cap);
  * cursor read (a new or unreadable one starts at 0: nothing shipped; it
  * is written at the first le_spool_commit).  Reading starts at the
  * cursor.  flags: LE_SPOOL_*.
- * @return 0; LE_EBUSY (another forwarder has the shard), LE_EUNSAFE,
+ * @return 0; LE_EBUSY (another forwarder has the shard: le_errmsg()
+ * names its FORWARD file), LE_EUNSAFE,
  * LE_ENOMEM, -errno.
  */
 LE_API int le_spool_open(le_spool **out, const char *dir, unsigned shard,
