@@ -382,7 +382,10 @@ typedef struct le_engine le_engine;
  * unless recovery met something in a queue file a dead process left: a
  * damaged header or clock, slots never published, or damaged slots --
  * those records dropped (or written with a clamped time), counted in
- * le_stats.recovery_damaged, and their positions named in le_errmsg().
+ * le_stats.recovery_damaged, and their positions named in le_errmsg() --
+ * or a damaged SITES table: deferred records whose call site it no longer
+ * holds are written as the text LE_SITE_LOST_TEXT, counted in
+ * le_stats.recovery_damaged, the first named in le_errmsg().
  */
 LE_API int le_open(le_engine **out, const le_config *cfg);
 
@@ -860,6 +863,11 @@ enum le_recovery {
 #define LE_REC_FIELDS 0x04u    /* the record carries typed fields */
 #define LE_REC_DEFERRED 0x08u  /* stored as a call site's format and its
                                   arguments; readers return the text */
+
+/* The text a deferred record is written with when recovery found no call
+ * site for it in its shard's damaged SITES table (le_open counts those in
+ * le_stats.recovery_damaged; `logengine verify` reports each). */
+#define LE_SITE_LOST_TEXT "[deferred record: call site lost]"
 
 typedef struct le_record {
 	uint64_t seq;        /* per-shard sequence; when the field was off,

@@ -28,8 +28,9 @@ static const char recover_help[] =
 	"  -h, --help  this text\n"
 	"\n"
 	"exit status: 0; 1 a queue file was damaged (what followed the damage\n"
-	"was dropped; stderr names where) or closing failed; 2 usage error, not\n"
-	"a log directory, in use, cannot be opened.\n";
+	"was dropped; stderr names where), a SITES table was (deferred records\n"
+	"written as \"" LE_SITE_LOST_TEXT "\"), or closing\n"
+	"failed; 2 usage error, not a log directory, in use, cannot be opened.\n";
 
 /* le_open does the recovery (and drains dead queues), le_close writes
  * everything out.  Every shard directory present is opened. */

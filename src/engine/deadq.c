@@ -155,3 +155,13 @@ void le__deadq_time(le__qrecov *q, uint64_t pos, uint64_t ts, uint64_t now,
 	if (ts > now + DOUBT_NS || ts + DOUBT_NS < last)
 		le__deadq_note(q, pos, "time out of range", 0);
 }
+
+void le__deadq_site(le__qrecov *q, uint64_t pos, uint32_t site,
+                    const char *why)
+{
+	if (!q->sites_lost++) {
+		q->site_pos = pos;
+		q->site_id = site;
+		q->site_why = why;
+	}
+}

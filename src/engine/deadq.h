@@ -22,5 +22,9 @@ void le__deadq_note(le__qrecov *q, uint64_t pos, const char *why,
  * can have made ts. */
 void le__deadq_time(le__qrecov *q, uint64_t pos, uint64_t ts, uint64_t now,
                     uint64_t last);
+/* A deferred record at pos whose call site `site` the SITES table could
+ * not give (why): written as the lost-site text, counted, the first named. */
+void le__deadq_site(le__qrecov *q, uint64_t pos, uint32_t site,
+                    const char *why);
 
 #endif

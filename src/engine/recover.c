@@ -352,8 +352,37 @@ static void walk_bounds(le__shard *sh, uint64_t *start)
 	q->end = q->head_sane ? head : *start + r->lap;
 }
 
-/* le_errmsg and the stats for what the walk met. */
-static void report(le__shard *sh, uint64_t head)
+/* Deferred records written without their text: counted as damage, and
+ * named after what report() said of the QUEUE, if anything. */
+static void report_sites(le__shard *sh, int queue_said)
+{
+	const le__qrecov *q = &sh->w.rq;
+	char before[512];
+
+	if (!q->sites_lost)
+		return;
+	atomic_fetch_add(&sh->prog.damaged, q->sites_lost);
+	snprintf(before, sizeof before, "%s%s", queue_said ? le_errmsg() : "",
+	         queue_said ? "; " : "");
+	if (sh->sites.hdr_damage)
+		le__seterr("%sshard %u: SITES header damaged (%s): %llu deferred "
+		           "record(s) written as \"" LE_SITE_LOST_TEXT "\" (the "
+		           "first at queue position %llu)",
+		           before, sh->id, sh->sites.hdr_damage,
+		           (unsigned long long)q->sites_lost,
+		           (unsigned long long)q->site_pos);
+	else
+		le__seterr("%sshard %u: SITES damaged: %llu deferred record(s) "
+		           "written as \"" LE_SITE_LOST_TEXT "\" (the first at "
+		           "queue position %llu, call site %u: %s)",
+		           before, sh->id, (unsigned long long)q->sites_lost,
+		           (unsigned long long)q->site_pos, q->site_id,
+		           q->site_why ? q->site_why : "unknown");
+}
+
+/* le_errmsg and the stats for what the walk met in the QUEUE.
+ * @return 1 when le_errmsg was set. */
+static int report_queue(le__shard *sh, uint64_t head)
 {
 	le__qrecov *q = &sh->w.rq;
 	char where[256] = "";
@@ -373,7 +402,7 @@ static void report(le__shard *sh, uint64_t head)
 		           "le_write, or a damaged state word)", sh->id,
 		           (unsigned long long)q->abandoned);
 	if (!q->dropped && !q->doubtful)
-		return;
+		return sh->ring.hdr_damaged || q->clock_damaged || q->abandoned;
 	atomic_fetch_add(&sh->prog.damaged, q->dropped + q->doubtful);
 	for (unsigned i = 0; i < q->named && off < sizeof where; i++)
 		off += (size_t)snprintf(where + off, sizeof where - off,
@@ -387,6 +416,13 @@ static void report(le__shard *sh, uint64_t head)
 	           (unsigned long long)q->doubtful, where,
 	           q->dropped + q->doubtful > q->named ? ", ..." : "",
 	           (unsigned long long)head);
+	return 1;
+}
+
+/* le_errmsg and the stats for what recovery met: QUEUE, then SITES. */
+static void report(le__shard *sh, uint64_t head)
+{
+	report_sites(sh, report_queue(sh, head));
 }
 
 int le__recover_queue(le__shard *sh)

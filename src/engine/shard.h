@@ -75,6 +75,12 @@ typedef struct le__qrecov {
 	uint64_t pos[LE_QDMG_NAMED]; /* the first damaged slots' positions */
 	const char *why[LE_QDMG_NAMED];
 	unsigned named;
+	/* deferred records written without their text (le__deadq_site):
+	 * how many, and the first one's position, site number and why */
+	uint64_t sites_lost;
+	uint64_t site_pos;
+	uint32_t site_id;
+	const char *site_why;
 } le__qrecov;
 
 /* [writer] the loop's own state. */

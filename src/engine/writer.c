@@ -57,14 +57,18 @@
  * producer put it there before the slot (after a kill -9, the dead
  * process's table, kept for recovery).  A slot whose site is not there
  * (a damaged file) becomes a plain record that says so: sinks never see
- * a deferred record without its descriptor.
+ * a deferred record without its descriptor.  A producer puts the site
+ * before its first slot, so while recovering a site not there is damage
+ * (to SITES, or to the slot's site number): counted for le_open to report.
  */
-static void find_site(le__shard *sh, le__rec *x)
+static void find_site(le__shard *sh, le__rec *x, uint64_t pos)
 {
-	static const char lost[] = "[deferred record: call site lost]";
+	static const char lost[] = LE_SITE_LOST_TEXT;
+	const char *why = "slot too short for a site number";
 	uint32_t fb = 0;
 	size_t dlen;
 
+	x->site = 0;
 	if (x->flags & LE_REC_FIELDS) {
 		if (x->len < 4 || le__get32(x->payload) > x->len - 4)
 			goto lost;
@@ -81,11 +85,15 @@ static void find_site(le__shard *sh, le__rec *x)
 		return;
 	}
 	x->desc = le__sitetab_get(&sh->sites, x->site, &dlen);
-	if (!x->desc)
+	if (!x->desc) {
+		why = sh->sites.why;
 		goto lost;
+	}
 	x->dlen = (uint32_t)dlen;
 	return;
 lost:
+	if (sh->w.recovering)
+		le__deadq_site(&sh->w.rq, pos, x->site, why);
 	x->payload = (const unsigned char *)lost;
 	x->len = sizeof lost - 1;
 	x->flags &= ~(uint8_t)(LE_REC_DEFERRED | LE_REC_FIELDS);
@@ -234,7 +242,7 @@ static int collect(le__shard *sh, size_t max)
 		                         .flags = sl->flags, .seq = seq++,
 		                         .ts = ts};
 		if (sl->flags & LE_REC_DEFERRED)
-			find_site(sh, &b->recs[n - 1]);
+			find_site(sh, &b->recs[n - 1], rd);
 		bytes += LE_FRAME_FIXED_MAX + plen;
 		slots++;
 		slot_bytes += plen;

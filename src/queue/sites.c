@@ -78,7 +78,7 @@ static void put_header(unsigned char *h, uint32_t n, uint32_t shard)
 {
 	memset(h, 0, 64);
 	memcpy(h, LE_SITES_MAGIC, 8);
-	le__put32(h + 8, 1);
+	le__put32(h + 8, LE_SITES_VERSION);
 	le__put32(h + 12, n);
 	le__put32(h + 16, n * LE_SITES_AREA_PER);
 	le__put32(h + 20, shard);
@@ -86,15 +86,42 @@ static void put_header(unsigned char *h, uint32_t n, uint32_t shard)
 	le__put32(h + 60, le__crc_mask(le__crc32c_extend(0, h, 60)));
 }
 
-static int header_ok(const unsigned char *h, size_t len, uint32_t shard)
+/* What makes a kept file's header unusable, or NULL when it is whole and
+ * this shard's, of this boot, of a version read here. */
+static const char *header_damage(const unsigned char *h, size_t len,
+                                 uint32_t shard)
 {
-	uint32_t n = le__get32(h + 12);
-	return len >= LE_SITES_HDR && memcmp(h, LE_SITES_MAGIC, 8) == 0 &&
-	       le__get32(h + 60) == le__crc_mask(le__crc32c_extend(0, h, 60)) &&
-	       le__get32(h + 8) == 1 && n <= LE_SITES_MAX &&
-	       le__get32(h + 16) == n * LE_SITES_AREA_PER &&
-	       le__get32(h + 20) == shard && le__get64(h + 24) == le__boot_id() &&
-	       len == file_bytes(n);
+	if (len < LE_SITES_HDR)
+		return "shorter than its header";
+	uint32_t n = le__get32(h + 12), v = le__get32(h + 8);
+	if (memcmp(h, LE_SITES_MAGIC, 8) != 0)
+		return "bad magic";
+	if (le__get32(h + 60) != le__crc_mask(le__crc32c_extend(0, h, 60)))
+		return "header checksum";
+	if (v < LE_SITES_VERSION_MIN || v > LE_SITES_VERSION)
+		return "unknown version";
+	if (n > LE_SITES_MAX || le__get32(h + 16) != n * LE_SITES_AREA_PER ||
+	    len != file_bytes(n))
+		return "sizes do not match the file";
+	if (le__get32(h + 20) != shard)
+		return "another shard's";
+	if (le__get64(h + 24) != le__boot_id())
+		return "another boot's";
+	return NULL;
+}
+
+/* An entry's CRC: in version 2 the site number is covered too, so an
+ * entry reached through another site's table word fails it. */
+static uint32_t entry_crc(uint32_t version, uint32_t id,
+                          const unsigned char *d, size_t dl)
+{
+	unsigned char idb[4];
+	uint32_t c = 0;
+	if (version >= 2) {
+		le__put32(idb, id);
+		c = le__crc32c_extend(0, idb, 4);
+	}
+	return le__crc_mask(le__crc32c_extend(c, d, dl));
 }
 
 static int attach(le__sitetab *t, void *m, size_t len)
@@ -104,6 +131,7 @@ static int attach(le__sitetab *t, void *m, size_t len)
 	t->map_len = len;
 	t->n = le__get32(b + 12);
 	t->area_bytes = le__get32(b + 16);
+	t->version = le__get32(b + 8);
 	t->used = (_Atomic uint32_t *)(void *)(b + LE_SITES_USED_OFF);
 	t->tab = (_Atomic uint32_t *)(void *)(b + LE_SITES_HDR);
 	t->area = b + LE_SITES_HDR + 4 * (size_t)t->n;
@@ -162,17 +190,24 @@ int le__sitetab_open(le__sitetab *t, const char *path, uint32_t n,
 			return t->fd;
 		}
 	}
-	if (keep && t->fd >= 0 && fstat(t->fd, &st) == 0 &&
-	    st.st_size >= (off_t)LE_SITES_HDR) {
-		void *m = mmap(NULL, (size_t)st.st_size, PROT_READ | PROT_WRITE,
-		               MAP_SHARED, t->fd, 0);
-		if (m != MAP_FAILED) {
-			if (header_ok(m, (size_t)st.st_size, shard)) {
-				t->reused = 1;
-				return attach(t, m, (size_t)st.st_size);
-			}
-			munmap(m, (size_t)st.st_size);
+	if (keep && t->fd >= 0 && fstat(t->fd, &st) == 0) {
+		size_t len = (size_t)st.st_size;
+		void *m = len >= LE_SITES_HDR
+		                  ? mmap(NULL, len, PROT_READ | PROT_WRITE,
+		                         MAP_SHARED, t->fd, 0)
+		                  : MAP_FAILED;
+		const char *why = len < LE_SITES_HDR ? "shorter than its header"
+		                  : m == MAP_FAILED  ? "cannot be mapped"
+		                                     : header_damage(m, len, shard);
+		if (!why) {
+			t->reused = 1;
+			return attach(t, m, len);
 		}
+		if (m != MAP_FAILED)
+			munmap(m, len);
+		/* Made anew below; the dead queue's deferred records find
+		 * no site, and recovery reports them with this. */
+		t->hdr_damage = why;
 	}
 	rc = create(t, n, shard);
 	if (rc < 0) {
@@ -233,7 +268,7 @@ int le__sitetab_put(le__sitetab *t, uint32_t id, const le__dsite *ds)
 	unsigned char *d = t->area + off + 4;
 	le__desc_encode(d, dl, ds->site.level, ds->site.line, ds->fmt, flen,
 	                ds->site.file, nlen);
-	le__put32(d - 4, le__crc_mask(le__crc32c_extend(0, d, dl)));
+	le__put32(d - 4, entry_crc(t->version, id, d, dl));
 	uint32_t zero = 0;
 	/* release: the entry's bytes before its offset */
 	atomic_compare_exchange_strong_explicit(&t->tab[id], &zero, off,
@@ -245,8 +280,10 @@ int le__sitetab_put(le__sitetab *t, uint32_t id, const le__dsite *ds)
 const unsigned char *le__sitetab_get(le__sitetab *t, uint32_t id,
                                      size_t *dlen)
 {
-	if (id >= t->n)
+	if (id >= t->n) {
+		t->why = "site number past the table";
 		return NULL;
+	}
 	if (t->seen[id]) {
 		*dlen = le__get16(t->seen[id]);
 		return t->seen[id];
@@ -255,12 +292,20 @@ const unsigned char *le__sitetab_get(le__sitetab *t, uint32_t id,
 	uint32_t off = atomic_load_explicit(&t->tab[id], memory_order_acquire);
 	le__desc d;
 	const char *why;
-	if (off < LE_SITES_AREA_FIRST || off > t->area_bytes - 4 - LE_DESC_FIXED)
+	if (!off) {
+		t->why = "no entry";
 		return NULL;
+	}
+	if (off < LE_SITES_AREA_FIRST || off > t->area_bytes - 4 - LE_DESC_FIXED) {
+		t->why = "entry offset past the area";
+		return NULL;
+	}
 	const unsigned char *p = t->area + off + 4;
 	size_t n = le__desc_decode(p, t->area_bytes - off - 4, &d, &why);
-	if (!n || le__get32(p - 4) != le__crc_mask(le__crc32c_extend(0, p, n)))
+	if (!n || le__get32(p - 4) != entry_crc(t->version, id, p, n)) {
+		t->why = n ? "entry checksum" : "entry does not decode";
 		return NULL;
+	}
 	t->seen[id] = p;
 	*dlen = n;
 	return p;

@@ -3,11 +3,14 @@
  * each shard's SITES file, the table of descriptors its queue's deferred
  * records use (docs/FORMAT.md, "Deferred records"):
  *
- *   0   64  header: magic "LOGENGSI", version 1, S entries, A area bytes,
+ *   0   64  header: magic "LOGENGSI", version 2, S entries, A area bytes,
  *           shard, boot id, CRC of bytes 0..59
  *  64    4  area bytes in use: producers take room with a fetch-and-add
  * 128  4 S  table: site number -> offset of its entry in the area (0 none)
- *  ...   A  area: entries [u32 masked CRC32C][descriptor]
+ *  ...   A  area: entries [u32 masked CRC32C][descriptor]; in version 2
+ *           the CRC covers the site number (u32) then the descriptor, so
+ *           a table word damaged into another entry's offset fails it
+ *           (version 1, still read: the descriptor alone)
  *
  * A shared mapping beside QUEUE, opened, kept and made anew with it: a
  * producer puts a site's descriptor here (memcpy into the mapping, no
@@ -24,6 +27,8 @@
 #include "record/defer.h"
 
 #define LE_SITES_MAGIC "LOGENGSI"
+#define LE_SITES_VERSION 2u     /* written */
+#define LE_SITES_VERSION_MIN 1u /* the oldest read: CRC of the descriptor */
 #define LE_SITES_HDR 128u
 #define LE_SITES_USED_OFF 64u
 #define LE_SITES_MAX 65536u
@@ -41,6 +46,13 @@ typedef struct le__sitetab {
 	int opened;                /* le__sitetab_open ran (a zeroed
 	                              struct has nothing to close) */
 	int reused;                /* a dead engine's file, kept to drain */
+	uint32_t version;          /* [const] the file's (LE_SITES_VERSION*) */
+	/* [const] why a dead engine's file could not be kept (its header
+	 * damaged), NULL when it was or there was none: the table is
+	 * empty, and every site its queue's deferred records name is lost */
+	const char *hdr_damage;
+	const char *why;           /* [writer] why le__sitetab_get last
+	                              returned NULL */
 	/* [writer] descriptors checked once: entry -> descriptor, or NULL */
 	const unsigned char **seen;
 } le__sitetab;
@@ -76,7 +88,7 @@ static inline int le__sitetab_has(le__sitetab *t, uint32_t id)
 }
 
 /* The writer's side: entry id's descriptor (checked: offset, CRC,
- * decoding), or NULL.  *dlen its bytes. */
+ * decoding), or NULL (t->why says why).  *dlen its bytes. */
 const unsigned char *le__sitetab_get(le__sitetab *t, uint32_t id,
                                      size_t *dlen);
 

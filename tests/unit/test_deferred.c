@@ -14,6 +14,7 @@
  */
 #include "harness.h"
 
+#include <fcntl.h>
 #include <float.h>
 #include <limits.h>
 #include <pthread.h>
@@ -21,6 +22,7 @@
 #include <stdarg.h>
 #include <stdbool.h>
 
+#include "base/crc32c.h"
 #include "record/defer.h"
 #include "queue/sites.h"
 #include "base/fmt.h"
@@ -28,6 +30,7 @@
 #include "record/format.h"
 #include "logengine.h"
 #include "logtest.h"
+#include "system/sys.h"
 
 #define NOT_TAKEN (-1000)
 
@@ -496,9 +499,19 @@ TEST(threads_racing_to_register_sites_all_read_back)
 	t_rmrf(dir);
 }
 
-/* A child process logs the cases into dir and is killed before its writer
- * takes any (flush_ms is long: the writer sleeps, all stays queued). */
-static void killed_with_cases_queued(const char *dir)
+/* Small QUEUE and SITES files (64 KiB of payload, 256 sites): quick to
+ * put back and to recover thousands of times. */
+static void small_files(le_config *c)
+{
+	c->queue_capacity_bytes = 64 << 10;
+	c->deferred_sites = 256;
+}
+
+/* A child process opens dir, logs with fill and is killed before its
+ * writer takes any (flush_ms is long: the writer sleeps, all stays
+ * queued).  small: with small_files. */
+static void killed_after(const char *dir, int small,
+                         void (*fill)(le_engine *e))
 {
 	fflush(NULL);
 	pid_t pid = fork();
@@ -507,8 +520,10 @@ static void killed_with_cases_queued(const char *dir)
 		le_config c;
 		le_config_init(&c);
 		c.flush_ms = 60000;
+		if (small)
+			small_files(&c);
 		le_engine *e = open_dir(dir, &c);
-		log_cases(e);
+		fill(e);
 		raise(SIGKILL);
 		_exit(3);
 	}
@@ -517,27 +532,50 @@ static void killed_with_cases_queued(const char *dir)
 	CHECK(WIFSIGNALED(st));
 }
 
+/* The cases logged into dir by a child killed before its writer ran. */
+static void killed_with_cases_queued(const char *dir, int small)
+{
+	killed_after(dir, small, log_cases);
+}
+
+/* A dead process's directory in dir (t_tmpdir), the cases queued (small:
+ * small_files); its shard's SITES path in path (300 bytes) and bytes,
+ * malloc'd, returned (*len). */
+static unsigned char *dead_sites(char *dir, char *path, int small, size_t *len)
+{
+	t_tmpdir(dir);
+	killed_with_cases_queued(dir, small);
+	snprintf(path, 300, "%s/shard-000/SITES", dir);
+	unsigned char *b = t_slurp(path, len);
+	CHECK(b);
+	return b;
+}
+
+/* dir reads back the cases, logged once, with every text snprintf's. */
+static void check_dir_has_cases(const char *dir)
+{
+	char d2[256];
+	nwant = 0;
+	/* the expected texts, from a log of our own */
+	log_cases_into(t_tmpdir(d2), 1);
+	t_rmrf(d2);
+	check_dir(dir);
+}
+
 /* A process killed before its writer took anything: the next le_open
  * writes its deferred records out with the descriptors of its SITES. */
 TEST(deferred_records_of_a_killed_process_are_recovered_with_their_text)
 {
 	char dir[256];
 	t_tmpdir(dir);
-	killed_with_cases_queued(dir);
+	killed_with_cases_queued(dir, 0);
 	/* all in QUEUE: no segment holds a record yet */
 	CHECK(read_all(dir, LE_RECOVER_TOLERATE_TAIL, NULL, NULL) <= 0);
 	le_config c;
 	le_config_init(&c);
 	le_engine *e = open_dir(dir, &c);
 	CHECK_RC(le_close(e));
-	nwant = 0;
-	{
-		/* the expected texts, from a log of our own */
-		char d2[256];
-		log_cases_into(t_tmpdir(d2), 1);
-		t_rmrf(d2);
-	}
-	check_dir(dir);
+	check_dir_has_cases(dir);
 	t_rmrf(dir);
 }
 
@@ -546,15 +584,11 @@ TEST(deferred_records_of_a_killed_process_are_recovered_with_their_text)
 TEST(a_damaged_sites_entry_loses_only_its_records_text)
 {
 	char dir[256], path[300];
-	t_tmpdir(dir);
-	killed_with_cases_queued(dir);
-	/* the first entry of the area: the first site's descriptor */
-	snprintf(path, sizeof path, "%s/shard-000/SITES", dir);
 	size_t len;
-	unsigned char *b = t_slurp(path, &len);
-	CHECK(b);
-	uint32_t n = le__get32(b + 12);
-	b[LE_SITES_HDR + 4 * n + 8 + 4 + 12] ^= 0xff; /* a format byte */
+	unsigned char *b = dead_sites(dir, path, 0, &len);
+	/* the first entry of the area, the first site's descriptor: a
+	 * format byte */
+	b[LE_SITES_HDR + 4 * le__get32(b + 12) + 8 + 4 + 12] ^= 0xff;
 	CHECK_EQ(t_spit(path, b, len), 0);
 	free(b);
 	le_config c;
@@ -578,6 +612,391 @@ TEST(a_damaged_sites_entry_loses_only_its_records_text)
 	t_rmrf(dir);
 }
 
+/* ---- a damaged SITES: every change read back is reported ---- */
+
+/* The files of a dead process's directory (top level and shard-000), kept
+ * to be put back before each damage: the directory is restored in place
+ * (no process started per damage, so thousands fit in seconds). */
+#define KEPT_MAX 16
+struct kept {
+	char path[320];
+	unsigned char *b;
+	size_t len;
+};
+static struct kept kept[KEPT_MAX];
+static int nkept;
+
+static int is_kept(const char *path)
+{
+	for (int i = 0; i < nkept; i++)
+		if (!strcmp(kept[i].path, path))
+			return 1;
+	return 0;
+}
+
+/* Call fn for each regular file of dir and of dir/shard-000. */
+static void each_file(const char *dir, void (*fn)(const char *path))
+{
+	char sub[300], path[320];
+	const char *dirs[2] = {dir, sub};
+	snprintf(sub, sizeof sub, "%s/shard-000", dir);
+	for (int k = 0; k < 2; k++) {
+		DIR *d = opendir(dirs[k]);
+		struct dirent *de;
+		CHECK(d != NULL);
+		while ((de = readdir(d))) {
+			struct stat st;
+			snprintf(path, sizeof path, "%s/%s", dirs[k], de->d_name);
+			if (lstat(path, &st) == 0 && S_ISREG(st.st_mode))
+				fn(path);
+		}
+		closedir(d);
+	}
+}
+
+static void keep_one(const char *path)
+{
+	CHECK(nkept < KEPT_MAX);
+	snprintf(kept[nkept].path, sizeof kept[0].path, "%s", path);
+	kept[nkept].b = t_slurp(path, &kept[nkept].len);
+	CHECK(kept[nkept++].b != NULL);
+}
+
+static void drop_new(const char *path)
+{
+	if (!is_kept(path))
+		CHECK_EQ(unlink(path), 0);
+}
+
+/* The directory as kept, with its SITES as `sites` (len bytes). */
+static void restore_with(const char *dir, const unsigned char *sites,
+                         size_t len)
+{
+	each_file(dir, drop_new);
+	for (int i = 0; i < nkept; i++) {
+		size_t n = strlen(kept[i].path);
+		int is_sites = n >= 6 && !strcmp(kept[i].path + n - 6, "/SITES");
+		CHECK_EQ(t_spit(kept[i].path, is_sites ? sites : kept[i].b,
+		                is_sites ? len : kept[i].len), 0);
+	}
+}
+
+/* Every record's level and text, one a line. */
+struct texts {
+	char *b;
+	size_t len, cap;
+};
+
+static void add_text(const le_record *r, void *arg)
+{
+	struct texts *t = arg;
+	if (t->len + r->len + 4 > t->cap) {
+		t->cap = (t->len + r->len + 4) * 2;
+		t->b = realloc(t->b, t->cap);
+		CHECK(t->b != NULL);
+	}
+	t->b[t->len++] = (char)('0' + r->level);
+	memcpy(t->b + t->len, r->payload, r->len);
+	t->len += r->len;
+	t->b[t->len++] = '\n';
+}
+
+/* Recover dir; what its log reads back into *t (left as it was when
+ * damage was reported).  @return 1 when le_open reported SITES damage
+ * (counted and named in le_errmsg). */
+static int recover_reading(const char *dir, struct texts *t)
+{
+	le_config c;
+	le_stats st;
+	le_config_init(&c);
+	small_files(&c);
+	le_engine *e = open_dir(dir, &c);
+	int said = strstr(le_errmsg(), "SITES") != NULL;
+	le_stats_get(e, &st);
+	CHECK_RC(le_close(e));
+	if (said && st.recovery_damaged > 0)
+		return 1;
+	t->len = 0;
+	CHECK(read_all(dir, LE_RECOVER_ABSOLUTE, add_text, t) > 0);
+	return 0;
+}
+
+static size_t add_bits(size_t *bits, size_t k, size_t from, size_t to)
+{
+	for (size_t bit = from * 8; bit < to * 8; bit++)
+		bits[k++] = bit;
+	return k;
+}
+
+/* The SITES bits the whole recovery is run on (bits has room for the
+ * file's): a byte of each header field, the table words of sites 0 to 2
+ * and the first entry's CRC and first 12 descriptor bytes -- each a
+ * recovery of its own, so a sample: the table's own test below flips
+ * every bit.  LE_SITES_FLIP_ALL set: every bit of the header, of the
+ * table words in use and of the entries in use. */
+static size_t sites_bits(const unsigned char *b, size_t *bits)
+{
+	static const size_t fields[] = {0, 8, 12, 16, 20, 24, 32, 60, 64, 68};
+	uint32_t n = le__get32(b + 12), top = 0;
+	size_t k = 0, area = LE_SITES_HDR + 4 * (size_t)n;
+	for (uint32_t id = 0; id < n; id++)
+		if (le__get32(b + LE_SITES_HDR + 4 * id))
+			top = id + 1;
+	if (getenv("LE_SITES_FLIP_ALL")) {
+		k = add_bits(bits, 0, 0, LE_SITES_HDR + 4 * (size_t)(top + 1));
+		return add_bits(bits, k, area,
+		                area + le__get32(b + LE_SITES_USED_OFF));
+	}
+	for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++)
+		k = add_bits(bits, k, fields[i], fields[i] + 1);
+	k = add_bits(bits, k, LE_SITES_HDR, LE_SITES_HDR + 12);
+	return add_bits(bits, k, area + LE_SITES_AREA_FIRST,
+	                area + LE_SITES_AREA_FIRST + 16);
+}
+
+/* Every bit of a dead process's SITES that recovery reads, flipped one at
+ * a time: what reads back is either the records as they were or damage
+ * le_open counted and named -- never a changed text said nothing of. */
+TEST(every_bit_flipped_in_sites_is_harmless_or_reported)
+{
+	char dir[256], path[300];
+	size_t *bits;
+	struct texts before = {0}, got = {0};
+	t_tmpdir(dir);
+	killed_with_cases_queued(dir, 1);
+	nkept = 0;
+	each_file(dir, keep_one);
+	snprintf(path, sizeof path, "%s/shard-000/SITES", dir);
+	size_t len;
+	unsigned char *b = t_slurp(path, &len);
+	CHECK(b);
+	CHECK_EQ(recover_reading(dir, &before), 0);
+	CHECK((bits = malloc(len * 8 * sizeof *bits)) != NULL);
+	size_t nb = sites_bits(b, bits);
+	unsigned harmless = 0, reported = 0, silent = 0;
+	for (size_t i = 0; i < nb; i++) {
+		b[bits[i] / 8] ^= (unsigned char)(1u << (bits[i] % 8));
+		restore_with(dir, b, len);
+		b[bits[i] / 8] ^= (unsigned char)(1u << (bits[i] % 8));
+		int said = recover_reading(dir, &got);
+		if (said)
+			reported++;
+		else if (got.len == before.len && !memcmp(got.b, before.b, got.len))
+			harmless++;
+		else if (silent++ < 5)
+			fprintf(stderr, "  silent: bit %zu (byte %zu)\n", bits[i],
+			        bits[i] / 8);
+	}
+	fprintf(stderr, "  %zu bits: %u harmless, %u reported, %u silent\n",
+	        nb, harmless, reported, silent);
+	CHECK_EQ(silent, 0u);
+	CHECK(reported > 0); /* the detector fires */
+	CHECK_EQ(harmless + reported, (unsigned)nb);
+	for (int i = 0; i < nkept; i++)
+		free(kept[i].b);
+	free(bits);
+	free(b);
+	free(before.b);
+	free(got.b);
+	t_rmrf(dir);
+}
+
+/* Each site's descriptor as a table opened on path gives it (NULL none);
+ * @return 1 when the header was kept. */
+static int table_reads(const char *path, uint32_t n, unsigned char **d,
+                       size_t *dl)
+{
+	le__sitetab t;
+	CHECK_RC(le__sitetab_open(&t, path, n, 0, 1, 0640));
+	int kept_hdr = t.reused;
+	for (uint32_t id = 0; id < n; id++) {
+		const unsigned char *p = le__sitetab_get(&t, id, &dl[id]);
+		d[id] = p ? malloc(dl[id]) : NULL;
+		if (p)
+			memcpy(d[id], p, dl[id]);
+	}
+	le__sitetab_close(&t);
+	return kept_hdr;
+}
+
+/* Every bit of a dead process's SITES that can be read (header, table,
+ * entries in use), flipped one at a time, through the table's own reader:
+ * each site gives its descriptor, byte for byte, or none -- and none is
+ * what recovery counts and names (the tests above).  A flip that gave a
+ * site another descriptor would be silent. */
+TEST(every_bit_flipped_in_sites_gives_each_site_its_descriptor_or_none)
+{
+	char dir[256], path[300];
+	size_t len;
+	unsigned char *b = dead_sites(dir, path, 1, &len);
+	uint32_t n = le__get32(b + 12);
+	size_t end = LE_SITES_HDR + 4 * (size_t)n +
+	             le__get32(b + LE_SITES_USED_OFF);
+	unsigned char **want_d = calloc(n, sizeof *want_d);
+	unsigned char **got_d = calloc(n, sizeof *got_d);
+	size_t *want_l = calloc(n, sizeof *want_l), *got_l = calloc(n, sizeof *got_l);
+	CHECK(want_d && got_d && want_l && got_l);
+	CHECK_EQ(table_reads(path, n, want_d, want_l), 1);
+	unsigned sites = 0, silent = 0, lost = 0, hdr = 0, harmless = 0;
+	for (uint32_t id = 0; id < n; id++)
+		sites += want_d[id] != NULL;
+	CHECK(sites > 10);
+	int fd = open(path, O_RDWR);
+	CHECK(fd >= 0);
+	for (size_t bit = 0; bit < end * 8; bit++) {
+		size_t at = bit / 8;
+		unsigned char v = (unsigned char)(b[at] ^ (1u << (bit % 8)));
+		CHECK_EQ(pwrite(fd, &v, 1, (off_t)at), 1);
+		int kept_hdr = table_reads(path, n, got_d, got_l);
+		unsigned bad = 0, none = 0;
+		for (uint32_t id = 0; id < n; id++) {
+			if (want_d[id] && !got_d[id])
+				none++;
+			else if (want_d[id] &&
+			         (got_l[id] != want_l[id] ||
+			          memcmp(got_d[id], want_d[id], want_l[id])))
+				bad++;
+			free(got_d[id]);
+		}
+		if (bad && silent++ < 5)
+			fprintf(stderr, "  silent: bit %zu (byte %zu)\n", bit, at);
+		hdr += !kept_hdr;
+		lost += none && kept_hdr;
+		harmless += !bad && !none;
+		/* a header found damaged was made anew: the whole file back */
+		CHECK_EQ(pwrite(fd, b, kept_hdr ? end : len, 0),
+		         (ssize_t)(kept_hdr ? end : len));
+	}
+	close(fd);
+	fprintf(stderr, "  %zu bits (%u sites): %u harmless, %u a site lost, "
+	        "%u the header, %u silent\n", end * 8, sites, harmless, lost,
+	        hdr, silent);
+	CHECK_EQ(silent, 0u);
+	CHECK(lost > 0 && hdr > 0); /* the detectors fire */
+	for (uint32_t id = 0; id < n; id++)
+		free(want_d[id]);
+	free(want_d);
+	free(got_d);
+	free(want_l);
+	free(got_l);
+	free(b);
+	t_rmrf(dir);
+}
+
+/* A table word damaged into the offset of another site's entry (a wild
+ * write, not one bit): that site gives no descriptor -- never the other
+ * site's, whose text its records would silently take. */
+TEST(a_table_word_pointing_at_another_sites_entry_gives_no_descriptor)
+{
+	char dir[256], path[300];
+	uint32_t a = 0, c = 0; /* the first two sites in use: a takes c's entry */
+	size_t len;
+	unsigned char *b = dead_sites(dir, path, 1, &len);
+	uint32_t n = le__get32(b + 12);
+	for (uint32_t id = 0; id < n && !c; id++)
+		if (le__get32(b + LE_SITES_HDR + 4 * id)) {
+			if (!a)
+				a = id;
+			else
+				c = id;
+		}
+	CHECK(a && c);
+	memcpy(b + LE_SITES_HDR + 4 * a, b + LE_SITES_HDR + 4 * c, 4);
+	CHECK_EQ(t_spit(path, b, len), 0);
+	free(b);
+	le__sitetab t;
+	size_t dl;
+	CHECK_RC(le__sitetab_open(&t, path, n, 0, 1, 0640));
+	CHECK(t.reused);
+	CHECK(le__sitetab_get(&t, c, &dl) != NULL);
+	CHECK(le__sitetab_get(&t, a, &dl) == NULL);
+	CHECK(strcmp(t.why, "entry checksum") == 0);
+	le__sitetab_close(&t);
+	t_rmrf(dir);
+}
+
+/* SITES as a process of an earlier release left it: version 1, each
+ * entry's CRC of its descriptor alone. */
+static void make_version_1(unsigned char *b)
+{
+	uint32_t n = le__get32(b + 12);
+	unsigned char *area = b + LE_SITES_HDR + 4 * (size_t)n;
+	for (uint32_t id = 0; id < n; id++) {
+		uint32_t off = le__get32(b + LE_SITES_HDR + 4 * id);
+		le__desc d;
+		const char *why;
+		if (!off)
+			continue;
+		size_t dl = le__desc_decode(area + off + 4, 1 << 16, &d, &why);
+		CHECK(dl > 0);
+		le__put32(area + off,
+		          le__crc_mask(le__crc32c_extend(0, area + off + 4, dl)));
+	}
+	le__put32(b + 8, 1);
+	le__put32(b + 60, le__crc_mask(le__crc32c_extend(0, b, 60)));
+}
+
+/* A queue left by a process of an earlier release, with a version 1
+ * SITES: recovered with every text, nothing reported. */
+TEST(a_version_1_sites_left_by_an_earlier_release_keeps_its_text)
+{
+	char dir[256], path[300];
+	struct texts got = {0};
+	size_t len;
+	unsigned char *b = dead_sites(dir, path, 1, &len);
+	make_version_1(b);
+	CHECK_EQ(t_spit(path, b, len), 0);
+	free(b);
+	CHECK_EQ(recover_reading(dir, &got), 0);
+	free(got.b);
+	check_dir_has_cases(dir);
+	t_rmrf(dir);
+}
+
+/* 100 deferred records and 100 plain ones, alternating. */
+static void log_100_of_each(le_engine *e)
+{
+	for (int i = 0; i < 100; i++) {
+		char b[32];
+		int n = snprintf(b, sizeof b, "plain %d", i);
+		le_info(e, "deferred %d of %s", i, "100");
+		CHECK_EQ(le_write(e, 0, LE_INFO, b, (size_t)n), 0);
+	}
+}
+
+/* A dead process's SITES with its first byte zeroed, through the CLI:
+ * recover writes every record but exits 1 naming SITES and the records
+ * that lost their text; verify reports each of them; cat marks them. */
+TEST(recover_and_verify_report_a_sites_file_with_its_first_byte_zeroed)
+{
+	char dir[256], path[300];
+	const char *cli = t_build_tool("LE_CLI", "logengine");
+	t_tmpdir(dir);
+	killed_after(dir, 0, log_100_of_each);
+	snprintf(path, sizeof path, "%s/shard-000/SITES", dir);
+	size_t len;
+	unsigned char *b = t_slurp(path, &len);
+	CHECK(b && len > 0);
+	b[0] = 0;
+	CHECK_EQ(t_spit(path, b, len), 0);
+	free(b);
+	int rc = t_sh("%s recover '%s'", cli, dir);
+	fprintf(stderr, "  %s", t_sh_out);
+	CHECK_EQ(rc, 1);
+	CHECK(strstr(t_sh_out, "200 record(s) written") != NULL);
+	CHECK(strstr(t_sh_out, "SITES header damaged (bad magic): 100 "
+	                       "deferred record(s) written as") != NULL);
+	CHECK_EQ(t_sh("%s verify '%s'", cli, dir), 1);
+	CHECK(strstr(t_sh_out, "200 records, 1 segments") != NULL);
+	CHECK(strstr(t_sh_out, ", 100 problems,") != NULL);
+	CHECK(strstr(t_sh_out, "its call site was lost from a damaged "
+	                       "SITES table") != NULL);
+	CHECK_EQ(t_sh("%s cat '%s' | grep -cF '%s'", cli, dir,
+	              LE_SITE_LOST_TEXT), 0);
+	CHECK_EQ(atoi(t_sh_out), 100);
+	t_rmrf(dir);
+}
+
 int main(int argc, char **argv)
 {
 	(void)fg_check; /* fmt_gen.h's le__vfmt check: test_fmt.c's */
@@ -594,5 +1013,10 @@ int main(int argc, char **argv)
 	RUN(threads_racing_to_register_sites_all_read_back);
 	RUN(deferred_records_of_a_killed_process_are_recovered_with_their_text);
 	RUN(a_damaged_sites_entry_loses_only_its_records_text);
+	RUN(every_bit_flipped_in_sites_is_harmless_or_reported);
+	RUN(every_bit_flipped_in_sites_gives_each_site_its_descriptor_or_none);
+	RUN(a_table_word_pointing_at_another_sites_entry_gives_no_descriptor);
+	RUN(a_version_1_sites_left_by_an_earlier_release_keeps_its_text);
+	RUN(recover_and_verify_report_a_sites_file_with_its_first_byte_zeroed);
 	return t_done();
 }
