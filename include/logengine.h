@@ -474,6 +474,7 @@ typedef struct le_stats {
 	uint64_t segments_archived; /* sealed segments compressed (archive_*) */
 	uint64_t archived_bytes_in; /* their bytes before compression */
 	uint64_t archived_bytes_out; /* the archives' bytes */
+	uint64_t live_pages_off;    /* shards without a live page (STATS) */
 } le_stats;
 
 /**
