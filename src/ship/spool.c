@@ -31,6 +31,7 @@
 #include <sys/stat.h>
 
 #include "base/crc32c.h"
+#include "base/internal.h"
 #include "base/os.h"
 #include "record/defer.h"
 #include "ship/ship.h"
@@ -748,6 +749,7 @@ int le_spool_open(le_spool **out, const char *dir, unsigned shard,
 	le_spool *sp;
 	int rc;
 
+	le__clearerr();
 	*out = NULL;
 	if (!dir || shard >= LE_SHARD_DIRS_MAX)
 		return LE_EINVAL;
