@@ -248,6 +248,7 @@ static void cmd_argv(int c, const char *dir, int port, char *argv[16])
 	case C_LIVE:
 		argv[n++] = "stats"; argv[n++] = "--live";
 		argv[n++] = "-n"; argv[n++] = "1";
+		argv[n++] = "-i"; argv[n++] = "0.1";
 		break;
 	case C_VACUUM: argv[n++] = "vacuum"; argv[n++] = "--size";
 		argv[n++] = "1"; break;
@@ -294,8 +295,9 @@ static void hit_metrics(int port)
 	close(fd);
 }
 
-/* One hostile file's run of every command, each on a copy of its own
- * (recover and capture lock the log; collect and vacuum change it). */
+/* One hostile file's run of every command.  Those that lock or change
+ * the log (vacuum and after it) each have a copy of their own; the
+ * readers before them share one. */
 struct round {
 	char dir[NCMDS][300];
 	const char *rel;  /* planted, or NULL */
@@ -307,7 +309,7 @@ struct round {
 
 static void errfile(const struct round *r, int c, char *buf, size_t cap)
 {
-	snprintf(buf, cap, "%s.err", r->dir[c]);
+	snprintf(buf, cap, "%s.err%d", r->dir[c], c);
 }
 
 static void start_round(struct round *r)
@@ -343,11 +345,14 @@ static int fifo_has_reader(const struct round *r)
 	char p[600];
 	int n = 0;
 	for (int c = 0; c < NCMDS; c++) {
+		if (c && strcmp(r->dir[c], r->dir[0]) == 0)
+			continue; /* the readers' shared copy: asked once */
 		snprintf(p, sizeof p, "%.290s/%.290s", r->dir[c], r->rel);
 		int fd = open(p, O_WRONLY | O_NONBLOCK);
 		if (fd >= 0) {
 			fprintf(stderr, "  FIFO in place of %s: %s opened it "
-			        "for reading\n", r->rel, cmd_name[c]);
+			        "for reading\n", r->rel,
+			        c ? cmd_name[c] : "a reader (cat .. serve)");
 			close(fd);
 			n++;
 		}
@@ -436,8 +441,11 @@ static void new_round(struct round *r, const char *name, const char *rel,
 	r->k = k;
 	r->port = t_free_port();
 	for (int c = 0; c < NCMDS; c++) {
+		int own = c >= C_VACUUM && c != C_SERVE;
 		snprintf(r->dir[c], sizeof r->dir[c], "%s/%s-%d", base, name,
-		         c);
+		         own ? c : 0);
+		if (c && !own)
+			continue;
 		copy_template(r->dir[c]);
 		if (rel)
 			plant(r->dir[c], rel, k);
