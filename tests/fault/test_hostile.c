@@ -11,10 +11,8 @@
 #include "harness.h"
 
 #include <fcntl.h>
-#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
-#include <sys/un.h>
 #include <sys/wait.h>
 
 #include "logengine.h"
@@ -470,15 +468,7 @@ static void make_device(const char *p)
 	CHECK_EQ(mknod(p, S_IFCHR | 0600, makedev(1, 3)), 0);
 }
 
-static void make_socket(const char *p)
-{
-	struct sockaddr_un a = {.sun_family = AF_UNIX};
-	int fd = socket(AF_UNIX, SOCK_STREAM, 0);
-	CHECK(fd >= 0 && strlen(p) < sizeof a.sun_path);
-	memcpy(a.sun_path, p, strlen(p) + 1);
-	CHECK_EQ(bind(fd, (struct sockaddr *)&a, sizeof a), 0);
-	close(fd);
-}
+static void make_socket(const char *p) { CHECK_EQ(t_mksocket(p), 0); }
 
 TEST(stats_page_refused_by_name_and_counted_as_off)
 {

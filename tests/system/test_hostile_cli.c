@@ -37,7 +37,6 @@ int main(int argc, char **argv)
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
-#include <sys/un.h>
 
 #include "logengine.h"
 #include "natsrv.h"
@@ -208,15 +207,9 @@ static void plant(const char *dir, const char *rel, enum kind k)
 	case K_FIFO:
 		CHECK_EQ(mkfifo(p, 0600), 0);
 		break;
-	case K_SOCKET: {
-		struct sockaddr_un a = {.sun_family = AF_UNIX};
-		int fd = socket(AF_UNIX, SOCK_STREAM, 0);
-		CHECK(fd >= 0 && strlen(p) < sizeof a.sun_path);
-		memcpy(a.sun_path, p, strlen(p) + 1);
-		CHECK_EQ(bind(fd, (struct sockaddr *)&a, sizeof a), 0);
-		close(fd); /* the socket file stays */
+	case K_SOCKET:
+		CHECK_EQ(t_mksocket(p), 0);
 		break;
-	}
 	case K_DEVICE:
 		CHECK_EQ(mknod(p, S_IFCHR | 0600, makedev(1, 3)), 0);
 		break;
