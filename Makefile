@@ -364,12 +364,22 @@ pkg-files:
 # Every file install puts, as uninstall removes them.
 man_path = $(MANDIR)/man$(subst .,,$(suffix $(1)))/$(notdir $(1))
 MAN_FILES = $(foreach m,$(MAN_PAGES),$(call man_path,$(m)))
+# `man le_open` opens logengine(3): one .so link page for each function
+# and function-like macro of the header, read from the header itself so
+# that a new function gets its link without an edit here (read only by
+# install and uninstall; LP is a '(' that $(shell) would take for a call).
+LP := (
+MAN_LINKS = $(shell { sed -n 's/^LE_API.*[ *]\(le_[a-z0-9_]*\)[$(LP)].*/\1/p' \
+                 include/logengine.h; sed -n \
+                 's/^.define \(le_[a-z0-9_]*\)[$(LP)].*/\1/p' \
+                 include/logengine.h; } | sort -u)
+MAN_LINK_FILES = $(foreach f,$(MAN_LINKS),$(MANDIR)/man3/$(f).3)
 INSTALLED = $(BINDIR)/logengine $(INCLUDEDIR)/logengine.h \
             $(LIBDIR)/liblogengine.a $(LIBDIR)/$(SOFILE) $(LIBDIR)/$(SONAME) \
             $(LIBDIR)/liblogengine.so $(PKGCONFIGDIR)/logengine.pc \
             $(CMAKEDIR)/logengineConfig.cmake \
             $(CMAKEDIR)/logengineConfigVersion.cmake $(MAN_FILES) \
-            $(BASHCOMPDIR)/logengine
+            $(MAN_LINK_FILES) $(BASHCOMPDIR)/logengine
 
 install: all pkg-files $(MAN_PAGES)
 	$(INSTALL) -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(INCLUDEDIR) \
@@ -385,6 +395,9 @@ install: all pkg-files $(MAN_PAGES)
 		$(BUILD)/pkg/logengineConfigVersion.cmake $(DESTDIR)$(CMAKEDIR)/
 	$(foreach m,$(MAN_PAGES),$(INSTALL) -D -m 644 $(m) \
 		$(DESTDIR)$(call man_path,$(m)) &&) true
+	@for f in $(MAN_LINKS); do \
+		echo '.so man3/logengine.3' >$(DESTDIR)$(MANDIR)/man3/$$f.3 && \
+		chmod 644 $(DESTDIR)$(MANDIR)/man3/$$f.3 || exit 1; done
 	$(INSTALL) -D -m 644 tools/completion/logengine.bash \
 		$(DESTDIR)$(BASHCOMPDIR)/logengine
 	@# A real install (no DESTDIR) by root: the loader's cache learns the

@@ -3,9 +3,8 @@
  * of every shard of a log directory appended to one file, exactly once,
  * whenever it is killed.
  *
- *   cc -Iinclude -o ship_to_file ship_to_file.c liblogengine.a -pthread
- *      (-lzstd when the library was built with it)
- *   ship_to_file DIR OUT [--once]     (--once: stop at what DIR holds)
+ *  cc -Iinclude -o ship_to_file ship_to_file.c liblogengine.a -pthread [-lzstd]
+ *  ship_to_file DIR OUT [--once]     (--once: stop at what DIR holds)
  *
  * OUT is a run of blocks: a header (struct blk), then for frames the
  * frames as stored.  Each step is: write a block, fdatasync OUT, then
@@ -141,7 +140,8 @@ int main(int argc, char **argv)
 			usleep(100 * 1000); /* or inotify on each shard dir */
 	}
 	if (rc < 0)
-		fprintf(stderr, "ship_to_file: %s\n", le_strerror(rc));
+		fprintf(stderr, "ship_to_file: %s: %s\n", le_strerror(rc),
+		        le_errmsg());
 	for (int i = 0; i < n; i++)
 		le_spool_close(sp[i]);
 	close(fd);

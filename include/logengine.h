@@ -1230,9 +1230,10 @@ LE_API int le_spool_shards(const char *dir, unsigned *out, size_t cap);
  * cursor read (a new or unreadable one starts at 0: nothing shipped; it
  * is written at the first le_spool_commit).  Reading starts at the
  * cursor.  flags: LE_SPOOL_*.
- * @return 0; LE_EBUSY (another forwarder has the shard), LE_EUNSAFE
- * (FORWARD is a symbolic link, FIFO, socket, device or has a second hard
- * link: le_errmsg names it and why), LE_ENOMEM, -errno.
+ * @return 0; LE_EBUSY (another forwarder has the shard: le_errmsg()
+ * names its FORWARD file), LE_EUNSAFE (FORWARD is a symbolic link, FIFO,
+ * socket, device or has a second hard link: le_errmsg names it and why),
+ * LE_ENOMEM, -errno.
  */
 LE_API int le_spool_open(le_spool **out, const char *dir, unsigned shard,
                          unsigned flags);

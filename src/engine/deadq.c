@@ -25,27 +25,34 @@ static int fields_ok(const le__slot *sl, uint32_t len)
 	       le__fields_check(b, blen, &why) == 0;
 }
 
-/* What in a published slot's header no producer writes, or NULL. */
-static const char *slot_damage(const le__slot *sl, uint32_t sbytes)
+/* What in a published slot's header no producer writes, or NULL.  In a
+ * version 2 queue the level byte holds the check over level and flags
+ * (queue.h): any one of their bits flipped is named here. */
+static const char *slot_damage(const le__ring *r, const le__slot *sl,
+                               uint32_t sbytes)
 {
+	int checked = r->version >= 2;
+	uint32_t level = checked ? sl->level & LE_SLOT_LEVEL_MASK : sl->level;
 	uint32_t plen = sl->len;
 	if (plen > sbytes - LE_SLOT_HDR)
 		return "length past its slot";
 	/* le_write takes le__slot_bytes(len), le_logf one byte more */
 	if (sbytes != le__slot_bytes(plen) && sbytes != le__slot_bytes(plen + 1))
 		return "length not its slot's";
-	if (sl->level > LE_FATAL)
+	if (level > LE_FATAL)
 		return "level above FATAL";
 	if (sl->flags & ~LE_SLOT_KNOWN_FLAGS)
 		return "unknown flags";
+	if (checked && sl->level != le__slot_lvbyte(level, sl->flags))
+		return "level or flags not their check's";
 	if (!fields_ok(sl, plen))
 		return "field block does not decode";
 	return NULL;
 }
 
-static int slot_whole(const le__slot *sl, uint32_t sbytes)
+static int slot_whole(const le__ring *r, const le__slot *sl, uint32_t sbytes)
 {
-	return slot_damage(sl, sbytes) == NULL;
+	return slot_damage(r, sl, sbytes) == NULL;
 }
 
 void le__deadq_note(le__qrecov *q, uint64_t pos, const char *why,
@@ -118,7 +125,7 @@ int le__deadq_slot(le__shard *sh, uint64_t *rd, int k, le__slot *sl,
 		*rd += sbytes;
 		return 1;
 	}
-	const char *bad = slot_damage(sl, sbytes);
+	const char *bad = slot_damage(&sh->ring, sl, sbytes);
 	if (bad)
 		return skip_damage(sh, rd, bad) ? 1 : -1;
 	int written;

@@ -242,9 +242,11 @@ static void fill(le_engine *e, le__slot *s, int level, uint8_t flags,
 	s->len = len;
 	s->seq = 0; /* the writer's; stale from the last lap until then */
 	s->ts = le__stamp(e->use_tsc);
-	/* level, flags and the two reserved bytes (0: not a timed call) in
-	 * one store, the store level and flags took alone */
-	uint32_t lfr = (uint32_t)(uint8_t)level | (uint32_t)flags << 8;
+	/* level and its check over the flags (queue.h), flags and the two
+	 * reserved bytes (0: not a timed call) in one store, the store level
+	 * and flags took alone */
+	uint32_t lfr = le__slot_lvbyte((uint32_t)level, flags) |
+	               (uint32_t)flags << 8;
 	memcpy((unsigned char *)s + offsetof(le__slot, level), &lfr, sizeof lfr);
 }
 

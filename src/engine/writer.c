@@ -168,6 +168,9 @@ static int collect(le__shard *sh, size_t max)
 	                    sh->w.clock.mult != sh->w.clock_put_mult))
 		le__writer_note_clock(sh);
 	const le__clock clk = sh->w.clock;
+	/* the level's bits of a slot's level byte: a version 2 queue keeps
+	 * its check in the rest (queue.h), which le__deadq_slot checks */
+	const uint8_t lvmask = r->version >= 2 ? LE_SLOT_LEVEL_MASK : 0xffu;
 
 	while (n < end && bytes < max_bytes && slot_bytes < max_payload) {
 		le__slot *sl = NULL; /* set unless LE_PEEK_EMPTY */
@@ -187,7 +190,8 @@ static int collect(le__shard *sh, size_t max)
 			break;
 		}
 		uint32_t plen = sl->len;
-		if (plen > sbytes - LE_SLOT_HDR || sl->level > LE_FATAL ||
+		uint8_t level = sl->level & lvmask;
+		if (plen > sbytes - LE_SLOT_HDR || level > LE_FATAL ||
 		    (sl->flags & ~LE_SLOT_KNOWN_FLAGS)) {
 			/* A length its slot cannot hold, a level or flags no
 			 * producer writes: the walk stops here (a live queue
@@ -226,7 +230,7 @@ static int collect(le__shard *sh, size_t max)
 			b->since = mono > age ? mono - age : 0;
 		}
 		b->recs[n++] = (le__rec){.payload = (const unsigned char *)(sl + 1),
-		                         .len = plen, .level = sl->level,
+		                         .len = plen, .level = level,
 		                         .flags = sl->flags, .seq = seq++,
 		                         .ts = ts};
 		if (sl->flags & LE_REC_DEFERRED)

@@ -188,7 +188,7 @@ static void put_header(unsigned char *h, const le__ring *r, uint32_t shard)
 {
 	memset(h, 0, 64);
 	memcpy(h, LE_QUEUE_MAGIC, 8);
-	le__put32(h + 8, 1);
+	le__put32(h + 8, LE_QUEUE_VERSION);
 	le__put32(h + 12, LE_QUEUE_HDR);
 	le__put64(h + 16, r->size);
 	le__put64(h + 24, r->lap);
@@ -198,13 +198,16 @@ static void put_header(unsigned char *h, const le__ring *r, uint32_t shard)
 	le__put32(h + 60, le__crc_mask(le__crc32c_extend(0, h, 60)));
 }
 
-/* Geometry from a header page; 0 or LE_ECORRUPT. */
+/* Geometry from a header page; 0 or LE_ECORRUPT.  Versions
+ * LE_QUEUE_VERSION_MIN..LE_QUEUE_VERSION (see newer()). */
 static int get_header(const unsigned char *h, uint64_t file_len,
                       uint32_t shard, uint64_t *size)
 {
+	uint32_t v = le__get32(h + 8);
 	if (memcmp(h, LE_QUEUE_MAGIC, 8) != 0 ||
 	    le__get32(h + 60) != le__crc_mask(le__crc32c_extend(0, h, 60)) ||
-	    le__get32(h + 8) != 1 || le__get32(h + 12) != LE_QUEUE_HDR ||
+	    v < LE_QUEUE_VERSION_MIN || v > LE_QUEUE_VERSION ||
+	    le__get32(h + 12) != LE_QUEUE_HDR ||
 	    le__get32(h + 36) != LE_SLOT_HDR || le__get32(h + 32) != shard ||
 	    le__get64(h + 40) != boot_id())
 		return LE_ECORRUPT; /* or another boot's: start afresh */
@@ -220,6 +223,27 @@ static int get_header(const unsigned char *h, uint64_t file_len,
 	if (probe.lap != le__get64(h + 24))
 		return LE_ECORRUPT;
 	return 0;
+}
+
+/* 1 when h is a whole header of this boot and shard of a version after
+ * ours: a newer library's queue, which may hold records this one cannot
+ * read -- refused (LE_EVERSION), never made anew over them. */
+static int newer(const unsigned char *h, uint32_t shard)
+{
+	return memcmp(h, LE_QUEUE_MAGIC, 8) == 0 &&
+	       le__get32(h + 60) == le__crc_mask(le__crc32c_extend(0, h, 60)) &&
+	       le__get32(h + 8) > LE_QUEUE_VERSION &&
+	       le__get32(h + 32) == shard && le__get64(h + 40) == boot_id();
+}
+
+/* The version a damaged header's file was written in: its field when it
+ * is one we know (one flipped bit never turns 1 into 2 or back), else
+ * ours. */
+static uint32_t damaged_version(const unsigned char *h)
+{
+	uint32_t v = le__get32(h + 8);
+	return v >= LE_QUEUE_VERSION_MIN && v <= LE_QUEUE_VERSION
+	               ? v : LE_QUEUE_VERSION;
 }
 
 /*
@@ -348,6 +372,7 @@ int le__ring_open(le__ring *r, const char *path, uint64_t size,
 {
 	memset(r, 0, sizeof *r);
 	r->fd = -1;
+	r->version = LE_QUEUE_VERSION;
 	r->pfw = have_prefetchw();
 	if (!path) {
 		size_t len = LE_QUEUE_HDR + size;
@@ -375,11 +400,20 @@ int le__ring_open(le__ring *r, const char *path, uint64_t size,
 	    get_header(h, (uint64_t)st.st_size, shard, &old) == 0) {
 		rc = map_file(r, fd, old); /* drain first, renew later */
 		r->reused = 1;
+		r->version = le__get32(h + 8);
+	} else if (newer(h, shard)) {
+		le__seterr("queue: %s: written by a newer logengine (QUEUE "
+		           "version %u, this one reads %u to %u): recover it "
+		           "with that version first", path, le__get32(h + 8),
+		           LE_QUEUE_VERSION_MIN, LE_QUEUE_VERSION);
+		le__ring_close(r);
+		return LE_EVERSION;
 	} else if (st.st_size > (off_t)LE_QUEUE_HDR &&
 	           damaged_header(h, (uint64_t)st.st_size, &old) == 0) {
 		rc = map_file(r, fd, old); /* recovery says so */
 		r->reused = 1;
 		r->hdr_damaged = 1;
+		r->version = damaged_version(h);
 	} else {
 		rc = create(r, fd, size, shard);
 	}
@@ -430,6 +464,7 @@ int le__ring_renew(le__ring *r, const char *path, uint64_t size,
 	munmap(r->map, r->map_len);
 	r->map = NULL;
 	r->reused = 0;
+	r->version = LE_QUEUE_VERSION;
 	int rc = create(r, r->fd, size, shard);
 	if (rc < 0)
 		le__seterr("queue: %s: %s", path, le_strerror(rc));
@@ -471,7 +506,8 @@ int le__ring_get_mark(const le__ring *r, uint64_t *pos, uint64_t *seq)
 
 /* A slot a producer could have left at pos: 1 and *bytes; a pad: 2. */
 static int plausible(const le__ring *r, uint64_t pos,
-                     int (*ok)(const le__slot *, uint32_t), uint32_t *bytes)
+                     int (*ok)(const le__ring *, const le__slot *, uint32_t),
+                     uint32_t *bytes)
 {
 	const uint64_t mask = r->lap - 1;
 	uint64_t off = pos & mask;
@@ -486,14 +522,15 @@ static int plausible(const le__ring *r, uint64_t pos,
 	    (LE_SLOT_PAD | LE_SLOT_READY))
 		return n == r->lap - off ? 2 : 0;
 	if (!(st & LE_SLOT_READY) || off + n > r->size || n < LE_SLOT_HDR ||
-	    !ok(s, n))
+	    !ok(r, s, n))
 		return 0;
 	*bytes = n;
 	return 1;
 }
 
 int le__ring_resync(const le__ring *r, uint64_t from, uint64_t end,
-                    int (*ok)(const le__slot *, uint32_t), uint64_t *at)
+                    int (*ok)(const le__ring *, const le__slot *, uint32_t),
+                    uint64_t *at)
 {
 	const uint64_t mask = r->lap - 1;
 	uint32_t n, m;

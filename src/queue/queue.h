@@ -30,9 +30,18 @@
  *   8  u64 ts     the producer's stamp (os.h: ns or TSC ticks)
  *  16  u64 seq    sequence number the writer gave it (0: not yet)
  *  24  u32 len    payload bytes
- *  28  u8  level
+ *  28  u8  level  bits 0..2 the level, bit 3 zero, bits 4..7 the check
  *  29  u8  flags  LE_REC_*
+ *  30  u8  reserved[2]: the submit-time sample (le__sp_code), or 0
  *  32  payload
+ *
+ * The check (le__slot_lvbyte) is the complement of flags bits 0..3 xor
+ * the level: one flipped bit of the level, of the flags or of the check
+ * leaves them disagreeing, so recovery never takes a slot's payload for
+ * a deferred record's arguments or a field block when it is not (or the
+ * other way round).  It rides in the store that writes level and flags
+ * (submit.c, fill): a few ALU instructions, no store or load more.
+ * Only a QUEUE of version 2 has it (LE_QUEUE_VERSION).
  *
  * Claiming.  A producer owns [h, h + need) once it has moved head from h
  * to h + need with one CAS (positions only grow: a producer with a stale
@@ -71,6 +80,16 @@
 #define LE_SLOT_PAD 2u
 #define LE_SLOT_ALIGN 64u
 #define LE_SLOT_SIZE_MASK (~(uint32_t)(LE_SLOT_ALIGN - 1))
+/* The level's bits of its byte and bit 3 (zero): a level byte of a
+ * version 2 slot masked with it reads above FATAL when bit 3 is set. */
+#define LE_SLOT_LEVEL_MASK 0x0fu
+
+/* The level byte of a slot of this level and these flags (see "The
+ * check" above).  level 0..5, flags LE_REC_* (bits 0..3). */
+static inline uint32_t le__slot_lvbyte(uint32_t level, uint32_t flags)
+{
+	return level | ((level ^ flags ^ 0x0fu) & 0x0fu) << 4;
+}
 
 #define LE_BUDGET_REC_BITS 24
 #define LE_BUDGET_REC_MASK ((1ull << LE_BUDGET_REC_BITS) - 1)
@@ -79,7 +98,7 @@
 
 /* The QUEUE file: a 4 KiB header page, then the ring's `size` bytes.
  *   0  8  magic "LOGENGQU"      16  8  size       32  4  shard
- *   8  4  version (1)           24  8  lap        36  4  slot header (32)
+ *   8  4  version (2; 1 read)   24  8  lap        36  4  slot header (32)
  *  12  4  header bytes (4096)   40  8  boot (hash of the kernel's boot_id)
  *  60  4  masked CRC32C of bytes 0..59
  *  64  8  head (own line)      128  8  tail (own line)
@@ -90,6 +109,11 @@
  *         (le__ring_mark)
  * 256 36  the clock the slots' stamps are in (le__ring_put_clock) */
 #define LE_QUEUE_MAGIC "LOGENGQU"
+/* 2: slots carry the check over their level and flags.  A version 1 file
+ * (a library before it, killed) is still recovered, its slots without
+ * the check; one of a newer version is refused, never discarded. */
+#define LE_QUEUE_VERSION 2u
+#define LE_QUEUE_VERSION_MIN 1u
 /* Above any ring le__ring_size_for makes (~2.7 GB at the largest bounds):
  * a header claiming more is not ours. */
 #define LE_RING_MAX (1ull << 32)
@@ -132,6 +156,9 @@ typedef struct le__ring {
 	                               engine's): made anew once drained */
 	int hdr_damaged;            /* its header failed its checks: its
 	                               geometry was taken from its length */
+	uint32_t version;           /* the file's LE_QUEUE_VERSION (a damaged
+	                               header's: its field if 1 or 2, else
+	                               the current); 1: slots unchecked */
 	/* Memory that follows use (le__ring_release's `trim`): an anonymous
 	 * ring of LE_TRIM_MIN or more whose released pages may be returned
 	 * to the kernel, then faulted in again `ahead` bytes before the
@@ -385,11 +412,12 @@ int le__ring_get_mark(const le__ring *r, uint64_t *pos, uint64_t *seq);
  * Recovery after damage: the first position in (from, end) on a 64-byte
  * line where a slot a producer could have written starts -- published,
  * of that position's lap, within the ring, its header consistent
- * (ok(slot, bytes) says), and followed by another such slot, a pad, or
+ * (ok(r, slot, bytes) says), and followed by another such slot, a pad, or
  * end.  @return 1 (*at set), or 0 when there is none.
  */
 int le__ring_resync(const le__ring *r, uint64_t from, uint64_t end,
-                    int (*ok)(const le__slot *, uint32_t), uint64_t *at);
+                    int (*ok)(const le__ring *, const le__slot *, uint32_t),
+                    uint64_t *at);
 
 /*
  * Past a slot whose producer moved head and died before its claim word:

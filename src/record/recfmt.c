@@ -35,7 +35,7 @@ size_t le_utf8_len(const void *s, size_t len)
 	unsigned c, lo = 0x80, hi = 0xbf;
 	size_t n;
 
-	if (len == 0)
+	if (!p || len == 0)
 		return 0;
 	c = p[0];
 	if (c < 0x80)

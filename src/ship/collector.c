@@ -59,15 +59,22 @@ static int refuse(le_collector_res *res, int why, uint64_t off,
 int le_collector_open(le_collector **out, const char *dir,
                       const le_collector_opts *opts, le_collector_res *res)
 {
+	static const le_collector_opts defaults;
+	le_collector_res scratch;
+	le__cstore *s;
+
+	if (!opts)
+		opts = &defaults;
 	le__cstore_opts o = {.segment_bytes = opts->segment_bytes
 	                                      ? opts->segment_bytes
 	                                      : UINT64_C(64) << 20,
 	                     .sync = opts->sync,
 	                     .max_origins = opts->max_origins};
-	le__cstore *s;
-
-	res_clear(res);
-	*out = NULL;
+	res_clear(res = res ? res : &scratch);
+	if (out)
+		*out = NULL;
+	if (!out || !dir)
+		return LE_EINVAL;
 	int rc = le__mkdir(dir, 0750);
 	if (rc < 0 && rc != -EEXIST) {
 		snprintf(res->msg, sizeof res->msg, "%s: %s", dir,
@@ -88,7 +95,7 @@ void le_collector_close(le_collector *c)
 
 int le_collector_host_valid(const char *host, size_t len)
 {
-	return le__host_valid(host, len);
+	return host && le__host_valid(host, len);
 }
 
 int le_collector_origin_get(le_collector *c, const char *host,
@@ -96,8 +103,11 @@ int le_collector_origin_get(le_collector *c, const char *host,
                             le_collector_origin **out, le_collector_res *res)
 {
 	le__cstore_origin *o;
+	le_collector_res scratch;
 
-	res_clear(res);
+	res_clear(res = res ? res : &scratch);
+	if (!c || !host || !out)
+		return LE_EINVAL;
 	int rc = le__cstore_origin_get(store(c), host, shard, create, &o,
 	                               res->msg, sizeof res->msg);
 	if (rc == LE_EFULL)
@@ -111,17 +121,19 @@ uint64_t le_collector_next(const le_collector_origin *o)
 {
 	const le__cstore_origin *p = (const le__cstore_origin *)(const void *)o;
 
+	if (!p)
+		return 0;
 	return p->next_seq ? p->next_seq : 1;
 }
 
 uint64_t *le_collector_data(le_collector_origin *o)
 {
-	return &org(o)->data;
+	return o ? &org(o)->data : NULL;
 }
 
 int le_collector_sync(le_collector *c)
 {
-	return le__cstore_sync(store(c));
+	return c ? le__cstore_sync(store(c)) : LE_EINVAL;
 }
 
 /* ---- the checks, before anything of a message is stored ---- */
@@ -262,8 +274,11 @@ int le_collector_append(le_collector *c, const le_collector_msg *m,
 {
 	le__cstore *s = store(c);
 	le_collector_origin *po;
+	le_collector_res scratch;
 
-	res_clear(res);
+	res_clear(res = res ? res : &scratch);
+	if (!c || !m)
+		return LE_EINVAL;
 	int rc = check(m, res);
 	if (rc < 0)
 		return rc;

@@ -687,8 +687,11 @@ int le_spool_cursor_read(const char *dir, unsigned shard,
 {
 	char sd[LE_PATH_MAX];
 	le__fwd_cursor c;
-	int rc = le__shard_dir(sd, sizeof sd, dir, shard);
+	int rc;
 
+	if (!dir || !out)
+		return LE_EINVAL;
+	rc = le__shard_dir(sd, sizeof sd, dir, shard);
 	if (rc < 0 || (rc = le__fwd_read(sd, &c)) < 0)
 		return rc;
 	cursor_out(&c, out);
@@ -728,8 +731,10 @@ static int cursor_open(le_spool *sp)
 	sp->cfd = le__open_in(path, LE_IN_SHARD, O_RDWR | O_CREAT, 0640);
 	if (sp->cfd < 0)
 		return sp->cfd;
-	if (flock(sp->cfd, LOCK_EX | LOCK_NB) < 0)
+	if (flock(sp->cfd, LOCK_EX | LOCK_NB) < 0) {
+		le__seterr("%s: another forwarder has this shard", path);
 		return LE_EBUSY;
+	}
 	rc = le__fwd_key(sp->cfd, &sp->key);
 	if (rc < 0)
 		return rc;
@@ -750,6 +755,8 @@ int le_spool_open(le_spool **out, const char *dir, unsigned shard,
 	int rc;
 
 	le__clearerr();
+	if (!out)
+		return LE_EINVAL;
 	*out = NULL;
 	if (!dir || shard >= LE_SHARD_DIRS_MAX)
 		return LE_EINVAL;
@@ -791,7 +798,7 @@ void le_spool_close(le_spool *sp)
 
 size_t le_spool_host_token(char *out, size_t cap, const char *host)
 {
-	if (!host || !le__host_valid(host, strlen(host)))
+	if (!out || !cap || !host || !le__host_valid(host, strlen(host)))
 		return 0;
 	return le__host_token(out, cap, host);
 }
@@ -800,9 +807,11 @@ int le_spool_shards(const char *dir, unsigned *out, size_t cap)
 {
 	uint32_t *ids;
 	size_t n;
-	int rc = le__shard_list(dir, &ids, &n);
+	int rc;
 
-	if (rc < 0)
+	if (!dir || (!out && cap))
+		return LE_EINVAL;
+	if ((rc = le__shard_list(dir, &ids, &n)) < 0)
 		return rc;
 	for (size_t i = 0; i < n && i < cap; i++)
 		out[i] = ids[i];
@@ -814,8 +823,11 @@ int le_spool_segments(const char *dir, unsigned shard, uint64_t **out,
                       size_t *n)
 {
 	char sd[LE_PATH_MAX];
-	int rc = le__shard_dir(sd, sizeof sd, dir, shard);
+	int rc;
 
+	if (!dir || !out || !n)
+		return LE_EINVAL;
+	rc = le__shard_dir(sd, sizeof sd, dir, shard);
 	return rc < 0 ? rc : le__seg_list(sd, out, n);
 }
 
@@ -823,8 +835,11 @@ int le_spool_segment_info(const char *dir, unsigned shard, uint64_t index,
                           int what, le_spool_seg *out)
 {
 	char sd[LE_PATH_MAX], path[LE_PATH_MAX];
-	int rc = le__shard_dir(sd, sizeof sd, dir, shard);
+	int rc;
 
+	if (!dir || !out)
+		return LE_EINVAL;
+	rc = le__shard_dir(sd, sizeof sd, dir, shard);
 	memset(out, 0, sizeof *out);
 	if (rc == 0)
 		rc = le__seg_path(path, sizeof path, sd, index);

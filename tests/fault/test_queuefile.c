@@ -381,22 +381,30 @@ TEST(queue_resized_after_a_crash_loses_no_new_record)
 
 /* logengine recover on a damaged queue: the records before the damage
  * are written, the damage is named, and the exit status says so. */
+/* `logengine recover dir`: what it printed in out (cap bytes, shown on
+ * stderr too), @return its exit status, or -1. */
+static int recover_cli(const char *dir, char *out, size_t cap)
+{
+	char cmd[1024];
+	snprintf(cmd, sizeof cmd, "%s recover '%s' 2>&1",
+	         t_build_tool("LE_CLI", "logengine"), dir);
+	FILE *p = popen(cmd, "r");
+	CHECK(p != NULL);
+	size_t n = fread(out, 1, cap - 1, p);
+	out[n] = '\0';
+	int st = pclose(p);
+	fprintf(stderr, "  %s", out);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
 TEST(recover_names_the_damage_and_exits_1)
 {
-	char cmd[1024], out[512] = "";
+	char out[512] = "";
 	make_dead_queue();
 	int fd = fresh_copy();
 	len_huge(fd, NULL);
 	close(fd);
-	snprintf(cmd, sizeof cmd, "%s recover '%s' 2>&1",
-	         t_build_tool("LE_CLI", "logengine"), work);
-	FILE *p = popen(cmd, "r");
-	CHECK(p != NULL);
-	size_t n = fread(out, 1, sizeof out - 1, p);
-	out[n] = '\0';
-	int st = pclose(p);
-	fprintf(stderr, "  %s", out);
-	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 1);
+	CHECK_EQ(recover_cli(work, out, sizeof out), 1);
 	CHECK(strstr(out, "1 record(s) dropped") != NULL);
 	CHECK(strstr(out, "position 960 (length past its slot)") != NULL);
 	CHECK(strstr(out, "19 record(s) written from queues") != NULL);
@@ -815,6 +823,16 @@ static void small_queue(le_config *c)
 	c->segment_bytes = 1u << 20;
 }
 
+/* le_open on work with c (here, not in a child), then its stats, closed. */
+static void recover_work(le_config c, le_stats *st)
+{
+	le_engine *e;
+	c.dir = work;
+	CHECK_RC(le_open(&e, &c));
+	CHECK_RC(le_stats_get(e, st));
+	CHECK_RC(le_close(e));
+}
+
 enum { V_INTACT, V_REPORTED, V_CHANGED, V_DROPPED, V_DUPLICATED, V_OPEN };
 
 struct tally {
@@ -886,15 +904,16 @@ static int verdict(void)
 
 /* Bytes of a slot's header no check can catch every change of, without
  * a checksum of the record (RELIABILITY.md, "A damaged QUEUE"): the
- * stamp, the length within its slot's 64-byte size, a level among the
- * valid ones, the TRUNCATED flag, the two reserved bytes. */
+ * stamp, the length within its slot's 64-byte size, the two reserved
+ * bytes.  (Level and flags have their check.) */
 static int unguarded(uint64_t off)
 {
 	if (off < LE_QUEUE_HDR)
 		return 0;
 	uint64_t in = (off - LE_QUEUE_HDR) % SLOT;
 	return (in >= offsetof(le__slot, ts) && in < offsetof(le__slot, seq)) ||
-	       in >= offsetof(le__slot, len);
+	       (in >= offsetof(le__slot, len) && in < offsetof(le__slot, level)) ||
+	       in >= offsetof(le__slot, reserved);
 }
 
 /* Recover work in a process of its own: 0 when exactly the records not
@@ -1004,12 +1023,8 @@ TEST(every_bit_flipped_in_a_queue_file_is_recovered_or_reported)
 	/* The control: unflipped, all NREC records come from the queue. */
 	restore_flipped(UINT64_MAX);
 	{
-		le_engine *e;
 		le_stats st;
-		c.dir = work;
-		CHECK_RC(le_open(&e, &c));
-		CHECK_RC(le_stats_get(e, &st));
-		CHECK_RC(le_close(e));
+		recover_work(c, &st);
 		CHECK_EQ(st.recovered_records, NREC);
 	}
 	/* the header, head, tail, releasing word and mark, the clock, the
@@ -1054,6 +1069,345 @@ TEST(every_bit_flipped_in_a_queue_file_is_recovered_or_reported)
 	t_rmrf(tmpl);
 }
 
+/* ---- every bit of the header and of slots of each kind ---- */
+
+/* Two records of each kind a producer leaves in a slot: raw (le_write),
+ * formatted with fields (LE_REC_FIELDS), deferred (LE_REC_DEFERRED). */
+static int queue_kinds(le_engine *e)
+{
+	char b[64];
+	for (int i = 0; i < 2; i++) {
+		int n = snprintf(b, sizeof b, "plain record %d", i);
+		if (le_write(e, 0, LE_INFO, b, (size_t)n) != 0 ||
+		    le_logf_kv(e, LE_WARN,
+		               LE_FIELDS(LE_STR("user", "bob"), LE_I64("n", i)),
+		               "fields record %d", i) != 0)
+			return -1;
+		le_error(e, "deferred record %d of %s", i, "six");
+	}
+	return 0;
+}
+
+#define KREC 6
+
+/* A record as read back, enough of it to compare. */
+struct krec {
+	int level;
+	uint32_t flags;
+	uint64_t ts;
+	size_t len, flen;
+	unsigned char p[96], f[96];
+};
+
+struct krecs {
+	int n;
+	struct krec r[KREC + 2];
+};
+
+static void keep_krec(const le_record *r, void *arg)
+{
+	struct krecs *k = arg;
+	if (r->flags & LE_REC_MARKER)
+		return;
+	if (k->n++ >= KREC + 2)
+		return;
+	struct krec *x = &k->r[k->n - 1];
+	memset(x, 0, sizeof *x);
+	x->level = r->level;
+	x->flags = r->flags;
+	x->ts = r->ts_ns;
+	x->len = r->len;
+	x->flen = r->fields_len;
+	memcpy(x->p, r->payload, r->len < sizeof x->p ? r->len : sizeof x->p);
+	if (r->fields_len)
+		memcpy(x->f, r->fields, r->fields_len < sizeof x->f
+		                                ? r->fields_len : sizeof x->f);
+}
+
+/* What a flipped copy recovered, against the unflipped one's records. */
+enum { K_INTACT, K_REPORTED, K_TIME, K_LENGTH, K_OTHER, K_OPEN };
+static const char *const k_name[] = {"intact", "reported", "time only",
+                                     "length only", "changed unreported",
+                                     "le_open or the read failed"};
+
+#define HOUR_NS (3600ull * 1000000000u)
+
+/* How record y differs from x, as a K_: K_INTACT (not at all), K_TIME
+ * (its time only; kverdict checks by how much), K_LENGTH (its length only, by
+ * less than a 64-byte line: the message cut or run on into its slot's
+ * padding), else K_OTHER. */
+static int krec_diff(const struct krec *x, const struct krec *y)
+{
+	if (x->level != y->level || x->flags != y->flags ||
+	    x->flen != y->flen || memcmp(x->f, y->f, sizeof x->f))
+		return K_OTHER;
+	if (x->len == y->len && !memcmp(x->p, y->p, sizeof x->p))
+		return x->ts == y->ts ? K_INTACT : K_TIME;
+	size_t m = x->len < y->len ? x->len : y->len;
+	if (x->ts != y->ts || (x->len > y->len ? x->len - y->len
+	                                        : y->len - x->len) >= 64 ||
+	    memcmp(x->p, y->p, m < sizeof x->p ? m : sizeof x->p))
+		return K_OTHER;
+	return K_LENGTH;
+}
+
+/* The control's records, and the slots (their ring positions) the dead
+ * process left, by kind: [0] raw, [1] fields, [2] deferred. */
+static struct krecs kctl;
+static uint64_t kslot[3], kall[KREC];
+
+/* Find the first slot of each kind in the pristine QUEUE. */
+static void find_kind_slots(void)
+{
+	const unsigned char *q = NULL;
+	for (int i = 0; i < nfiles; i++)
+		if (!strcmp(files[i].name, "shard-000/QUEUE"))
+			q = files[i].b;
+	CHECK(q != NULL);
+	uint64_t head = le__get64(q + LE_QUEUE_HEAD_OFF);
+	int found = 0, nk = 0;
+	for (uint64_t pos = le__get64(q + LE_QUEUE_TAIL_OFF); pos < head;) {
+		const unsigned char *s = q + LE_QUEUE_HDR + pos;
+		uint64_t st = le__get64(s);
+		CHECK(st & LE_SLOT_READY);
+		CHECK(!(st & LE_SLOT_PAD));
+		uint8_t fl = s[offsetof(le__slot, flags)];
+		int kind = fl & LE_REC_DEFERRED ? 2 : fl & LE_REC_FIELDS ? 1 : 0;
+		if (!(found >> kind & 1))
+			kslot[kind] = pos;
+		CHECK(nk < KREC);
+		kall[nk++] = pos;
+		found |= 1 << kind;
+		pos += (uint32_t)st & LE_SLOT_SIZE_MASK;
+	}
+	CHECK_EQ(found, 7); /* one slot of each kind at least */
+	CHECK_EQ(nk, KREC);
+}
+
+/* le_open on work in a process of its own; what it recovered, as a K_.
+ * named: the ring position le_errmsg must name when it reports. */
+static int kverdict(uint64_t named)
+{
+	fflush(NULL);
+	pid_t pid = fork();
+	if (pid == 0) {
+		le_config c;
+		le_stats st;
+		le_engine *e;
+		struct krecs k;
+		char needle[64];
+		alarm(20); /* a hang is a failure too */
+		small_queue(&c);
+		c.dir = work;
+		if (le_open(&e, &c) != 0)
+			_exit(K_OPEN);
+		snprintf(needle, sizeof needle, "position %" PRIu64 " (", named);
+		char msg[512];
+		snprintf(msg, sizeof msg, "%s", le_errmsg());
+		if (le_stats_get(e, &st) != 0 || le_close(e) != 0)
+			_exit(K_OPEN);
+		memset(&k, 0, sizeof k);
+		if (read_all(work, LE_RECOVER_SKIP, keep_krec, &k) < 0)
+			_exit(K_OPEN);
+		/* a named slot: dropped as damage (recovery_damaged), not
+		 * stepped over as abandoned */
+		if (msg[0] && (named == UINT64_MAX
+		                       ? st.recovery_damaged || st.abandoned_slots
+		                       : st.recovery_damaged && strstr(msg, needle)))
+			_exit(K_REPORTED);
+		if (k.n != kctl.n)
+			_exit(K_OTHER);
+		/* One record's length, or times: each from an hour before
+		 * the record before it (any, for the first: the log holds
+		 * none before it) to an hour after now, and the records
+		 * after a later one take its time (a shard's times never go
+		 * back) */
+		uint64_t now = (uint64_t)time(NULL) * 1000000000u;
+		int v = K_INTACT;
+		for (int i = 0; i < k.n; i++) {
+			int d = krec_diff(&kctl.r[i], &k.r[i]);
+			if (d == K_TIME && (k.r[i].ts > now + HOUR_NS ||
+			                    (i > 0 && k.r[i].ts + HOUR_NS <
+			                                      kctl.r[i - 1].ts)))
+				_exit(K_OTHER);
+			if (d == K_INTACT || (d == K_TIME && v == K_TIME))
+				continue;
+			if (v != K_INTACT)
+				_exit(K_OTHER);
+			v = d;
+		}
+		_exit(v);
+	}
+	int st;
+	CHECK_EQ(waitpid(pid, &st, 0), pid);
+	return WIFSIGNALED(st) ? 100 + WTERMSIG(st) : WEXITSTATUS(st);
+}
+
+/* What one flipped bit of the QUEUE at file offset `off` may do, as a
+ * mask of K_ (docs/RELIABILITY.md, "What a damaged queue can still
+ * change unnoticed").  *named: the slot position a report must name
+ * (UINT64_MAX: any). */
+static int allowed(uint64_t off, uint64_t *named)
+{
+	*named = UINT64_MAX;
+	if (off < LE_QUEUE_HDR)
+		return 1 << K_INTACT | 1 << K_REPORTED;
+	uint64_t pos = off - LE_QUEUE_HDR, in = pos % 64;
+	pos -= in;
+	if (in < offsetof(le__slot, ts) || (in >= offsetof(le__slot, seq) &&
+	                                    in < offsetof(le__slot, len)))
+		return 1 << K_INTACT | 1 << K_REPORTED; /* state, seq */
+	if (in < offsetof(le__slot, seq))
+		return 1 << K_INTACT | 1 << K_TIME | 1 << K_REPORTED;
+	if (in < offsetof(le__slot, level)) /* a deferred record's text */
+		return 1 << K_INTACT | 1 << K_LENGTH | 1 << K_REPORTED;
+	if (in < offsetof(le__slot, reserved)) {
+		*named = pos; /* level, flags: always caught, and named */
+		return 1 << K_REPORTED;
+	}
+	return 1 << K_INTACT; /* the submit-time sample */
+}
+
+/* tmpl := a crashed QUEUE holding each kind of slot a producer writes;
+ * the pristine files kept, kslot found, kctl what they recover to. */
+static void make_kinds_queue(void)
+{
+	le_config c;
+	small_queue(&c);
+	if (access("/dev/shm", W_OK) == 0)
+		setenv("TMPDIR", "/dev/shm", 1); /* le_close syncs */
+	t_tmpdir(tmpl);
+	die_with_queued(c, queue_kinds);
+	keep_pristine();
+	find_kind_slots();
+	restore_flipped(UINT64_MAX);
+	le_stats st;
+	recover_work(c, &st);
+	CHECK_EQ(st.recovered_records, KREC);
+	CHECK_EQ(st.recovery_damaged, 0);
+	memset(&kctl, 0, sizeof kctl);
+	CHECK(read_all(work, LE_RECOVER_SKIP, keep_krec, &kctl) >= 0);
+	CHECK_EQ(kctl.n, KREC);
+}
+
+/* The pristine QUEUE's bytes (a change to them shows in every copy
+ * restore_flipped makes), its header's checksum made good again. */
+static unsigned char *pristine_queue(void)
+{
+	for (int i = 0; i < nfiles; i++)
+		if (!strcmp(files[i].name, "shard-000/QUEUE"))
+			return files[i].b;
+	CHECK(0);
+	return NULL;
+}
+
+static void queue_version_set(uint32_t v)
+{
+	unsigned char *q = pristine_queue();
+	le__put32(q + 8, v);
+	le__put32(q + 60, le__crc_mask(le__crc32c_extend(0, q, 60)));
+}
+
+TEST(every_bit_flipped_in_queue_and_slot_headers_is_caught_or_a_documented_change)
+{
+	alarm(300);
+	make_kinds_queue();
+	uint64_t spans[4][2] = {{0, 64}};
+	for (int k = 0; k < 3; k++) {
+		spans[k + 1][0] = LE_QUEUE_HDR + kslot[k];
+		spans[k + 1][1] = LE_QUEUE_HDR + kslot[k] + LE_SLOT_HDR;
+	}
+	int n = 0, bad = 0, count[K_OPEN + 1] = {0};
+	for (int s = 0; s < 4; s++)
+		for (uint64_t bit = spans[s][0] * 8; bit < spans[s][1] * 8;
+		     bit++) {
+			uint64_t named;
+			int ok = allowed(bit / 8, &named);
+			restore_flipped(bit);
+			int v = kverdict(named);
+			n++;
+			if (v <= K_OPEN)
+				count[v]++;
+			if (v <= K_OPEN && (ok >> v & 1))
+				continue;
+			bad++;
+			fprintf(stderr, "  bit %" PRIu64 " of byte %" PRIu64
+			        ": %s\n", bit % 8, bit / 8,
+			        v <= K_OPEN ? k_name[v] : "killed by a signal");
+		}
+	fprintf(stderr, "  %d flips: %d intact, %d reported, %d time only, "
+	        "%d length only\n", n, count[K_INTACT], count[K_REPORTED],
+	        count[K_TIME], count[K_LENGTH]);
+	CHECK_EQ(bad, 0);
+	nftw(work, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+	t_rmrf(tmpl);
+}
+
+/* A process of the library before the check, killed, leaves a version 1
+ * QUEUE (level bytes without the check) on the disk of whoever upgrades:
+ * its records are all recovered.  The version decides: the same slots
+ * under a version 2 header are caught. */
+TEST(queue_left_by_a_version_1_library_is_still_recovered)
+{
+	make_kinds_queue();
+	unsigned char *q = pristine_queue();
+	for (int i = 0; i < KREC; i++)
+		q[LE_QUEUE_HDR + kall[i] + offsetof(le__slot, level)] &=
+			LE_SLOT_LEVEL_MASK;
+	queue_version_set(1);
+	restore_flipped(UINT64_MAX);
+	CHECK_EQ(kverdict(UINT64_MAX), K_INTACT);
+	queue_version_set(LE_QUEUE_VERSION);
+	restore_flipped(UINT64_MAX);
+	CHECK_EQ(kverdict(kall[0]), K_REPORTED);
+	nftw(work, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+	t_rmrf(tmpl);
+}
+
+/* A newer library's QUEUE may hold slots this one cannot read: le_open
+ * refuses it, names why, and leaves it for that library to recover. */
+TEST(queue_of_a_newer_version_is_refused_and_kept)
+{
+	le_config c;
+	le_engine *e;
+	char p[400];
+	size_t len;
+	make_kinds_queue();
+	queue_version_set(LE_QUEUE_VERSION + 1);
+	restore_flipped(UINT64_MAX);
+	small_queue(&c);
+	c.dir = work;
+	CHECK_EQ(le_open(&e, &c), LE_EVERSION);
+	fprintf(stderr, "  %s\n", le_errmsg());
+	CHECK(strstr(le_errmsg(), "newer logengine") != NULL);
+	snprintf(p, sizeof p, "%s/shard-000/QUEUE", work);
+	unsigned char *now = t_slurp(p, &len);
+	CHECK(now != NULL);
+	CHECK(!memcmp(now, pristine_queue(), len));
+	free(now);
+	nftw(work, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+	t_rmrf(tmpl);
+}
+
+/* A deferred record's DEFERRED flag cleared would print its arguments as
+ * its message: `logengine recover` names the slot and exits 1. */
+TEST(cleared_deferred_flag_makes_recover_name_the_slot_and_exit_1)
+{
+	char out[1024] = "", want[96];
+	make_kinds_queue();
+	unsigned char *q = pristine_queue();
+	q[LE_QUEUE_HDR + kslot[2] + offsetof(le__slot, flags)] ^=
+		LE_REC_DEFERRED;
+	restore_flipped(UINT64_MAX);
+	CHECK_EQ(recover_cli(work, out, sizeof out), 1);
+	snprintf(want, sizeof want, "position %" PRIu64
+	         " (level or flags not their check's)", kslot[2]);
+	CHECK(strstr(out, want) != NULL);
+	CHECK(strstr(out, "1 record(s) dropped") != NULL);
+	nftw(work, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+	t_rmrf(tmpl);
+}
+
 int main(int argc, char **argv)
 {
 	T_INIT(argc, argv);
@@ -1068,5 +1422,9 @@ int main(int argc, char **argv)
 	RUN(live_directory_copied_then_recovered_has_no_duplicate);
 	RUN(producer_killed_between_its_claim_and_its_claim_word_costs_only_its_slot);
 	RUN(every_bit_flipped_in_a_queue_file_is_recovered_or_reported);
+	RUN(every_bit_flipped_in_queue_and_slot_headers_is_caught_or_a_documented_change);
+	RUN(queue_left_by_a_version_1_library_is_still_recovered);
+	RUN(queue_of_a_newer_version_is_refused_and_kept);
+	RUN(cleared_deferred_flag_makes_recover_name_the_slot_and_exit_1);
 	return t_done();
 }

@@ -15,6 +15,9 @@
  *                        header (size, lap, shard, slot header, boot) are
  *                        the 44 bytes after the positions, the CRC still
  *                        made to match (the header's own checks)
+ *                 bit 2  version 1 (slots without the level and flags
+ *                        check, as an older library left them); else
+ *                        LE_QUEUE_VERSION
  *   bytes 1-24  head, tail, releasing position (u64 little-endian)
  *   [44 bytes   header bytes 16..59, with bit 1]
  *   rest        the ring, RING bytes (zero-padded, or cut)
@@ -92,7 +95,7 @@ static void write_queue(const uint8_t *data, size_t size)
 
 	memset(file, 0, sizeof file);
 	memcpy(file, LE_QUEUE_MAGIC, 8);
-	le__put32(file + 8, 1);
+	le__put32(file + 8, data[0] & 4 ? 1 : LE_QUEUE_VERSION);
 	le__put32(file + 12, LE_QUEUE_HDR);
 	le__put64(file + 16, RING);
 	le__put64(file + 24, RING);

@@ -535,7 +535,7 @@ static void qslot(uint64_t pos, int ready, uint32_t len, uint64_t seq)
 	s.ts = TS0 + pos;
 	s.seq = seq;
 	s.len = len;
-	s.level = 2;
+	s.level = (uint8_t)le__slot_lvbyte(2, 0);
 	atomic_init(&s.state, (pos / QRING) << 32 | QSLOT | (ready ? LE_SLOT_READY : 0));
 	memcpy(qring + off, &s, sizeof s);
 	for (uint32_t i = 0; i < len; i++)

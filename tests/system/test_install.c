@@ -4,7 +4,9 @@
  * only against the installed files runs, three ways: cc with pkg-config,
  * CMake with find_package(logengine), and linked statically (pkg-config
  * --static).  `make uninstall` leaves nothing behind.  The man pages
- * install and cover the whole API.
+ * install and cover the whole API, `man le_open` (any API name) opens
+ * logengine(3), and every C example of README.md and of logengine(3)'s
+ * EXAMPLES builds against the installed library and runs as written.
  *
  * Installs with `make install BUILD=$BUILD DESTDIR=<a fresh directory>`
  * from the top of the tree (make check runs there, after building);
@@ -296,22 +298,15 @@ static int in_ss_heading(const char *page, const char *name)
 	return 0;
 }
 
-/*
- * logengine(3) documents every function the header exports (LE_API) and
- * every function-like macro of the API, in its SYNOPSIS and with an entry
- * of its own; and every page renders without a warning.
- */
-TEST(man_pages_render_and_logengine3_documents_every_function)
+/* The names of the API: every function the header exports (LE_API) and
+ * every function-like macro ("#define le_x("), in the header's order,
+ * some twice; returns how many (at most cap). */
+static int api_names(char (*names)[64], int cap)
 {
 	char *h = t_slurp_text("include/logengine.h");
-	char *page = t_slurp_text("docs/logengine.3");
-	char *syn = strstr(page, "\n.SH SYNOPSIS"), *syn_end;
-	int bad = 0, n = 0;
+	int n = 0;
 
-	CHECK(syn);
-	syn_end = strstr(syn + 1, "\n.SH ");
-	CHECK(syn_end);
-	for (char *p = h; (p = strstr(p, "\n")) != NULL; p++) {
+	for (char *p = h; n < cap && (p = strstr(p, "\n")) != NULL; p++) {
 		const char *s = p + 1, *name;
 		if (!strncmp(s, "LE_API ", 7))
 			name = strchr(s, '(');
@@ -322,10 +317,31 @@ TEST(man_pages_render_and_logengine3_documents_every_function)
 		const char *e = name;
 		while (e > s && (isalnum((unsigned char)e[-1]) || e[-1] == '_'))
 			e--;
-		char fn[64], call[70];
-		snprintf(fn, sizeof fn, "%.*s", (int)(name - e), e);
-		snprintf(call, sizeof call, " %s(", fn);
-		n++;
+		snprintf(names[n++], 64, "%.*s", (int)(name - e), e);
+	}
+	free(h);
+	return n;
+}
+
+/*
+ * logengine(3) documents every function the header exports (LE_API) and
+ * every function-like macro of the API, in its SYNOPSIS and with an entry
+ * of its own; and every page renders without a warning.
+ */
+TEST(man_pages_render_and_logengine3_documents_every_function)
+{
+	static char names[256][64];
+	char *page = t_slurp_text("docs/logengine.3");
+	char *syn = strstr(page, "\n.SH SYNOPSIS"), *syn_end;
+	int bad = 0, n = api_names(names, 256);
+
+	CHECK(syn);
+	syn_end = strstr(syn + 1, "\n.SH ");
+	CHECK(syn_end);
+	for (int i = 0; i < n; i++) {
+		const char *fn = names[i];
+		char call[70];
+		snprintf(call, sizeof call, " %.63s(", fn);
 		char save = *syn_end;
 		*syn_end = '\0';
 		int in_syn = strstr(syn, call) != NULL ||
@@ -355,8 +371,42 @@ TEST(man_pages_render_and_logengine3_documents_every_function)
 			fprintf(stderr, "  %s:\n%s", path, t_sh_out);
 		CHECK_STR_EQ(t_sh_out, "");
 	}
-	free(h);
 	free(page);
+}
+
+/* `man le_open` opens logengine(3): install puts a .so link page for every
+ * name of the API, which man follows, and uninstall takes them away. */
+TEST(man_finds_logengine3_under_every_function_name)
+{
+	static char names[256][64];
+	char tmp[256], *want = ".so man3/logengine.3\n";
+	int n = api_names(names, 256);
+
+	CHECK(n >= 21);
+	t_tmpdir(tmp);
+	install_into(tmp, "");
+	for (int i = 0; i < n; i++) {
+		char path[512];
+		snprintf(path, sizeof path, "%s/root" PREFIX
+		         "/share/man/man3/%.63s.3", tmp, names[i]);
+		size_t len;
+		char *got = (char *)t_slurp(path, &len);
+		if (!got || strcmp(got, want))
+			fprintf(stderr, "  no link page %s\n", path);
+		CHECK(got && !strcmp(got, want));
+		free(got);
+	}
+	if (t_sh("command -v man") == 0) {
+		T_SH_OK("MANPAGER=cat man -M '%s/root" PREFIX "/share/man' "
+		        "le_open", tmp);
+		CHECK(strstr(t_sh_out, "le_open"));
+		CHECK(strstr(t_sh_out, "LOGENGINE(3)"));
+	}
+	T_SH_OK("make --no-print-directory -s BUILD='%s' DESTDIR='%s/root' "
+	        "uninstall", t_build_dir(), tmp);
+	T_SH_OK("find '%s/root' -name 'le_*'", tmp);
+	CHECK_STR_EQ(t_sh_out, "");
+	t_rmrf(tmp);
 }
 
 /* logengine-format(5) is FORMAT.md and INTERFACES.md: every section of
@@ -396,6 +446,91 @@ TEST(format_man_page_has_every_section_of_format_md)
 	free(man);
 }
 
+/* The text between each open and the close after it, from start up to
+ * stop (NULL: the end), as the files of dir/ex-N.c from N = *count on;
+ * roff's escapes (\e, \-, \&) are undone when roff is set. */
+static void extract_blocks(const char *text, const char *start,
+                           const char *stop, const char *open,
+                           const char *close, int roff, const char *dir,
+                           int *count)
+{
+	const char *p = strstr(text, start);
+	CHECK(p);
+	const char *end = stop ? strstr(p + 1, stop) : NULL;
+	if (!end)
+		end = p + strlen(p);
+	while ((p = strstr(p, open)) != NULL && p < end) {
+		p += strlen(open);
+		const char *q = strstr(p, close);
+		CHECK(q && q < end);
+		char name[32], *code = malloc((size_t)(q - p) + 1), *o = code;
+		CHECK(code);
+		for (const char *c = p; c < q; c++) {
+			if (roff && c[0] == '\\' && c[1] == 'e')
+				*o++ = '\\', c++;
+			else if (roff && c[0] == '\\' &&
+			         (c[1] == '-' || c[1] == '&'))
+				*o++ = c[1] == '-' ? '-' : c[2], c += c[1] == '&' ? 2 : 1;
+			else
+				*o++ = *c;
+		}
+		*o = '\0';
+		snprintf(name, sizeof name, "ex-%d.c", (*count)++);
+		t_write_file(dir, name, code);
+		free(code);
+		p = q;
+	}
+}
+
+/*
+ * Every C example of README.md and of logengine(3)'s EXAMPLES compiles
+ * against the installed library as it is written (-Wall -Wextra -Werror)
+ * and runs, from a directory of its own, to exit 0; every directory it
+ * made there (a log it wrote, a collector's store) holds records that
+ * `logengine cat` reads, and one that names a log (cfg.dir) made one.
+ */
+TEST(readme_and_man_page_c_examples_compile_and_run_as_written)
+{
+	char tmp[256], dir[300];
+	char *readme = t_slurp_text("README.md");
+	char *man = t_slurp_text("docs/logengine.3");
+	int n = 0;
+
+	t_tmpdir(tmp);
+	install_into(tmp, "");
+	snprintf(dir, sizeof dir, "%s/ex", tmp);
+	CHECK(mkdir(dir, 0755) == 0);
+	extract_blocks(readme, "", NULL, "\n```c\n", "```\n", 0, dir, &n);
+	int in_readme = n;
+	extract_blocks(man, "\n.SH EXAMPLES\n", "\n.SH ", "\n.EX\n",
+	               "\n.EE\n", 1, dir, &n);
+	CHECK(in_readme >= 1 && n > in_readme);
+	for (int i = 0; i < n; i++) {
+		char path[400];
+		snprintf(path, sizeof path, "%s/ex-%d.c", dir, i);
+		char *src = t_slurp_text(path);
+		fprintf(stderr, "  %s example %d\n", i < in_readme ?
+		        "README.md" : "logengine.3", i);
+		T_SH_OK("cd '%s' && mkdir run-%d && %s -std=c11 -Wall -Wextra "
+		        "-Werror -I'%s/root" PREFIX "/include' ex-%d.c -o "
+		        "run-%d/prog -L'%s/root" PREFIX "/lib' -llogengine",
+		        dir, i, t_cc(), tmp, i, i, tmp);
+		T_SH_OK("cd '%s/run-%d' && LD_LIBRARY_PATH='%s/root" PREFIX
+		        "/lib' ./prog", dir, i, tmp);
+		/* Every directory it made is a log with records in it. */
+		T_SH_OK("cd '%s/run-%d' && for d in */; do '%s/root" PREFIX
+		        "/bin/logengine' cat -q \"$d\" | wc -l; done", dir, i,
+		        tmp);
+		CHECK(!strstr(src, "cfg.dir = \"") || atoi(t_sh_out) >= 1);
+		for (char *l = t_sh_out; *l; l = strchr(l, '\n') + 1)
+			CHECK(atoi(l) >= 1);
+		free(src);
+	}
+	free(readme);
+	free(man);
+	t_rmrf(tmp);
+}
+
 int main(int argc, char **argv)
 {
 	T_INIT(argc, argv);
@@ -408,5 +543,7 @@ int main(int argc, char **argv)
 	RUN(program_linked_statically_with_pkg_config_static_runs);
 	RUN(man_pages_render_and_logengine3_documents_every_function);
 	RUN(format_man_page_has_every_section_of_format_md);
+	RUN(man_finds_logengine3_under_every_function_name);
+	RUN(readme_and_man_page_c_examples_compile_and_run_as_written);
 	return t_done();
 }

@@ -13,6 +13,7 @@
  */
 #include "unit/segfile.h"
 
+#include <ctype.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -1385,7 +1386,7 @@ TEST(bash_completion_offers_commands_options_formats_and_shards)
 	char log[256], words[600];
 	begin_engine_log(log, 3, 1, 10, 8 << 10);
 	char *c = complete_words("logengine c", 1);
-	CHECK_STR_EQ(c, "cat capture\n");
+	CHECK_STR_EQ(c, "cat capture collect\n");
 	free(c);
 	c = complete_words("logengine cat -o json", 3);
 	CHECK_STR_EQ(c, "json json-pretty\n");
@@ -1400,6 +1401,104 @@ TEST(bash_completion_offers_commands_options_formats_and_shards)
 	c = complete_words("logengine cat -p e", 3);
 	CHECK_STR_EQ(c, "err error emerg\n");
 	free(c);
+	end(log);
+}
+
+/* Is word one of the space-separated words of list? */
+static int has_word(const char *list, const char *word)
+{
+	size_t n = strlen(word);
+	for (const char *p = strstr(list, word); p; p = strstr(p + 1, word))
+		if ((p == list || p[-1] == ' ') &&
+		    (p[n] == ' ' || p[n] == '\n' || p[n] == '\0'))
+			return 1;
+	return 0;
+}
+
+/* Each option a --help text lists that completion of "logengine FORM -"
+ * does not offer, printed; @return how many.  An option is a word that
+ * starts with '-' and a letter, either on an option line (at most 8
+ * blanks, then '-'; up to the two blanks before its description) or
+ * after a '[' of the usage lines. */
+static int missing_options(const char *form, const char *help)
+{
+	char words[200], opt[64];
+	int cword = 2, bad = 0;
+	for (const char *c = form; *c; c++)
+		cword += *c == ' ';
+	snprintf(words, sizeof words, "logengine %s -", form);
+	char *offered = complete_words(words, cword);
+	for (const char *l = help; *l; l += strcspn(l, "\n") + (l[strcspn(l,
+	                                "\n")] != 0)) {
+		size_t len = strcspn(l, "\n"), ind = strspn(l, " ");
+		int usage = !strncmp(l, "usage:", 6) || l[ind] == '[';
+		if (!usage && (ind > 8 || l[ind] != '-'))
+			continue;
+		const char *end = l + len, *dbl = strstr(l + ind, "  ");
+		if (!usage && dbl && dbl < end)
+			end = dbl;
+		for (const char *p = l + ind; p < end; p++) {
+			char before = p == l ? ' ' : p[-1];
+			if (p[0] != '-' || !(usage ? before == '[' :
+			    (before == ' ' || before == ',' || p == l + ind)))
+				continue;
+			size_t k = strspn(p, "-");
+			if (k > 2 || !isalpha((unsigned char)p[k]))
+				continue;
+			k += strspn(p + k, "abcdefghijklmnopqrstuvwxyz"
+			                   "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-");
+			snprintf(opt, sizeof opt, "%.*s", (int)k, p);
+			if (!has_word(offered, opt)) {
+				fprintf(stderr, "  completion of %s lacks %s\n",
+				        form, opt);
+				bad++;
+			}
+			p += k - 1;
+		}
+	}
+	free(offered);
+	return bad;
+}
+
+/* The completion knows what the CLI knows: every command `logengine`
+ * lists, and every option each command's --help (and `stats --live`'s
+ * usage) prints. */
+TEST(bash_completion_has_every_command_and_every_option_of_help)
+{
+	char log[256], form[64];
+	int bad = 0, commands = 0;
+	begin(log);
+	run("%s", "");
+	char *usage = strdup(err_text[0] ? err_text : out_text);
+	char *offered = complete_words("logengine \"\"", 1);
+	const char *cmds = strstr(usage, "\ncommands");
+	CHECK(cmds);
+	for (const char *l = cmds; (l = strstr(l, "\n  ")) != NULL; l++) {
+		if (!isalpha((unsigned char)l[3]))
+			continue;
+		int n = (int)strcspn(l + 3, " ,\n");
+		snprintf(form, sizeof form, "%.*s", n, l + 3);
+		if (!has_word(offered, form)) {
+			fprintf(stderr, "  completion lacks %s\n", form);
+			bad++;
+		}
+		if (!strcmp(form, "help"))
+			continue;
+		if (!strncmp(l + 3 + n, " --", 3)) /* stats --live */
+			snprintf(form, sizeof form, "%.*s", n + 1 + (int)strcspn(
+			         l + 4 + n, " \n"), l + 3);
+		run("%s --help", form);
+		char *help = malloc(strlen(out_text) + strlen(err_text) + 2);
+		CHECK(help);
+		sprintf(help, "%s\n%s", out_text, err_text);
+		bad += missing_options(form, help);
+		free(help);
+		commands++;
+	}
+	CHECK(commands >= 11); /* the parse found the commands */
+	CHECK_EQ(bad, 0);
+	free(offered);
+	free(usage);
 	end(log);
 }
 
@@ -1436,5 +1535,6 @@ int main(int argc, char **argv)
 	RUN(vacuum_keeps_what_the_forwarder_has_not_shipped);
 	RUN(every_command_has_help_and_the_tool_a_version);
 	RUN(bash_completion_offers_commands_options_formats_and_shards);
+	RUN(bash_completion_has_every_command_and_every_option_of_help);
 	return t_done();
 }

@@ -64,6 +64,21 @@ static void add_edge(int from, int to, const char *why)
 }
 
 /* "path:addr T name" or "path:         U name" lines of nm -A. */
+/* 1 when object path ".../obj/lib/FOLDER/NAME.o" has its source,
+ * src/FOLDER/NAME.c: a build directory keeps the objects of files that
+ * were moved or deleted since, and they are no part of the library. */
+static int from_source(const char *path)
+{
+	char src[512];
+	const char *lib = strstr(path, "/obj/lib/");
+	size_t len = strlen(path);
+	if (!lib || len < 2)
+		return 1;
+	snprintf(src, sizeof src, "src/%.*s.c", (int)(path + len - 2 - (lib + 9)),
+	         lib + 9);
+	return access(src, F_OK) == 0;
+}
+
 static void read_nm(const char *objdir, int undefined)
 {
 	char cmd[512], line[512];
@@ -76,6 +91,8 @@ static void read_nm(const char *objdir, int undefined)
 		if (!colon)
 			continue;
 		*colon = 0;
+		if (!from_source(line))
+			continue; /* left by a file since moved or deleted */
 		char type[8], name[256], why[96];
 		if (undefined ? sscanf(colon + 1, " %7s %255s", type, name) != 2
 		              : sscanf(colon + 1, "%*s %7s %255s", type, name) != 2)

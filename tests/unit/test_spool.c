@@ -212,6 +212,49 @@ TEST(once_ends_at_what_was_stored_at_open)
 	t_rmrf(dir);
 }
 
+/* A program that passes NULL (an unset pointer, a failed open's handle)
+ * gets LE_EINVAL or 0, never a crash: logging must not take it down. */
+TEST(spool_and_collector_calls_refuse_null_without_crashing)
+{
+	le_spool *sp = (le_spool *)1;
+	le_collector *co = (le_collector *)1;
+	le_spool_batch b;
+	le_spool_cursor c;
+	le_spool_seg sg;
+	le_collector_msg m = {0};
+	le_collector_res r;
+	uint64_t *segs;
+	size_t n;
+
+	CHECK_EQ(le_spool_open(NULL, "/nonexistent", 0, 0), LE_EINVAL);
+	CHECK_EQ(le_spool_open(&sp, NULL, 0, 0), LE_EINVAL);
+	CHECK(sp == NULL);
+	CHECK_EQ(le_spool_next(NULL, 4096, 0, &b), LE_EINVAL);
+	CHECK_EQ(le_spool_ack(NULL, 1, 0, 0, 0), LE_EINVAL);
+	CHECK_EQ(le_spool_commit(NULL), LE_EINVAL);
+	CHECK_EQ(le_spool_rewind(NULL), LE_EINVAL);
+	CHECK_EQ(le_spool_cursor_get(NULL, &c), LE_EINVAL);
+	le_spool_close(NULL);
+	CHECK_EQ(le_spool_cursor_read(NULL, 0, &c), LE_EINVAL);
+	CHECK_EQ(le_spool_cursor_read("/nonexistent", 0, NULL), LE_EINVAL);
+	CHECK_EQ(le_spool_shards(NULL, NULL, 0), LE_EINVAL);
+	CHECK_EQ(le_spool_segments(NULL, 0, &segs, &n), LE_EINVAL);
+	CHECK_EQ(le_spool_segment_info(NULL, 0, 1, 3, &sg), LE_EINVAL);
+	CHECK_EQ(le_spool_host_token(NULL, 0, "a"), 0);
+	CHECK_EQ(le_spool_host_token(NULL, 0, NULL), 0);
+	CHECK_EQ(le_collector_open(NULL, "/nonexistent", NULL, &r), LE_EINVAL);
+	CHECK_EQ(le_collector_open(&co, NULL, NULL, NULL), LE_EINVAL);
+	CHECK(co == NULL);
+	CHECK_EQ(le_collector_append(NULL, &m, 0, &r), LE_EINVAL);
+	CHECK_EQ(le_collector_append(NULL, NULL, 0, NULL), LE_EINVAL);
+	CHECK_EQ(le_collector_sync(NULL), LE_EINVAL);
+	CHECK_EQ(le_collector_next(NULL), 0);
+	CHECK(le_collector_data(NULL) == NULL);
+	le_collector_close(NULL);
+	CHECK_EQ(le_collector_host_valid(NULL, 3), 0);
+	CHECK_EQ(le_utf8_len(NULL, 5), 0);
+}
+
 int main(int argc, char **argv)
 {
 	T_INIT(argc, argv);
@@ -221,5 +264,6 @@ int main(int argc, char **argv)
 	RUN(records_deleted_before_shipping_come_as_a_gap_from_one);
 	RUN(committed_cursor_is_where_a_reopen_starts_and_rewind_reads_again);
 	RUN(once_ends_at_what_was_stored_at_open);
+	RUN(spool_and_collector_calls_refuse_null_without_crashing);
 	return t_done();
 }

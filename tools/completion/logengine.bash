@@ -32,6 +32,49 @@ _logengine_shards()
 	COMPREPLY=($(compgen -W "${out[*]}" -- "$1"))
 }
 
+# forward, collect and serve: their options, what follows each that takes
+# a value, and directories for the rest.
+_logengine_shipping()
+{
+	local cmd=$1 prev=$2 cur=$3
+	local tls="--tls --tls-ca --tls-cert --tls-key"
+	local auth="--creds --user --password-file"
+	local o
+	case $cmd in
+	forward)
+		o="--nats --stream --subject --host $auth $tls --max-batch-bytes
+			--max-inflight-bytes --max-record-bytes --ack-wait-ms
+			--replicas --once --verbose" ;;
+	collect)
+		o="--nats --stream --subject --durable $auth $tls --sync
+			--segment-bytes --max-origins --fetch-bytes --ack-wait-ms
+			--gap-wait-ms --dead-letter --dead-letter-stream
+			--dead-letter-bytes --once --outage-deadline-ms --verbose" ;;
+	serve)
+		o="--listen --listen-any --max-clients --max-connections
+			--max-per-ip --request-timeout --tls-cert --tls-key
+			--basic-auth-file" ;;
+	esac
+	case $prev in
+	--creds | --password-file | --tls-ca | --tls-cert | --tls-key | \
+	--basic-auth-file)
+		_logengine_files "$cur"
+		return ;;
+	--sync)
+		COMPREPLY=($(compgen -W "batch none" -- "$cur"))
+		return ;;
+	--nats | --stream | --subject | --host | --user | --durable | \
+	--listen | --dead-letter | --dead-letter-stream | --replicas | \
+	--max-* | --*-bytes | --*-ms | --request-timeout)
+		return ;;
+	esac
+	if [[ $cur == -* ]]; then
+		COMPREPLY=($(compgen -W "$o -h --help" -- "$cur"))
+	else
+		_logengine_dirs "$cur"
+	fi
+}
+
 _logengine()
 {
 	local cur prev cmd
@@ -41,7 +84,8 @@ _logengine()
 
 	if ((COMP_CWORD == 1)); then
 		COMPREPLY=($(compgen -W "cat tail verify stats vacuum recover
-			capture help --help --version" -- "$cur"))
+			capture forward collect serve help --help --version" \
+			-- "$cur"))
 		return
 	fi
 
@@ -98,8 +142,8 @@ _logengine()
 				--no-follow -S --since -U --until -p --priority -g --grep
 				-i --ignore-case --case-sensitive -o --output --utc
 				--no-pager -q --quiet --shard --show-cursor --after-cursor
-				--cursor-file --mode --reorder-window -D --directory -h
-				--help" -- "$cur"))
+				--cursor-file --mode --reorder-window -D --directory -e
+				--pager-end -h --help" -- "$cur"))
 			return ;;
 		[A-Z]*)
 			COMPREPLY=($(compgen -W "SHARD= SEQ= LEVEL= PRIORITY=
@@ -114,13 +158,19 @@ _logengine()
 		--mode)
 			COMPREPLY=($(compgen -W "$modes" -- "$cur"))
 			return ;;
+		-i | --interval | -n | --count) return ;;
 		esac
+		local o="--mode --disk-usage --live -h --help"
+		[[ " ${COMP_WORDS[*]} " == *" --live "* ]] &&
+			o="--live -i --interval -n --count"
 		if [[ $cur == -* ]]; then
-			COMPREPLY=($(compgen -W "--mode --disk-usage -h --help" -- \
-				"$cur"))
+			COMPREPLY=($(compgen -W "$o" -- "$cur"))
 		else
 			_logengine_dirs "$cur"
 		fi
+		;;
+	forward | collect | serve)
+		_logengine_shipping "$cmd" "$prev" "$cur"
 		;;
 	vacuum)
 		case $prev in
