@@ -167,7 +167,7 @@ $(BUILD)/tests/%: tests/%.c $(FEATURES) tests/harness.h tests/logtest.h $(wildca
 
 # Against real nats-servers (libnats: deps.sh nats; without it, the
 # binary only says its tests are skipped).
-$(BUILD)/tests/system/test_forward: tests/system/test_forward.c $(FEATURES) tests/harness.h \
+$(BUILD)/tests/system/test_forward $(BUILD)/tests/system/test_hostile_cli: $(BUILD)/tests/system/%: tests/system/%.c $(FEATURES) tests/harness.h \
                    tests/logtest.h $(wildcard tests/system/*.h) $(LIB_INT)
 	@mkdir -p $(dir $@)
 	$(CC) $(BASEFLAGS) $(CFLAGS) $$($(NATS_HAVE) || echo -DLE_NO_NATS) \

@@ -505,6 +505,7 @@ typedef struct le_stats {
 	uint64_t syslog_resolve_errors; /* lookups of syslog_addr's host
 	                               that failed (at le_open, then each
 	                               retry) */
+	uint64_t live_pages_off;    /* shards without a live page (STATS) */
 } le_stats;
 
 /**
@@ -1303,7 +1304,8 @@ LE_API int le_spool_shards(const char *dir, unsigned *out, size_t cap);
  * is written at the first le_spool_commit).  Reading starts at the
  * cursor.  flags: LE_SPOOL_*.
  * @return 0; LE_EBUSY (another forwarder has the shard: le_errmsg()
- * names its FORWARD file), LE_EUNSAFE,
+ * names its FORWARD file), LE_EUNSAFE (FORWARD is a symbolic link, FIFO,
+ * socket, device or has a second hard link: le_errmsg names it and why),
  * LE_ENOMEM, -errno.
  */
 LE_API int le_spool_open(le_spool **out, const char *dir, unsigned shard,

@@ -34,8 +34,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/types.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -367,6 +369,21 @@ static inline int t_spit(const char *path, const void *buf, size_t len)
 	size_t w = fwrite(buf, 1, len, f);
 	fclose(f);
 	return w == len ? 0 : -1;
+}
+
+/* A UNIX socket file at path, as a hostile neighbour would leave one
+ * (bound, then closed: the file stays).  @return 0 or -1. */
+static inline int t_mksocket(const char *path)
+{
+	struct sockaddr_un a = {.sun_family = AF_UNIX};
+	int fd = socket(AF_UNIX, SOCK_STREAM, 0), rc = -1;
+	if (fd >= 0 && strlen(path) < sizeof a.sun_path) {
+		memcpy(a.sun_path, path, strlen(path) + 1);
+		rc = bind(fd, (struct sockaddr *)&a, sizeof a);
+	}
+	if (fd >= 0)
+		close(fd);
+	return rc;
 }
 
 /* The bytes a test vector spells in hex ("0a1b 2c3d\n..."; spaces and

@@ -564,6 +564,9 @@ static int cursor_open(struct fwd *f, struct fshard *s)
 	if (rc == LE_EBUSY)
 		fprintf(stderr, "logengine %s: %s/FORWARD: another forwarder "
 		        "has it\n", CMD, s->dir);
+	else if (rc < 0 && le_errmsg()[0]) /* names the kind of file */
+		fprintf(stderr, "logengine %s: %s: %s\n", CMD, f->dir,
+		        le_errmsg());
 	else if (rc < 0)
 		fprintf(stderr, "logengine %s: %s/FORWARD: %s\n", CMD, s->dir,
 		        le_strerror(rc));

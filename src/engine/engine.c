@@ -274,6 +274,22 @@ static void stop_writers(le_engine *e)
 	le__shard_page_close_all(e); /* after both: the final counts */
 }
 
+/* Each shard's live page, made in this thread so that le_errmsg can say
+ * which one is off and why (the first; le_open still succeeds). */
+static void open_pages(le_engine *e)
+{
+	char first[512] = "";
+
+	for (uint32_t i = 0; i < e->nshards; i++) {
+		le__shard *sh = &e->shards[i];
+		sh->page_off = le__shard_page_open(sh) < 0;
+		if (sh->page_off && !first[0])
+			snprintf(first, sizeof first, "%s", le_errmsg());
+	}
+	if (first[0])
+		le__seterr("%s", first);
+}
+
 /* Writers and the reaper block every signal (inherited from this mask).
  * The reaper first: a writer may rotate at once. */
 static int start_threads(le_engine *e)
@@ -429,6 +445,7 @@ static int open_engine(le_engine **out, const le_config *cfg)
 		if (rc < 0)
 			goto fail;
 	}
+	open_pages(e);
 	rc = start_threads(e);
 	if (rc == 0)
 		rc = le__register(e);
@@ -485,6 +502,7 @@ int le__stats_get(le_engine *e, le_stats *o)
 		o->recovered_records += atomic_load(&sh->prog.recovered);
 		o->abandoned_slots += atomic_load(&sh->prog.abandoned);
 		o->recovery_damaged += atomic_load(&sh->prog.damaged);
+		o->live_pages_off += (uint64_t)sh->page_off;
 		if (!sh->started)
 			o->writer_cpu_ns += sh->cpu_ns; /* joined: le_close_stats */
 		else if (!e->forked)

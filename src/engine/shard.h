@@ -135,6 +135,7 @@ typedef struct le__shard {
 	/* [writer] the live counters page (statpage.c); the closing thread
 	 * writes its last copy once the writer is joined */
 	le__statpage page;
+	int page_off;                /* [const] the page could not be made */
 } le__shard;
 
 struct le_engine {

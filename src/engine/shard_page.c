@@ -7,6 +7,7 @@
  */
 #include "engine/shard_page.h"
 
+#include <stdio.h>
 #include <string.h>
 
 #include "engine/shard.h"
@@ -54,13 +55,24 @@ static void publish(le__shard *sh, uint64_t now_mono)
 	le__statpage_publish(&sh->page, w, now_mono);
 }
 
-void le__shard_page_open(le__shard *sh)
+int le__shard_page_open(le__shard *sh)
 {
+	char why[400];
+
 	memset(&sh->page, 0, sizeof sh->page);
 	if (!sh->store) /* no directory: a stream-only engine */
-		return;
-	le__statpage_open(&sh->page, sh->dir, sh->id, sh->e->cfg.file_mode,
-	                  sh->e->cfg.flush_ms);
+		return 0;
+	int rc = le__statpage_open(&sh->page, sh->dir, sh->id,
+	                           sh->e->cfg.file_mode, sh->e->cfg.flush_ms);
+	if (rc < 0) {
+		snprintf(why, sizeof why, "%s", le_errmsg());
+		le__seterr("%s; the live page of shard %u is off", why, sh->id);
+	}
+	return rc;
+}
+
+void le__shard_page_start(le__shard *sh)
+{
 	if (sh->page.map)
 		publish(sh, le__mono_ns());
 }

@@ -620,7 +620,7 @@ void *le__writer_main(void *arg)
 	/* light until the producers show otherwise (ring_memory) */
 	w->use_tail = atomic_load(sh->ring.tail);
 	w->light = 1;
-	le__shard_page_open(sh);
+	le__shard_page_start(sh);
 	/* Syncs on a thread of their own; without it (it could not start),
 	 * on this one, as with no store. */
 	if (sh->store && e->cfg.durability != LE_SYNC_NONE)

@@ -234,28 +234,39 @@ void le__statpage_publish(le__statpage *p, uint64_t *w, uint64_t now_mono)
 	p->next_mono = now_mono + LE_LIVE_PERIOD_MS * MS;
 }
 
-void le__statpage_open(le__statpage *p, const char *shard_dir,
-                       uint32_t shard, unsigned file_mode, int flush_ms)
+int le__statpage_open(le__statpage *p, const char *shard_dir,
+                      uint32_t shard, unsigned file_mode, int flush_ms)
 {
 	char path[LE_PATH_MAX + 16];
 
 	memset(p, 0, sizeof *p);
 	snprintf(path, sizeof path, "%s/STATS", shard_dir);
+	/* le__open_in names a link, FIFO, socket or device and refuses it */
 	int fd = le__open_in(path, LE_IN_SHARD, O_RDWR | O_CREAT, file_mode);
-	if (fd < 0)
-		return;
+	if (fd < 0) {
+		if (fd != LE_EUNSAFE)
+			le__seterr("%s: %s", path, le_strerror(fd));
+		return fd;
+	}
 	/* Blocks first: a store into a hole of a full file system would
 	 * be a SIGBUS in this thread, not an error. */
 	struct stat st;
 	void *m = MAP_FAILED;
-	if (fstat(fd, &st) == 0 &&
-	    (st.st_size == LE_SP_BYTES || ftruncate(fd, LE_SP_BYTES) == 0) &&
-	    posix_fallocate(fd, 0, LE_SP_BYTES) == 0)
+	int rc = fstat(fd, &st) < 0 ? -errno : 0;
+	if (rc == 0 && st.st_size != LE_SP_BYTES && ftruncate(fd, LE_SP_BYTES) < 0)
+		rc = -errno;
+	if (rc == 0)
+		rc = -posix_fallocate(fd, 0, LE_SP_BYTES);
+	if (rc == 0)
 		m = mmap(NULL, LE_SP_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED,
 		         fd, 0);
+	if (rc == 0 && m == MAP_FAILED)
+		rc = -errno;
 	close(fd);
-	if (m == MAP_FAILED)
-		return;
+	if (rc < 0) {
+		le__seterr("%s: %s", path, le_strerror(rc));
+		return rc;
+	}
 	p->map = m;
 	le__statpage_header(p->map, shard);
 	p->started_ns = le__now_ns();
@@ -264,6 +275,7 @@ void le__statpage_open(le__statpage *p, const char *shard_dir,
 	uint64_t flush = (uint64_t)flush_ms * MS;
 	p->period_ns = flush > LE_LIVE_PERIOD_MS * MS ? flush
 	                                              : LE_LIVE_PERIOD_MS * MS;
+	return 0;
 }
 
 void le__statpage_close(le__statpage *p, uint64_t *w)

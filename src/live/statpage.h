@@ -167,9 +167,11 @@ struct le__store;
 
 /* Make the page DIR/shard-NNN/STATS (file_mode) for shard `shard`;
  * publications come at least every max(LE_LIVE_PERIOD_MS, flush_ms).
- * Best effort: without a page (p->map NULL) the engine runs as before. */
-void le__statpage_open(le__statpage *p, const char *shard_dir,
-                       uint32_t shard, unsigned file_mode, int flush_ms);
+ * Best effort: without a page (p->map NULL) the engine runs as before.
+ * @return 0; or the error, and le_errmsg names the file and why (a
+ * symbolic link, FIFO, socket or device there is refused, LE_EUNSAFE). */
+int le__statpage_open(le__statpage *p, const char *shard_dir,
+                      uint32_t shard, unsigned file_mode, int flush_ms);
 /* Publish the counters in w (running); w is completed in place. */
 void le__statpage_publish(le__statpage *p, uint64_t *w, uint64_t now_mono);
 /* The last publication (closed), and the page is let go. */

@@ -800,7 +800,9 @@ static int org_claims(le__cstore *s, struct org *o, char *errbuf, size_t cap)
 		o->late = NULL; /* none yet */
 	if (rc == 0 && o->late)
 		rc = claims_came(o, o->late);
-	if (rc < 0)
+	if (rc == LE_EUNSAFE) /* a link, a FIFO...: le_errmsg names it */
+		ERR("%s: gap claims: %s", o->dir, le_errmsg());
+	else if (rc < 0)
 		ERR("%s: gap claims: %s", o->dir, le_strerror(rc));
 	return rc;
 }

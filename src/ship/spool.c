@@ -754,6 +754,7 @@ int le_spool_open(le_spool **out, const char *dir, unsigned shard,
 	le_spool *sp;
 	int rc;
 
+	le__clearerr();
 	if (!out)
 		return LE_EINVAL;
 	*out = NULL;

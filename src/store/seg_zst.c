@@ -30,6 +30,7 @@
 #include <zstd_errors.h>
 #endif
 
+#include "base/internal.h"
 #include "base/os.h"
 #include "logengine.h"
 
@@ -117,6 +118,26 @@ static void unclaim(uint64_t h)
 		}
 	pthread_cond_broadcast(&claim_cv);
 	pthread_mutex_unlock(&claim_mu);
+}
+
+/* A segment (or archive) with a second name elsewhere may be another
+ * log's, linked in (ln, cp -al): read as this log's, its records would be
+ * shown as this log's.  The engine itself never links a file, so one of
+ * its own always has exactly one name (zero once unlinked under a
+ * reader).  @return 0, or LE_EUNSAFE with le_errmsg naming the file. */
+int le__seg_one_name(const char *path, const struct stat *st)
+{
+	if (st->st_nlink <= 1)
+		return 0;
+	/* "shard-NNN/NAME", as le__open_in names what it refuses */
+	const char *rel = path + strlen(path);
+	for (int slashes = 0; rel > path; rel--)
+		if (rel[-1] == '/' && ++slashes == 2)
+			break;
+	le__seterr("%s has %lu hard links; refusing to read it as this "
+	           "log's (it may be another log's)", rel,
+	           (unsigned long)st->st_nlink);
+	return LE_EUNSAFE;
 }
 
 int le__seg_unlink(const char *seg_path)
@@ -377,6 +398,9 @@ static int zst_open(const char *path, const char **why)
 		rc = -errno;
 		goto out;
 	}
+	rc = le__seg_one_name(path, &st);
+	if (rc < 0)
+		goto out;
 	/* zstd never grows data by more than a small fraction. */
 	if ((uint64_t)st.st_size > LE_ZST_MAX_BYTES + (LE_ZST_MAX_BYTES >> 6)) {
 		*why = "archive larger than any archive is made";

@@ -74,6 +74,12 @@ int le__zst_archive(const char *shard_dir, uint64_t index, int level,
  */
 int le__seg_open_read(const char *seg_path, int *archived, const char **why);
 
+struct stat;
+/* A segment or archive at path (st: its fstat) with more than one name
+ * may be another log's linked in; the engine never links its own files.
+ * @return 0, or LE_EUNSAFE with le_errmsg naming "shard-NNN/NAME". */
+int le__seg_one_name(const char *path, const struct stat *st);
+
 /* The first cap bytes of segment seg_path (decompressed from its archive
  * when it is archived: only as much as asked), and its length in *len
  * (the content size of an archive).  @return bytes read, or < 0 as

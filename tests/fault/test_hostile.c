@@ -12,6 +12,7 @@
 
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/wait.h>
 
 #include "logengine.h"
@@ -381,6 +382,121 @@ TEST(vacuum_refuses_a_symlinked_shard_directory)
 	t_rmrf(base);
 }
 
+/* A hard link into another log shows that log's records as this one's:
+ * readers refuse the segment by name (exit 2, a problem of verify). */
+TEST(hard_linked_segment_from_another_log_is_refused_by_cat_and_verify)
+{
+	char other[300], seg[400], p[400], err[2048];
+	const char *named = "shard-000/0000000000000001.seg has 2 hard links";
+
+	setup();
+	snprintf(other, sizeof other, "%s/other", base);
+	make_log(other, 10);
+	snprintf(seg, sizeof seg, "%s/shard-000/0000000000000001.seg", other);
+	mkshard();
+	snprintf(p, sizeof p, "%s/shard-000/0000000000000001.seg", dir);
+	CHECK_EQ(link(seg, p), 0);
+	cli_returns("cat", named);
+	CHECK(cli("cat", err, sizeof err) != 0);
+	cli_returns("verify", named);
+	CHECK(cli("verify", err, sizeof err) != 0);
+	CHECK_EQ(unlink(p), 0);
+	CHECK_EQ(count_records(other), 10); /* one name again: read as before */
+	t_rmrf(base);
+}
+
+/* The log's own files keep one name through sealing and archiving, so
+ * the check above refuses nothing of theirs. */
+TEST(archived_log_reads_whole_with_no_file_refused)
+{
+	le_config c = small_cfg(dir);
+	le_engine *e;
+	char b[200], err[2048];
+
+	setup();
+	c.segment_bytes = 4096;
+	c.archive_keep_segments = 1;
+	memset(b, 'x', sizeof b);
+	c.create_dir = 1;
+	CHECK_RC(le_open(&e, &c));
+	for (int i = 0; i < 200; i++)
+		CHECK_RC(le_write(e, 0, LE_INFO, b, sizeof b));
+	CHECK_RC(le_flush(e, 5000));
+	char z[400];
+	snprintf(z, sizeof z, "%s/shard-000/0000000000000001.seg.zst", dir);
+	for (int i = 0; i < 1000 && access(z, F_OK) != 0; i++)
+		usleep(10000); /* polls the archiver, 10 s at most */
+	CHECK_EQ(access(z, F_OK), 0);
+	CHECK_RC(le_close(e));
+	CHECK_EQ(count_records(dir), 200);
+	CHECK_EQ(cli("verify", err, sizeof err), 0);
+	t_rmrf(base);
+}
+
+/* The live page is optional: le_open succeeds without it, but says
+ * which file it refused and that the page is off, and counts it. */
+static void stats_page_refused(void (*make)(const char *path),
+                               const char *what)
+{
+	char p[400];
+	le_config c = small_cfg(dir);
+	le_engine *e;
+	le_stats st;
+
+	setup();
+	mkshard();
+	snprintf(p, sizeof p, "%s/shard-000/STATS", dir);
+	make(p);
+	CHECK_RC(le_open(&e, &c));
+	if (!strstr(le_errmsg(), what) || !strstr(le_errmsg(), "page"))
+		fprintf(stderr, "  le_errmsg: \"%s\"\n", le_errmsg());
+	CHECK(strstr(le_errmsg(), what) != NULL);
+	CHECK(strstr(le_errmsg(), "live page of shard 0 is off") != NULL);
+	CHECK_RC(le_write(e, 0, LE_INFO, "x", 1));
+	CHECK_RC(le_stats_get(e, &st));
+	CHECK_EQ(st.live_pages_off, 1);
+	CHECK_RC(le_close(e));
+	CHECK_EQ(count_records(dir), 1);
+	victim_untouched();
+	t_rmrf(base);
+}
+
+static void make_link(const char *p) { CHECK_EQ(symlink(victim, p), 0); }
+static void make_fifo(const char *p) { CHECK_EQ(mkfifo(p, 0600), 0); }
+static void make_device(const char *p)
+{
+	CHECK_EQ(mknod(p, S_IFCHR | 0600, makedev(1, 3)), 0);
+}
+
+static void make_socket(const char *p) { CHECK_EQ(t_mksocket(p), 0); }
+
+TEST(stats_page_refused_by_name_and_counted_as_off)
+{
+	stats_page_refused(make_link, "shard-000/STATS is a symbolic link");
+	stats_page_refused(make_fifo, "shard-000/STATS is a FIFO");
+	stats_page_refused(make_socket, "shard-000/STATS is a socket");
+	if (geteuid() != 0) {
+		printf("  device: skipped, mknod needs root\n");
+		return;
+	}
+	stats_page_refused(make_device, "shard-000/STATS is a character");
+}
+
+TEST(intact_engine_has_its_live_page)
+{
+	le_config c = small_cfg(dir);
+	le_engine *e;
+	le_stats st;
+
+	setup();
+	CHECK_RC(le_open(&e, &c));
+	CHECK_EQ(le_errmsg()[0], '\0');
+	CHECK_RC(le_stats_get(e, &st));
+	CHECK_EQ(st.live_pages_off, 0);
+	CHECK_RC(le_close(e));
+	t_rmrf(base);
+}
+
 /* ---- a failed open ---- */
 
 /* What a file system without O_DIRECT does: the file is created, then
@@ -516,6 +632,10 @@ int main(int argc, char **argv)
 	RUN(recover_refuses_a_symlinked_queue_and_leaves_its_target);
 	RUN(vacuum_refuses_a_symlinked_shard_directory);
 	RUN(vacuum_refuses_a_symlinked_segment_and_deletes_nothing_of_its_shard);
+	RUN(hard_linked_segment_from_another_log_is_refused_by_cat_and_verify);
+	RUN(archived_log_reads_whole_with_no_file_refused);
+	RUN(stats_page_refused_by_name_and_counted_as_off);
+	RUN(intact_engine_has_its_live_page);
 	RUN(failed_open_leaves_no_empty_segment_behind);
 	RUN(close_of_null_is_a_no_op);
 	RUN(files_are_private_by_default_even_under_umask_000);
