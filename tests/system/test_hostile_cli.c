@@ -231,7 +231,8 @@ static const char *cmd_name[NCMDS] = {
 /* argv of command c on dir (strings in buf). */
 static void cmd_argv(int c, const char *dir, int port, char *argv[16])
 {
-	static char portarg[32];
+	static char portarg[32], durable[32];
+	static int runs;
 	const char *tool = t_build_tool("LE_CLI", "logengine");
 	int n = 0;
 	argv[n++] = (char *)tool;
@@ -258,6 +259,13 @@ static void cmd_argv(int c, const char *dir, int port, char *argv[16])
 		argv[n++] = c == C_FORWARD ? "forward" : "collect";
 		argv[n++] = "--once"; argv[n++] = "--nats";
 		argv[n++] = nats.url;
+		if (c == C_FORWARD)
+			break;
+		/* A consumer of its own: collectors sharing one would wait
+		 * for each other's unacknowledged messages (an --ack-wait-ms
+		 * each), and a refused store leaves its messages so. */
+		snprintf(durable, sizeof durable, "hostile-%d", runs++);
+		argv[n++] = "--durable"; argv[n++] = durable;
 		break;
 	case C_SERVE:
 		snprintf(portarg, sizeof portarg, "127.0.0.1:%d", port);
