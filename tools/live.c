@@ -243,6 +243,10 @@ int cmd_stats_live(int argc, char **argv)
 		const char *a = argv[i];
 		if (!strcmp(a, "--live"))
 			continue;
+		if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+			fputs(live_usage, stdout);
+			return 0;
+		}
 		if ((!strcmp(a, "-i") || !strcmp(a, "--interval")) && i + 1 < argc) {
 			interval = atof(argv[++i]);
 		} else if ((!strcmp(a, "-n") || !strcmp(a, "--count")) &&
