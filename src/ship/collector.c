@@ -167,7 +167,7 @@ static int check_gap(const le_collector_msg *m, le_collector_res *res)
 	if (m->ts < LE_GAP_TS_MIN)
 		return refuse(res, LE_COLLECT_GAP_CLAIM, UINT64_MAX, "a gap "
 		              "message without a time (Le-Ts missing, 0, or "
-		              "before 2001-09-09)");
+		              "below 10^18 ns since the epoch)");
 	if (m->ts > le__now_ns() + LE_GAP_TS_AHEAD_NS)
 		return refuse(res, LE_COLLECT_GAP_CLAIM, UINT64_MAX, "a gap "
 		              "message dated more than a day ahead of this "

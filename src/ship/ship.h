@@ -45,8 +45,9 @@ enum {
  * may name: far above what an origin writes in its life (a million
  * records a second for 146,000 years), far below where sums of sequences
  * overflow. */
-/* A gap claim's time (Le-Ts) is refused below this (2001-09-09, ns) or
- * more than LE_GAP_TS_AHEAD_NS ahead of the collector's clock. */
+/* A gap claim's time (Le-Ts, ns since the epoch) is refused below 10^18,
+ * a time no log of a running clock can hold, or more than
+ * LE_GAP_TS_AHEAD_NS ahead of the collector's clock. */
 #define LE_GAP_TS_MIN UINT64_C(1000000000000000000)
 #define LE_GAP_TS_AHEAD_NS (UINT64_C(86400) * 1000000000u)
 /* What the collector's gap markers say after "N records ". */
