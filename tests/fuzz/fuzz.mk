@@ -17,7 +17,7 @@
 #   make fuzz-long     each target for FUZZ_LONG_RUNS executions (10 M), one
 #                      after another (hours: the le_open targets -- segment,
 #                      recover, queue -- take ~1 ms an input); FUZZ_SECONDS
-#                      caps each (0: no cap); counts in RELIABILITY.md
+#                      caps each (0: no cap); each prints its executions at the end
 #   make fuzz-corpus   regenerate the seed corpus tests/fuzz/corpus/
 #   FUZZ_TARGETS="segment recover"   only those
 #   FUZZ_SRC=DIR       fuzz the library sources in DIR (a fix, before it lands)
