@@ -210,17 +210,14 @@ TEST(writer_sleeps_while_producers_drop_behind_a_batch_not_yet_due)
 	double ms = (double)(b.writer_cpu_ns - a.writer_cpu_ns) / 1e6;
 	fprintf(stderr, "  (CPU while producers dropped for 300 ms: writer "
 	        "%.1f ms, producer %.1f ms)\n", ms, mine);
-	/* A spinning writer gets a CPU's share like the producer's (on a
-	 * loaded machine less than a whole CPU); one that naps a millisecond
-	 * at a time, a small fraction of it. */
-#if defined(__SANITIZE_THREAD__)
-	/* TSan's runtime makes each of the eight writers' wake-ups (a
-	 * futex, a clock read) cost tens of microseconds: napping costs
-	 * more, spinning still takes at least the producer's share. */
+	/* Eight spinning writers get eight CPU shares to the producer's one
+	 * (on a loaded machine each less than a whole CPU); napping writers
+	 * a fraction of one.  A sanitizer's runtime makes each wake-up (a
+	 * futex, a clock read) cost tens of microseconds, raising that
+	 * fraction to a quarter or more, so the line sits at half: far below
+	 * what spinning takes, and above what napping takes under any
+	 * runtime. */
 	CHECK(ms < 150 && ms < mine / 2);
-#else
-	CHECK(ms < 60 && ms < mine / 4);
-#endif
 	CHECK_EQ(le_flush(e, 10000), 0);
 	le_stats st;
 	CHECK_EQ(le_close_stats(e, &st), 0);
