@@ -176,9 +176,6 @@ int le__scan_open(le__scan *s, const char *path, uint32_t expect_shard,
 		rc = -errno;
 		goto fail;
 	}
-	rc = le__seg_one_name(path, &st);
-	if (rc < 0)
-		goto fail;
 	s->file_len = (uint64_t)st.st_size;
 	ssize_t got = le__pread_full(s->fd, h, sizeof h, 0);
 	if (got < 0) {
