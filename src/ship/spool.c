@@ -64,26 +64,6 @@ struct le_spool {
 
 /* ---- segments ---- */
 
-/* Base sequence of segment `index`, or of its archive.  @return 0, <0. */
-static int spool_base(const char *dir, uint64_t index, uint64_t *base)
-{
-	char path[LE_PATH_MAX];
-	unsigned char h[LE_SEG_HDR];
-	le__seg_hdr hdr;
-	uint64_t len;
-	int archived;
-
-	if (le__seg_path(path, sizeof path, dir, index) < 0)
-		return -ENAMETOOLONG;
-	ssize_t got = le__seg_head(path, h, sizeof h, &len, &archived);
-	if (got < 0 && got != LE_ECORRUPT)
-		return (int)got;
-	if (got != LE_SEG_HDR || le__seg_hdr_decode(h, &hdr) < 0)
-		return LE_ECORRUPT;
-	*base = hdr.base_seq;
-	return 0;
-}
-
 static int spool_exists(const char *dir, uint64_t index)
 {
 	char path[LE_PATH_MAX];
@@ -164,7 +144,7 @@ static int seg_position(le_spool *sp, uint64_t want)
 	while (k < n && segs[k] < sp->min_seg)
 		k++;
 	/* A header not written yet (or damaged) cannot start the read. */
-	while (k < n && spool_base(sp->dir, segs[k], &base) < 0)
+	while (k < n && le__seg_base(sp->dir, segs[k], &base) < 0)
 		k++;
 	if (k == n) {
 		free(segs);
@@ -173,7 +153,7 @@ static int seg_position(le_spool *sp, uint64_t want)
 	pick = k;
 	while (want && base <= want && ++k < n) {
 		uint64_t b;
-		if (spool_base(sp->dir, segs[k], &b) < 0 || b > want)
+		if (le__seg_base(sp->dir, segs[k], &b) < 0 || b > want)
 			break;
 		pick = k;
 		base = b;
@@ -846,7 +826,7 @@ int le_spool_segment_info(const char *dir, unsigned shard, uint64_t index,
 	if (rc == 0 && (what & 2))
 		rc = le__seg_stat(path, &out->bytes, &out->mtime_ns);
 	if (rc == 0 && (what & 1)) {
-		rc = spool_base(sd, index, &out->base_seq);
+		rc = le__seg_base(sd, index, &out->base_seq);
 		if (rc == LE_ECORRUPT && !spool_exists(sd, index))
 			rc = -ENOENT;
 	}

@@ -20,7 +20,6 @@
 
 #include "base/crc32c.h"
 #include "base/os.h"
-#include "store/seg_zst.h"
 #include "store/segment.h"
 
 void le__fwd_encode(unsigned char out[LE_FWD_SLOT], const le__fwd_cursor *c)
@@ -128,29 +127,6 @@ int le__fwd_key(int fd, uint64_t *key)
 	return rc < 0 ? rc : le__fdatasync(fd);
 }
 
-/* Base sequence of segment index in shard_dir.  @return 0 or < 0. */
-static int seg_base(const char *shard_dir, uint64_t index, uint64_t *base)
-{
-	char path[LE_PATH_MAX];
-	unsigned char h[LE_SEG_HDR];
-	le__seg_hdr hdr;
-	uint64_t len;
-	int archived;
-	int rc = le__seg_path(path, sizeof path, shard_dir, index);
-
-	if (rc < 0)
-		return rc;
-	/* the segment, or its archive's first bytes */
-	ssize_t got = le__seg_head(path, h, sizeof h, &len, &archived);
-	if (got != LE_SEG_HDR)
-		return got < 0 ? (int)got : LE_ECORRUPT;
-	rc = le__seg_hdr_decode(h, &hdr);
-	if (rc < 0)
-		return rc;
-	*base = hdr.base_seq;
-	return 0;
-}
-
 int le__ship_done(const char *shard_dir, uint64_t index)
 {
 	le__fwd_cursor c;
@@ -159,7 +135,7 @@ int le__ship_done(const char *shard_dir, uint64_t index)
 
 	if (rc == -ENOENT)
 		return 1; /* no forwarder */
-	if (rc < 0 || seg_base(shard_dir, index + 1, &end) < 0)
+	if (rc < 0 || le__seg_base(shard_dir, index + 1, &end) < 0)
 		return 0;
 	return c.next_seq >= end;
 }
@@ -177,13 +153,13 @@ int le__ship_retain(const char *shard_dir, uint64_t index, uint64_t total,
 	if (rc < 0)
 		c.next_seq = 0; /* torn first write: nothing known shipped */
 	/* Where the segment's records end: the next segment's base. */
-	if (seg_base(shard_dir, index + 1, &end) < 0)
+	if (le__seg_base(shard_dir, index + 1, &end) < 0)
 		end = UINT64_MAX; /* unknown: treat the segment as unshipped */
 	if (c.next_seq >= end)
 		return 0;
 	if (margin >= UINT64_MAX - keep || total <= keep + margin)
 		return 1;
-	if (seg_base(shard_dir, index, &base) < 0 || end == UINT64_MAX)
+	if (le__seg_base(shard_dir, index, &base) < 0 || end == UINT64_MAX)
 		base = end = 0; /* cannot count what we cannot read */
 	if (c.next_seq > base)
 		base = c.next_seq;

@@ -125,7 +125,7 @@ static void unclaim(uint64_t h)
  * shown as this log's.  The engine itself never links a file, so one of
  * its own always has exactly one name (zero once unlinked under a
  * reader).  @return 0, or LE_EUNSAFE with le_errmsg naming the file. */
-int le__seg_one_name(const char *path, const struct stat *st)
+static int one_name(const char *path, const struct stat *st)
 {
 	if (st->st_nlink <= 1)
 		return 0;
@@ -398,7 +398,7 @@ static int zst_open(const char *path, const char **why)
 		rc = -errno;
 		goto out;
 	}
-	rc = le__seg_one_name(path, &st);
+	rc = one_name(path, &st);
 	if (rc < 0)
 		goto out;
 	/* zstd never grows data by more than a small fraction. */
@@ -554,12 +554,21 @@ static ssize_t zst_head(const char *path, void *buf, size_t cap,
 int le__seg_open_read(const char *seg_path, int *archived, const char **why)
 {
 	char z[ZPATH_MAX];
-	int fd = le__open_in(seg_path, LE_IN_SHARD, O_RDONLY, 0);
+	struct stat st;
+	int rc, fd = le__open_in(seg_path, LE_IN_SHARD, O_RDONLY, 0);
 
 	*archived = 0;
+	if (fd >= 0) {
+		rc = fstat(fd, &st) < 0 ? -errno : one_name(seg_path, &st);
+		if (rc < 0) {
+			le__close(fd);
+			return rc;
+		}
+		return fd;
+	}
 	if (fd != -ENOENT || zst_name(z, seg_path, "") < 0)
 		return fd;
-	fd = zst_open(z, why);
+	fd = zst_open(z, why); /* it checks the archive's names */
 	*archived = fd != -ENOENT;
 	return fd;
 }

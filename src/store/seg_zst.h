@@ -68,17 +68,13 @@ int le__zst_archive(const char *shard_dir, uint64_t index, int level,
  * Open segment seg_path (.../NAME.seg) for reading: the file itself, or,
  * when it is gone and NAME.seg.zst exists, a memfd holding the archive's
  * content (the segment's bytes).  *archived is set to 1 when the archive
- * was the one tried, also when it failed.  @return a descriptor; -ENOENT
- * (neither exists); LE_ECORRUPT (the archive is damaged: *why says how);
- * -errno.
+ * was the one tried, also when it failed.  A file with a second name
+ * (a hard link: another log's, maybe, linked in; the engine never links
+ * its own) is refused.  @return a descriptor; -ENOENT (neither exists);
+ * LE_ECORRUPT (the archive is damaged: *why says how); LE_EUNSAFE (a
+ * second name: le_errmsg names "shard-NNN/NAME"); -errno.
  */
 int le__seg_open_read(const char *seg_path, int *archived, const char **why);
-
-struct stat;
-/* A segment or archive at path (st: its fstat) with more than one name
- * may be another log's linked in; the engine never links its own files.
- * @return 0, or LE_EUNSAFE with le_errmsg naming "shard-NNN/NAME". */
-int le__seg_one_name(const char *path, const struct stat *st);
 
 /* The first cap bytes of segment seg_path (decompressed from its archive
  * when it is archived: only as much as asked), and its length in *len

@@ -106,6 +106,26 @@ static int list_dir(const char *dir, int depth,
 	return 0;
 }
 
+int le__seg_base(const char *shard_dir, uint64_t index, uint64_t *base)
+{
+	char path[LE_PATH_MAX];
+	unsigned char h[LE_SEG_HDR];
+	le__seg_hdr hdr;
+	uint64_t len;
+	int archived;
+	int rc = le__seg_path(path, sizeof path, shard_dir, index);
+
+	if (rc < 0)
+		return rc;
+	ssize_t got = le__seg_head(path, h, sizeof h, &len, &archived);
+	if (got != LE_SEG_HDR)
+		return got < 0 ? (int)got : LE_ECORRUPT;
+	if (le__seg_hdr_decode(h, &hdr) < 0)
+		return LE_ECORRUPT;
+	*base = hdr.base_seq;
+	return 0;
+}
+
 int le__seg_list(const char *shard_dir, uint64_t **out, size_t *n)
 {
 	return list_dir(shard_dir, LE_IN_DIR, parse_seg_name, out, n);
@@ -176,9 +196,6 @@ int le__scan_open(le__scan *s, const char *path, uint32_t expect_shard,
 		rc = -errno;
 		goto fail;
 	}
-	rc = le__seg_one_name(path, &st);
-	if (rc < 0)
-		goto fail;
 	s->file_len = (uint64_t)st.st_size;
 	ssize_t got = le__pread_full(s->fd, h, sizeof h, 0);
 	if (got < 0) {

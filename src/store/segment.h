@@ -17,6 +17,11 @@
  * included; *out malloc'd (free it), may be NULL when *n == 0.  @return 0, -errno, LE_ENOMEM. */
 int le__seg_list(const char *shard_dir, uint64_t **out, size_t *n);
 
+/* Base sequence of segment index in shard_dir, from its header (or its
+ * archive's first bytes).  @return 0; LE_ECORRUPT (the header is short
+ * or does not decode, whatever why); -errno. */
+int le__seg_base(const char *shard_dir, uint64_t index, uint64_t *base);
+
 /* Shard numbers with a shard-NNN directory in dir, ascending. */
 int le__shard_list(const char *dir, uint32_t **out, size_t *n);
 
