@@ -6,8 +6,8 @@
 #
 #   core       a C compiler and make: `make`, `make demo`, `make install`
 #   packaging  pkg-config and CMake (the install test builds programs
-#              against the installed library with both), groff (it checks
-#              the man pages)
+#              against the installed library with both), groff and man (it
+#              checks the man pages, and that man finds them)
 #   bench      spdlog and glog, the benchmark's competitors
 #   fuzz       clang and its libFuzzer runtime
 #   profile    perf and valgrind (perf/profile-bench.sh)
@@ -38,7 +38,7 @@ esac
 group() {
 	case "$1" in
 	core) echo build-essential ;;
-	packaging) echo pkgconf cmake groff-base ;;
+	packaging) echo pkgconf cmake groff-base man-db ;;
 	bench) echo libspdlog-dev libgoogle-glog-dev ;;
 	fuzz) echo clang libclang-rt-14-dev ;;
 	profile) echo linux-perf valgrind ;;

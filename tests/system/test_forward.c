@@ -1803,6 +1803,47 @@ TEST(wrong_url_is_a_clear_error)
 	t_rmrf(base);
 }
 
+/* ship_parse, for both commands: each kind of bad command line exits 2
+ * with a message naming what was wrong, before any connection is tried;
+ * "--name=VALUE" is taken as "--name VALUE" is. */
+TEST(bad_command_lines_exit_2_naming_what_is_wrong)
+{
+	static const struct {
+		const char *a1, *a2, *a3, *says;
+	} bad[] = {
+		{"--bogus", "D", NULL, "unknown option '--bogus'"},
+		{"--once=1", "D", NULL, "unknown option '--once=1'"},
+		{"D", "--subject", NULL, "option --subject needs a value"},
+		{"D", "E", NULL, "unexpected argument 'E'"},
+		{"--once", NULL, NULL, "missing DIR"},
+		{"--ack-wait-ms", "12Q", "D", "--ack-wait-ms: '12Q' is not a "
+		                              "byte count"},
+		{"--ack-wait-ms=-1", "D", NULL, "'-1' is not a byte count"},
+	};
+	static const char *cmds[] = {"forward", "collect"};
+
+	setup();
+	for (size_t c = 0; c < 2; c++)
+		for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+			int rc = TOOL(30, path("err"), cmds[c], bad[i].a1,
+			              bad[i].a2, bad[i].a3);
+			char *err = slurp(path("err"));
+			if (rc != 2 || !strstr(err, bad[i].says)) {
+				fprintf(stderr, "  %s %s %s: exit %d, %s", cmds[c],
+				        bad[i].a1, bad[i].a2 ? bad[i].a2 : "",
+				        rc, err);
+				CHECK(0);
+			}
+			free(err);
+		}
+	/* the same value after '=' passes the parser: the URL is next */
+	CHECK_EQ(TOOL(30, path("err"), "forward", "--ack-wait-ms=12K",
+	              "--nats=http://127.0.0.1:4222", "--once", path("src")),
+	         2);
+	CHECK(strstr(slurp(path("err")), "not a NATS URL"));
+	t_rmrf(base);
+}
+
 TEST(bad_credentials_are_a_clear_error)
 {
 	t_nats n;
@@ -2813,6 +2854,7 @@ int main(int argc, char **argv)
 	RUN(three_hundred_new_origins_are_stored_and_the_collector_goes_on);
 	RUN(shard_above_an_engines_256_is_refused);
 	RUN(wrong_url_is_a_clear_error);
+	RUN(bad_command_lines_exit_2_naming_what_is_wrong);
 	RUN(bad_credentials_are_a_clear_error);
 	RUN(stream_with_conflicting_settings_is_a_clear_error);
 	RUN(tls_with_the_servers_ca_ships_and_without_it_is_a_clear_error);

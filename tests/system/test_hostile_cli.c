@@ -42,9 +42,11 @@ int main(int argc, char **argv)
 #include "natsrv.h"
 #include "ship/ship.h"
 
-/* A command still running after this has hung: far above the 0.1 s
- * each takes, so that a loaded machine (forward and collect talk to one
- * nats-server, 48 at once) is not taken for a hang. */
+/* A command still running after this has hung.  Each command here reads
+ * or writes a few small files, so this is far above its work, and high
+ * enough that a loaded machine (every round's forward and collect talk
+ * to one nats-server at once, NKINDS rounds at a time) is not taken for
+ * a hang. */
 #define CMD_S 30.0
 #define FOLLOW_MS 300 /* how long the follower (tail) runs */
 #define NKINDS 4
@@ -519,7 +521,10 @@ TEST(every_command_refuses_every_hostile_file_by_name_without_hanging)
 int main(int argc, char **argv)
 {
 	T_INIT(argc, argv);
-	t_timeout_s = 300; /* 624 runs; about 20 s when nothing hangs */
+	/* Every target x kind x command, NKINDS rounds at a time: beyond
+	 * the harness's default when commands near CMD_S, and a round with
+	 * a hung command waits CMD_S before it is judged. */
+	t_timeout_s = 300;
 	RUN(every_command_refuses_every_hostile_file_by_name_without_hanging);
 	return t_done();
 }

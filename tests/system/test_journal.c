@@ -1416,11 +1416,13 @@ static int has_word(const char *list, const char *word)
 }
 
 /* Each option a --help text lists that completion of "logengine FORM -"
- * does not offer, printed; @return how many.  An option is a word that
+ * does not offer, printed; @return how many, and in *seen how many
+ * options the text listed (so a parse that finds none is seen to fail,
+ * not taken for a completion that lacks none).  An option is a word that
  * starts with '-' and a letter, either on an option line (at most 8
  * blanks, then '-'; up to the two blanks before its description) or
  * after a '[' of the usage lines. */
-static int missing_options(const char *form, const char *help)
+static int missing_options(const char *form, const char *help, int *seen)
 {
 	char words[200], opt[64];
 	int cword = 2, bad = 0;
@@ -1448,6 +1450,7 @@ static int missing_options(const char *form, const char *help)
 			k += strspn(p + k, "abcdefghijklmnopqrstuvwxyz"
 			                   "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-");
 			snprintf(opt, sizeof opt, "%.*s", (int)k, p);
+			++*seen;
 			if (!has_word(offered, opt)) {
 				fprintf(stderr, "  completion of %s lacks %s\n",
 				        form, opt);
@@ -1466,7 +1469,7 @@ static int missing_options(const char *form, const char *help)
 TEST(bash_completion_has_every_command_and_every_option_of_help)
 {
 	char log[256], form[64], prev[64] = "";
-	int bad = 0, commands = 0;
+	int bad = 0, commands = 0, options = 0;
 	begin(log);
 	run("%s", "");
 	char *usage = strdup(err_text[0] ? err_text : out_text);
@@ -1498,11 +1501,14 @@ TEST(bash_completion_has_every_command_and_every_option_of_help)
 		char *help = malloc(strlen(out_text) + strlen(err_text) + 2);
 		CHECK(help);
 		sprintf(help, "%s\n%s", out_text, err_text);
-		bad += missing_options(form, help);
+		bad += missing_options(form, help, &options);
 		free(help);
 		commands++;
 	}
 	CHECK(commands >= 11); /* the parse found the commands */
+	/* and their options: the helps list well over this many, so a
+	 * parse that finds fewer has stopped reading them */
+	CHECK(options >= 120);
 	CHECK_EQ(bad, 0);
 	free(offered);
 	free(usage);

@@ -49,12 +49,17 @@ static void write_log(const char *dir)
 	CHECK_RC(le_close(e));
 }
 
-static pid_t start(const char *dir, const char *out, int once)
+/* Run the example on dir into out; its stderr into err (NULL: the
+ * test's own). */
+static pid_t start(const char *dir, const char *out, int once,
+                   const char *err)
 {
 	pid_t pid = fork();
 
 	CHECK(pid >= 0);
 	if (pid == 0) {
+		if (err && !freopen(err, "w", stderr))
+			_exit(126);
 		execl(example(), "ship_to_file", dir, out, once ? "--once" : NULL,
 		      (char *)NULL);
 		_exit(127);
@@ -73,7 +78,7 @@ static off_t size_of(const char *path)
 static int kill_while_shipping(const char *dir, const char *out)
 {
 	off_t before = size_of(out);
-	pid_t pid = start(dir, out, 1);
+	pid_t pid = start(dir, out, 1, NULL);
 	int st;
 
 	while (size_of(out) <= before) {
@@ -106,6 +111,7 @@ static void check_output(const char *out)
 		CHECK_EQ(b.lost, 0u);
 		CHECK_EQ(b.first, next[b.shard]);
 		off += sizeof b;
+		CHECK(b.len <= len - off); /* a block ends inside the file */
 		for (size_t end = off + b.len; off < end;) {
 			le__frame f;
 			const char *why;
@@ -137,7 +143,7 @@ TEST(forwarder_killed_at_random_moments_writes_every_record_once_in_order)
 	srand((unsigned)getpid());
 	for (int i = 0; i < 30; i++)
 		kills += kill_while_shipping(dir, out);
-	pid_t pid = start(dir, out, 1);
+	pid_t pid = start(dir, out, 1, NULL);
 	CHECK(waitpid(pid, &st, 0) == pid);
 	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
 	fprintf(stderr, "  (%d kills while shipping)\n", kills);
@@ -148,18 +154,24 @@ TEST(forwarder_killed_at_random_moments_writes_every_record_once_in_order)
 
 TEST(a_second_forwarder_on_the_same_shard_is_refused)
 {
-	char dir[256], out[300];
+	char dir[256], out[300], err[300];
 	le_spool *sp, *again;
 	int st;
 
 	t_tmpdir(dir);
 	snprintf(out, sizeof out, "%s/shipped", dir);
+	snprintf(err, sizeof err, "%s/err", dir);
 	write_log(dir);
 	CHECK_RC(le_spool_open(&sp, dir, 0, 0));
 	CHECK_EQ(le_spool_open(&again, dir, 0, 0), LE_EBUSY);
-	pid_t pid = start(dir, out, 1);
+	pid_t pid = start(dir, out, 1, err);
 	CHECK(waitpid(pid, &st, 0) == pid);
 	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 1);
+	/* exit 1 is any failure: the refusal must be the one it gave */
+	char *msg = t_slurp_text(err);
+	CHECK(msg && strstr(msg, le_strerror(LE_EBUSY)) != NULL);
+	free(msg);
+	CHECK_EQ(size_of(out), 0); /* and it shipped nothing */
 	le_spool_close(sp);
 	t_rmrf(dir);
 }

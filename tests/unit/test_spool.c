@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 
 #include "logengine.h"
+#include "record/format.h"
 
 /* n records "r<k>" (k from 1) in one shard; seg_bytes per segment; record
  * big (1-based, 0: none) is `big_len` bytes. */
@@ -37,8 +38,31 @@ static void write_log(const char *dir, int n, uint64_t seg_bytes, int big,
 	CHECK_RC(le_close(e));
 }
 
-/* Events until IDLE: frames counted into *frames (checked to follow on),
- * every other event's kind counted in seen[]. */
+/* A FRAMES batch's bytes: count frames, each record first.. in turn
+ * with the payload write_log gave it ("r<seq>"), and nothing after. */
+static void check_frames(const le_spool_batch *ev)
+{
+	const unsigned char *p = ev->frames;
+	size_t off = 0;
+	char want[32];
+
+	for (uint64_t seq = ev->first; seq < ev->first + ev->count; seq++) {
+		le__frame f;
+		const char *why;
+		CHECK_EQ(le__frame_decode(p + off, ev->len - off, ev->fields,
+		                          LE_FRAME_MAX, &f, &why),
+		         LE_FRAME_OK);
+		CHECK_EQ(f.seq, seq);
+		int n = snprintf(want, sizeof want, "r%" PRIu64, seq);
+		CHECK(f.len == (uint32_t)n && !memcmp(f.payload, want, f.len));
+		off += (size_t)f.size + 4;
+	}
+	CHECK_EQ(off, ev->len);
+}
+
+/* Events until IDLE: frames counted into *frames (checked to follow on,
+ * and each frame's bytes by check_frames), every other event's kind
+ * counted in seen[]. */
 static void drain(le_spool *sp, size_t max_bytes, uint64_t max_records,
                   uint64_t *next, int seen[8], uint64_t *frames)
 {
@@ -57,6 +81,7 @@ static void drain(le_spool *sp, size_t max_bytes, uint64_t max_records,
 		if (rc == LE_SPOOL_FRAMES) {
 			CHECK(ev.len <= max_bytes && ev.frames != NULL);
 			CHECK(!max_records || ev.count <= max_records);
+			check_frames(&ev);
 			*frames += ev.count;
 		}
 	}
