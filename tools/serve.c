@@ -661,9 +661,6 @@ static const struct fam shard_fams[] = {
 	  "Bytes of the shard's segment files."),
 	F("writes_failing", "gauge", failing, INT,
 	  "1 while the shard's writes fail and are retried."),
-	F("shard_state", "gauge", state, INT,
-	  "The shard's live page: 0 none, 1 running, 2 stale, 3 stopped, "
-	  "4 dead."),
 	F("live_page_age_seconds", "gauge", age_ns, NS,
 	  "Time since the shard's writer last published its live page."),
 };
@@ -706,6 +703,11 @@ static const struct {
 	{"logengine_submit_latency_seconds",
 	 "Duration of a le_write or le_logf call (one in 1024 per thread).",
 	 offsetof(le_live, submit)},
+};
+
+/* The level names of logengine_records_total, LE_TRACE .. LE_FATAL. */
+static const char *const level_names[LE_FATAL + 1] = {
+	"trace", "debug", "info", "warn", "error", "fatal",
 };
 
 /* Label value: backslash, double quote and newline escaped. */
@@ -780,6 +782,45 @@ static void hist(struct buf *b, const char *name, const char *dir, int shard,
 	snprintf(n, sizeof n, "%s_count", name);
 	labels(b, n, dir, shard, NULL);
 	buf_printf(b, "%" PRIu64 "\n", h->count);
+}
+
+/* logengine_records_total{level}: per shard, what its writer counted. */
+static void level_metrics(struct buf *b, const struct live_dir *d, int nd)
+{
+	char more[32];
+	head(b, "logengine_records_total", "counter",
+	     "Records the shard's writer took from the queue, by level (those "
+	     "dropped as the queue was full never reach it: "
+	     "logengine_records_dropped_total).");
+	for (int k = 0; k < nd; k++)
+		for (unsigned i = 0; i < d[k].n; i++)
+			for (int lv = 0; lv <= LE_FATAL; lv++) {
+				snprintf(more, sizeof more, ",level=\"%s\"",
+				         level_names[lv]);
+				labels(b, "logengine_records_total", d[k].path,
+				       (int)i, more);
+				buf_printf(b, "%" PRIu64 "\n",
+				           d[k].cur[i].level_records[lv]);
+			}
+}
+
+/* logengine_shard_state{state}: 1 for the shard's state, 0 for the
+ * others, as Prometheus has an enumeration. */
+static void state_metrics(struct buf *b, const struct live_dir *d, int nd)
+{
+	char more[32];
+	head(b, "logengine_shard_state", "gauge",
+	     "The shard's state, from its live page: 1 for the state it is in "
+	     "(none, running, stale, stopped, dead), 0 for the others.");
+	for (int k = 0; k < nd; k++)
+		for (unsigned i = 0; i < d[k].n; i++)
+			for (int st = LE_LIVE_NONE; st <= LE_LIVE_DEAD; st++) {
+				snprintf(more, sizeof more, ",state=\"%s\"",
+				         live_state_name(st));
+				labels(b, "logengine_shard_state", d[k].path,
+				       (int)i, more);
+				buf_printf(b, "%d\n", d[k].cur[i].state == st);
+			}
 }
 
 /* The connections' gauges and counters, in /metrics. */
@@ -866,6 +907,8 @@ static void metrics(struct buf *b, struct live_dir *d, int nd)
 				value(b, &d[k].cur[i], &shard_fams[f]);
 			}
 	}
+	level_metrics(b, d, nd);
+	state_metrics(b, d, nd);
 	for (size_t f = 0; f < sizeof dir_fams / sizeof *dir_fams; f++) {
 		head(b, dir_fams[f].name, dir_fams[f].type, dir_fams[f].help);
 		for (int k = 0; k < nd; k++)
@@ -1421,6 +1464,9 @@ static int serve_args(int argc, char **argv, struct opts *o, char **dirs)
 	}
 	if (!srv.ndirs)
 		return usage("%s", "missing DIR");
+	for (int k = 0; k < srv.ndirs; k++)
+		if (check_log_dir_to_come(dirs[k]))
+			return 2;
 	if (!o->cert != !o->key)
 		return usage("%s", "--tls-cert and --tls-key go together");
 	if (parse_listen(o->addr, &o->l) < 0)
