@@ -11,7 +11,10 @@
  *                  other request leaves the page)
  *   GET /events    server-sent events: one frame a second (frame.h)
  *   GET /tail      the newest records the frames carried, for a page
- *                  that has just loaded
+ *                  that has just loaded (?logger=NAME: that logger's
+ *                  and its children's only)
+ *   GET /history.json  the last 15 minutes of each directory, a sample
+ *                  a frame (frame.h), for a page that has just loaded
  *
  * Threads: libmicrohttpd's one epoll loop, which holds every connection
  * (thousands cost a few KiB each, not a thread each); the frame builder,
@@ -93,7 +96,10 @@ static const char serve_usage[] =
 	"  --basic-auth-file FILE  require HTTP basic auth: USER:HASH lines,\n"
 	"                      HASH from crypt(3) (bcrypt $2b$/$2y$, $6$, $y$)\n"
 	"GET /metrics (Prometheus), / (dashboard), /events (server-sent\n"
-	"events, one frame a second), /tail (newest records, JSON).\n";
+	"events, one frame a second), /tail (newest records, JSON;\n"
+	"?logger=NAME), /history.json (the last 15 minutes, a sample a\n"
+	"second).  DIR: a log directory, or an empty one an engine is to\n"
+	"write.\n";
 
 #ifndef LE_HAVE_MHD
 
@@ -132,6 +138,7 @@ static int forwarder_lag(const char *dir, const le_live *l,
                                 * pages, segment files, TLS */
 #define FRAME_MAX (8u << 20)   /* a frame larger than this is cut */
 #define METRICS_MAX (64u << 20)
+#define HISTORY_MAX (16u << 20) /* 64 directories' 15 minutes fit */
 
 /* The dashboard, built into the binary (no file to find at run time). */
 __asm__(".section .rodata\n"
@@ -1258,7 +1265,19 @@ static enum MHD_Result get_tail(struct MHD_Connection *c)
 	struct buf b;
 	buf_init(&b, 1u << 20);
 	pthread_mutex_lock(&srv.build_mu);
-	frames_tail_json(&srv.frames, &b);
+	frames_tail_json(&srv.frames, &b,
+	                 MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND,
+	                                             "logger"));
+	pthread_mutex_unlock(&srv.build_mu);
+	return send_buf(c, &b, "application/json");
+}
+
+static enum MHD_Result get_history(struct MHD_Connection *c)
+{
+	struct buf b;
+	buf_init(&b, HISTORY_MAX);
+	pthread_mutex_lock(&srv.build_mu);
+	frames_history_json(&srv.frames, &b);
 	pthread_mutex_unlock(&srv.build_mu);
 	return send_buf(c, &b, "application/json");
 }
@@ -1294,8 +1313,10 @@ static enum MHD_Result route(struct MHD_Connection *c, const char *url,
 		return get_events(c);
 	if (!strcmp(url, "/tail"))
 		return get_tail(c);
+	if (!strcmp(url, "/history.json"))
+		return get_history(c);
 	return text(c, MHD_HTTP_NOT_FOUND,
-	            "not found: /, /metrics, /events, /tail\n");
+	            "not found: /, /metrics, /events, /tail, /history.json\n");
 }
 
 /* libmicrohttpd's handler: called when a request's head is complete

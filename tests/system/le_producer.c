@@ -8,6 +8,8 @@
  *                       together (0: pause)
  *   log LEVEL TEXT...   one record (level 0..5) into every directory, then
  *                       le_flush; answers {"logged":...}
+ *   logger NAME TEXT... one WARN record of logger NAME with the fields
+ *                       user="ann" attempt=3, the same way
  *   stats               {"records":N,"seconds":S,"rate":R}: what the
  *                       pacing thread wrote so far, over its running time
  *   close               stop, le_close_stats each engine, answer
@@ -157,6 +159,17 @@ int main(int argc, char **argv)
 			const char *text = line + 6;
 			for (int i = 0; i < ndirs; i++) {
 				le_write(eng[i], 0, lvl, text, strlen(text));
+				le_flush(eng[i], 5000);
+			}
+			printf("{\"logged\":\"%s\"}\n", text);
+		} else if (!strncmp(line, "logger ", 7) && strchr(line + 7, ' ')) {
+			char *text = strchr(line + 7, ' ');
+			*text++ = '\0';
+			for (int i = 0; i < ndirs; i++) {
+				le_logger *lg = le_logger_get(eng[i], line + 7);
+				le_warn_kv(lg, LE_FIELDS(LE_STR("user", "ann"),
+				                         LE_I64("attempt", 3)),
+				           "%s", text);
 				le_flush(eng[i], 5000);
 			}
 			printf("{\"logged\":\"%s\"}\n", text);
