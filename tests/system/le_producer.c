@@ -101,11 +101,15 @@ static void close_all(void)
 		       ",\"written\":%" PRIu64 ",\"dropped\":%" PRIu64
 		       ",\"bytes_written\":%" PRIu64 ",\"markers\":%" PRIu64
 		       ",\"segments_created\":%" PRIu64 ",\"syncs\":%" PRIu64
-		       ",\"checkpoints\":%" PRIu64 ",\"truncated\":%" PRIu64 "}",
+		       ",\"checkpoints\":%" PRIu64 ",\"truncated\":%" PRIu64
+		       ",\"levels\":[",
 		       i ? "," : "", dirs[i], rc, st.accepted, st.written,
 		       st.dropped, st.bytes_written, st.markers,
 		       st.segments_created, st.syncs, st.checkpoints,
 		       st.truncated);
+		for (int lv = LE_TRACE; lv <= LE_FATAL; lv++)
+			printf("%s%" PRIu64, lv ? "," : "", st.level_records[lv]);
+		printf("]}");
 	}
 	printf("],\"refused\":%" PRIu64 "}\n", atomic_load(&refused));
 }
