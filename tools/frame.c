@@ -60,8 +60,8 @@ static void rec_logger(struct tail_rec *t, const le_record *r)
 		}
 }
 
-/* The record's fields as a JSON object into t, or -1 when they would
- * not fit: le_record_fields_format gives ',"fields":{...}'. */
+/* The record's fields as a JSON object into t (fields_len -1: they would
+ * not fit in TAIL_FIELDS); le_record_fields_format gives ,"fields":{...}. */
 static void rec_fields(struct frames *f, struct tail_rec *t,
                        const le_record *r)
 {
