@@ -1,7 +1,10 @@
 #!/usr/bin/python3
 """test_metrics.py -- `logengine serve`'s /metrics against the real
-consumers: promtool's checker, the counters le_stats gives at close, and
-a prometheus server that scrapes it while a producer writes."""
+consumers: promtool's checker, the counters le_stats gives at close (by
+level too, and the shards' states as labels), a prometheus server that
+scrapes it while a producer writes, and an alert rule on the error rate
+(promtool checks it) that fires in that prometheus once errors are
+logged, and not before."""
 
 import json
 import os
