@@ -110,14 +110,21 @@ class Stream:
         self.s.close()
 
 
-@test
-def events_come_once_a_second_with_the_new_records():
+def serving_a_producer(rate):
+    """A producer at rate into DIR/a and serve on it, once serve sees
+    the engine run.  @return (dir, producer, serve)."""
     d = os.path.join(tmpdir(), "a")
-    prod = Producer([d], rate=20)
+    prod = Producer([d], rate=rate)
     serve = Serve([d])
     # the writers publish their first page as they start: wait for it
     wait_until("the engine seen running", lambda: parse_metrics(
         serve.metrics())[("logengine_up", (("dir", d),))] == 1)
+    return d, prod, serve
+
+
+@test
+def events_come_once_a_second_with_the_new_records():
+    d, prod, serve = serving_a_producer(20)
     st = Stream(serve.port)
     assert st.status() == 200
     st.read_for(3.5)
@@ -160,11 +167,7 @@ def history_holds_the_samples_taken_before_a_client_asked():
 
 @test
 def tail_shows_logger_and_fields_and_filters_by_logger():
-    d = os.path.join(tmpdir(), "a")
-    prod = Producer([d], rate=20)
-    serve = Serve([d])
-    wait_until("the engine seen running", lambda: parse_metrics(
-        serve.metrics())[("logengine_up", (("dir", d),))] == 1)
+    _, prod, serve = serving_a_producer(20)
     prod.cmd("logger net.http refused at the door")
     prod.cmd("logger network not a child of net")
     prod.cmd("logger db slow query")
