@@ -1258,6 +1258,9 @@ typedef struct le_live {
 	 * records only); submit, the duration of a sampled le_write /
 	 * le_logf call (one in LE_LIVE_SUBMIT_SAMPLE per thread). */
 	le_live_hist write, sync, queue_wait, submit;
+	/* Engine-wide, as le_stats.suppressed: calls of the rate-limited
+	 * macros suppressed, as their summaries reported them. */
+	uint64_t suppressed;
 } le_live;
 
 /**
