@@ -497,7 +497,7 @@ cpu_model=$(awk -F': ' '/^model name/ { print $2; exit }' /proc/cpuinfo)
 	echo
 	echo "| log | RPS | vs off | vs off, paired trials: median (min to max) | p99 ms | gateway CPU us/req | logging CPU us/req (in process + reader) | machine CPU us/req | logging share | max RSS MiB |"
 	echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
-	for v in off async sync; do
+	for v in off async quiet sampled sync; do
 		pr=$(paired "$v" fast off fast | sort -g)
 		awk -v v="$v" -v rps="$(M "$v" fast rps)" -v off="$off_rps" \
 		    -v pmed="$(echo "$pr" | median)" \
