@@ -9,6 +9,7 @@
  * everything.
  */
 #define _GNU_SOURCE
+#include "engine/ratelimit.h"
 #include "engine/engine.h"
 #include "engine/shard.h"
 

@@ -6,6 +6,7 @@
  * in a producer's le_write for a writer that is about to look again.
  */
 #define _GNU_SOURCE
+#include "engine/ratelimit.h"
 #include "engine/pace.h"
 #include "engine/wsync.h"
 

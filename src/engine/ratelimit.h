@@ -1,28 +1,14 @@
 /*
  * ratelimit.h -- the _every macros' call sites (ratelimit.c): the engine's
- * registry of them, its coarse clock, and their summaries at le_close.
+ * registry of them (rlreg.h), the coarse clock, and their summaries at
+ * le_close.
  */
 #ifndef LE_RATELIMIT_H
 #define LE_RATELIMIT_H
 
-#include <stdatomic.h>
 #include <stdint.h>
 
-#include "logengine.h"
-
-/* Sites an engine resets and summarises at le_close; one past them
- * still works, and its last count waits for its next record. */
-#define LE_RL_SITES 1024
-
-typedef struct le__rlreg {
-	uint64_t gen;                     /* [const] this engine's number,
-	                                     unique in the process */
-	_Atomic uint32_t n;               /* sites registered (may pass
-	                                     LE_RL_SITES: those are not) */
-	le__rsite *_Atomic tab[LE_RL_SITES];
-	_Atomic uint64_t suppressed;      /* le_stats.suppressed */
-	_Atomic uint64_t summaries;       /* le_stats.suppressed_summaries */
-} le__rlreg;
+#include "engine/rlreg.h"
 
 /* Number the registry (le_open). */
 void le__rl_init(le__rlreg *r);
