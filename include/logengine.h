@@ -1994,7 +1994,8 @@ typedef struct le__rsite {
 	uint64_t own;           /* [owner] its suppressed calls, cumulative */
 	uint64_t other;         /* [atomic] other threads', cumulative */
 	uint64_t told;          /* [lock] of those, in a summary already */
-	uint64_t gen;           /* [lock] the engine it is registered with */
+	uint64_t gen;           /* [lock, atomic] the engine it is registered
+	                           with (le__rlreg.gen) */
 	struct le__head *head;  /* [lock] the logger of the window's first */
 	uint32_t passed;        /* [atomic] records let through this window */
 	uint32_t burst;         /* [atomic] this window's burst */

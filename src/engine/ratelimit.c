@@ -120,7 +120,7 @@ static void enlist(le__rlreg *r, le__rsite *s)
 
 	if (i < LE_RL_SITES)
 		atomic_store_explicit(&r->tab[i], s, memory_order_release);
-	s->gen = r->gen;
+	__atomic_store_n(&s->gen, r->gen, __ATOMIC_RELAXED); /* read unlocked */
 }
 
 /* Open a new window at `now` (CLOCK_MONOTONIC), unless another thread
@@ -211,7 +211,7 @@ void le__rl_close(le_engine *e)
 			summarize(r, s);
 			__atomic_store_n(&s->full_until, 0, __ATOMIC_RELAXED);
 			__atomic_store_n(&s->deadline, 0, __ATOMIC_RELAXED);
-			s->gen = 0;
+			__atomic_store_n(&s->gen, 0, __ATOMIC_RELAXED);
 			s->head = NULL;
 		}
 		__atomic_store_n(&s->lock, 0, __ATOMIC_RELEASE);
