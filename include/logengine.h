@@ -907,18 +907,12 @@ LE_API int le_logf_kv(le_engine *e, int level, const le_field *f, size_t n,
  */
 #define le_log_every(log, lvl, interval_ms, burst, ...)                       \
 	LE__LOG_EVERY(log, lvl, interval_ms, burst, __VA_ARGS__)
-#define le_trace_every(log, interval_ms, burst, ...)                          \
-	LE__LOG_EVERY(log, LE_TRACE, interval_ms, burst, __VA_ARGS__)
-#define le_debug_every(log, interval_ms, burst, ...)                          \
-	LE__LOG_EVERY(log, LE_DEBUG, interval_ms, burst, __VA_ARGS__)
-#define le_info_every(log, interval_ms, burst, ...)                           \
-	LE__LOG_EVERY(log, LE_INFO, interval_ms, burst, __VA_ARGS__)
-#define le_warn_every(log, interval_ms, burst, ...)                           \
-	LE__LOG_EVERY(log, LE_WARN, interval_ms, burst, __VA_ARGS__)
-#define le_error_every(log, interval_ms, burst, ...)                          \
-	LE__LOG_EVERY(log, LE_ERROR, interval_ms, burst, __VA_ARGS__)
-#define le_fatal_every(log, interval_ms, burst, ...)                          \
-	LE__LOG_EVERY(log, LE_FATAL, interval_ms, burst, __VA_ARGS__)
+#define le_trace_every(log, ...) le_log_every(log, LE_TRACE, __VA_ARGS__)
+#define le_debug_every(log, ...) le_log_every(log, LE_DEBUG, __VA_ARGS__)
+#define le_info_every(log, ...) le_log_every(log, LE_INFO, __VA_ARGS__)
+#define le_warn_every(log, ...) le_log_every(log, LE_WARN, __VA_ARGS__)
+#define le_error_every(log, ...) le_log_every(log, LE_ERROR, __VA_ARGS__)
+#define le_fatal_every(log, ...) le_log_every(log, LE_FATAL, __VA_ARGS__)
 
 /**
  * Set the rate limit of the _every call sites of `name` (NULL or "":
@@ -2018,26 +2012,29 @@ LE_API int le_every_at(struct le__head *h, le__rsite *s, long interval_ms,
 #endif
 
 #if defined(__GNUC__) || defined(__clang__)
-/* A call of a site whose burst is spent, in a window the coarse clock
- * has not seen end: count it and @return 1.  The owner counts with a
- * load and a store (no other thread writes `own`); any other thread with
- * an atomic add.  Relaxed throughout: the counts are read by whoever
- * writes the next summary, and a call racing with that summary is in
- * the one after it. */
-static inline int le__rl_skip(le__rsite *s)
+/* Count one suppressed call of s.  The owner counts with a load and a
+ * store (no other thread writes `own`); any other thread with an atomic
+ * add.  Relaxed throughout: the counts are read by whoever writes the
+ * next summary, and a call racing with that summary is in the one after
+ * it. */
+static inline void le__rl_count(le__rsite *s, uintptr_t me)
 {
-	uintptr_t me;
-
-	if (__atomic_load_n(&le_every_clock, __ATOMIC_RELAXED) >=
-	    __atomic_load_n(&s->full_until, __ATOMIC_RELAXED))
-		return 0;
-	me = LE__SELF();
 	if (me && __atomic_load_n(&s->owner, __ATOMIC_RELAXED) == me)
 		__atomic_store_n(&s->own,
 		                 __atomic_load_n(&s->own, __ATOMIC_RELAXED) + 1,
 		                 __ATOMIC_RELAXED);
 	else
 		__atomic_fetch_add(&s->other, 1, __ATOMIC_RELAXED);
+}
+
+/* A call of a site whose burst is spent, in a window the coarse clock
+ * has not seen end: count it and @return 1. */
+static inline int le__rl_skip(le__rsite *s)
+{
+	if (__atomic_load_n(&le_every_clock, __ATOMIC_RELAXED) >=
+	    __atomic_load_n(&s->full_until, __ATOMIC_RELAXED))
+		return 0;
+	le__rl_count(s, LE__SELF());
 	return 1;
 }
 #else

@@ -20,11 +20,9 @@
  * through an empty asm so the compiler cannot fold the loop away.
  */
 #define _GNU_SOURCE
-#include <stdio.h>
-#include <stdlib.h>
 #include <time.h>
 
-#include "logengine.h"
+#include "perf_engine.h"
 
 #define ROUNDS 5
 
@@ -66,29 +64,23 @@ static int cmp(const void *a, const void *b)
 int main(int argc, char **argv)
 {
 	long n = argc > 1 ? atol(argv[1]) : 100000000L;
-	char dir[] = "/tmp/every-cost-XXXXXX";
+	char dir[512] = "";
 	double t[NLOOPS][ROUNDS];
 	le_config c;
 	le_engine *e;
 
-	if (n < 100 || !mkdtemp(dir)) {
+	if (n < 100) {
 		fprintf(stderr, "usage: every-cost [CALLS >= 100]\n");
 		return 2;
 	}
 	unsetenv("LOGENGINE_RATELIMIT");
-	le_config_init(&c);
-	c.dir = dir;
-	c.durability = LE_SYNC_NONE;
-	c.levels = "info";
+	if (perf_config(&c, dir, sizeof dir, "every-cost") < 0)
+		return 1;
+	c.levels = "info"; /* LOGENGINE_LEVEL, when set, wins */
 	c.queue_capacity = 1u << 20;
 	c.queue_capacity_bytes = 64u << 20;
-	c.overflow = LE_OVERFLOW_BLOCK;
-	int rc = le_open(&e, &c);
-	if (rc < 0) {
-		fprintf(stderr, "every-cost: le_open: %s: %s\n", le_strerror(rc),
-		        le_errmsg());
+	if (perf_open(&e, &c) < 0)
 		return 1;
-	}
 	le_logger *lg = le_logger_get(e, "bench.every");
 	for (int r = 0; r < ROUNDS; r++)
 		for (int k = 0; k < NLOOPS; k++) {
@@ -97,9 +89,7 @@ int main(int argc, char **argv)
 		}
 	le_stats st;
 	le_close_stats(e, &st);
-	char cmd[64];
-	snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-	if (system(cmd) != 0)
+	if (perf_rmrf(dir) < 0)
 		fprintf(stderr, "every-cost: could not remove %s\n", dir);
 	printf("calls per loop: %ld (le_info: %ld), %d rounds, thread CPU ns "
 	       "per iteration: median (min-max)\n", n, n / 100, ROUNDS);

@@ -238,33 +238,54 @@ const char *le_logger_name(const le_logger *lg)
 	return lg ? lg->name : "";
 }
 
+/* The engine a setter works on (e, or the default), and *n the length
+ * of name; NULL (le_errmsg set for a bad name) when there is none. */
+static le_engine *setter_engine(le_engine *e, const char *name, int *n)
+{
+	*n = name_len(name);
+	e = le__engine_or_default(e); /* dflt.c */
+	if (e && *n < 0) {
+		bad_name(name);
+		return NULL;
+	}
+	return e;
+}
+
+/* Store the own setting of `name` (n bytes): its level (rl 0) or its
+ * rate limit (rl 1), v; its entry is made unless v removes the setting.
+ * Then derive every entry's again.  @return 0 or LE_ENOMEM. */
+static int set_own(le_engine *e, const char *name, int n, int rl, int64_t v)
+{
+	int make = rl ? v != 0 : v >= 0, rc = 0;
+
+	pthread_mutex_lock(&e->loggers->mu);
+	le_logger *lg = n ? find(e, name, (uint32_t)n, make)
+	                  : &e->loggers->tab[0];
+	if (lg) {
+		if (rl)
+			lg->own_rl = (uint64_t)v;
+		else
+			lg->own = (int)v;
+		publish(e);
+	} else if (make) {
+		rc = LE_ENOMEM;
+	}
+	pthread_mutex_unlock(&e->loggers->mu);
+	return rc;
+}
+
 int le_set_level(le_engine *e, const char *name, int level)
 {
-	int n = name_len(name), rc = 0;
+	int n;
 
-	e = le__engine_or_default(e); /* dflt.c */
-	if (!e)
+	if (!(e = setter_engine(e, name, &n)))
 		return LE_EINVAL;
-	if (n < 0) {
-		bad_name(name);
-		return LE_EINVAL;
-	}
 	if (level < (n ? -1 : LE_TRACE) || level > LE_OFF) {
 		le__seterr("le_set_level: %d is not a level (LE_TRACE..LE_OFF%s)",
 		           level, n ? ", or -1" : "");
 		return LE_EINVAL;
 	}
-	pthread_mutex_lock(&e->loggers->mu);
-	le_logger *lg = n ? find(e, name, (uint32_t)n, level >= 0)
-	                  : &e->loggers->tab[0];
-	if (lg) {
-		lg->own = level;
-		publish(e);
-	} else if (level >= 0) {
-		rc = LE_ENOMEM;
-	}
-	pthread_mutex_unlock(&e->loggers->mu);
-	return rc;
+	return set_own(e, name, n, 0, level);
 }
 
 int le_get_level(le_engine *e, const char *name)
@@ -283,15 +304,10 @@ int le_get_level(le_engine *e, const char *name)
 int le_set_ratelimit(le_engine *e, const char *name, int interval_ms,
                      int burst)
 {
-	int n = name_len(name), rc = 0;
+	int n;
 
-	e = le__engine_or_default(e); /* dflt.c */
-	if (!e)
+	if (!(e = setter_engine(e, name, &n)))
 		return LE_EINVAL;
-	if (n < 0) {
-		bad_name(name);
-		return LE_EINVAL;
-	}
 	if (interval_ms < -1 || burst < 0) {
 		le__seterr("le_set_ratelimit: %d ms, burst %d: interval_ms must "
 		           "be -1, 0 or more, burst 0 or more", interval_ms,
@@ -300,17 +316,7 @@ int le_set_ratelimit(le_engine *e, const char *name, int interval_ms,
 	}
 	uint64_t v = interval_ms < 0 ? 0
 	             : LE_RL_SET | (uint64_t)interval_ms << 32 | (uint32_t)burst;
-	pthread_mutex_lock(&e->loggers->mu);
-	le_logger *lg = n ? find(e, name, (uint32_t)n, v != 0)
-	                  : &e->loggers->tab[0];
-	if (lg) {
-		lg->own_rl = v;
-		publish(e);
-	} else if (v) {
-		rc = LE_ENOMEM;
-	}
-	pthread_mutex_unlock(&e->loggers->mu);
-	return rc;
+	return set_own(e, name, n, 1, (int64_t)v);
 }
 
 int le_get_ratelimit(le_engine *e, const char *name, int *interval_ms,

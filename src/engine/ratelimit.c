@@ -161,12 +161,7 @@ static void count(le__rsite *s)
 	if (me && !__atomic_load_n(&s->owner, __ATOMIC_RELAXED))
 		__atomic_compare_exchange_n(&s->owner, &none, me, 0,
 		                            __ATOMIC_RELAXED, __ATOMIC_RELAXED);
-	if (me && __atomic_load_n(&s->owner, __ATOMIC_RELAXED) == me)
-		__atomic_store_n(&s->own,
-		                 __atomic_load_n(&s->own, __ATOMIC_RELAXED) + 1,
-		                 __ATOMIC_RELAXED);
-	else
-		__atomic_fetch_add(&s->other, 1, __ATOMIC_RELAXED);
+	le__rl_count(s, me);
 }
 
 int le_every_at(struct le__head *h, le__rsite *s, long interval_ms,

@@ -18,19 +18,12 @@ static char dir[256];
 static le_engine *open_e(void)
 {
 	le_config c;
-	le_engine *e = NULL;
 
 	le_config_init(&c);
 	c.dir = t_tmpdir(dir);
 	c.durability = LE_SYNC_NONE;
 	c.flush_ms = 5; /* the writers move the window clock on this often */
-	int rc = le_open(&e, &c);
-	if (rc < 0) {
-		fprintf(stderr, "  le_open: %s (%s)\n", le_strerror(rc),
-		        le_errmsg());
-		_exit(1);
-	}
-	return e;
+	return t_open(&c);
 }
 
 /* What the log holds: records whose text starts with `prefix`, and the
@@ -71,10 +64,14 @@ static void tally_rec(const le_record *r, void *arg)
 		t->order[n] = is_summary ? 's' : 'r';
 }
 
-static void close_and_tally(le_engine *e, struct tally *t, le_stats *st)
+/* Close e, then tally its log into t, and into t2 too when not NULL. */
+static void close_and_tally(le_engine *e, le_stats *st, struct tally *t,
+                            struct tally *t2)
 {
 	CHECK_RC(le_close_stats(e, st));
 	CHECK(read_all(dir, LE_RECOVER_ABSOLUTE, tally_rec, t) >= 0);
+	if (t2)
+		CHECK(read_all(dir, LE_RECOVER_ABSOLUTE, tally_rec, t2) >= 0);
 }
 
 static void warn_burst10(le_engine *e, int i)
@@ -82,16 +79,24 @@ static void warn_burst10(le_engine *e, int i)
 	le_warn_every(e, 60000, 10, "tick %d", i);
 }
 
+/* `calls` calls of warn_burst10 on a new engine, closed and read. */
+static struct tally burst10(int calls, le_stats *st)
+{
+	struct tally t = {.prefix = "tick"};
+	le_engine *e = open_e();
+	for (int i = 0; i < calls; i++)
+		warn_burst10(e, i);
+	close_and_tally(e, st, &t, NULL);
+	t_rmrf(dir);
+	return t;
+}
+
 /* The first 10 of 1,000 calls pass; the other 990 are one summary at
  * close, counted exactly, and le_stats says the same. */
 TEST(burst_passes_then_the_rest_are_counted_in_one_summary)
 {
-	le_engine *e = open_e();
-	for (int i = 0; i < 1000; i++)
-		warn_burst10(e, i);
-	struct tally t = {.prefix = "tick"};
 	le_stats st;
-	close_and_tally(e, &t, &st);
+	struct tally t = burst10(1000, &st);
 	CHECK_EQ(t.records, 10);
 	CHECK_EQ(t.summaries, 1);
 	CHECK_EQ(t.suppressed, 990);
@@ -101,7 +106,6 @@ TEST(burst_passes_then_the_rest_are_counted_in_one_summary)
 	CHECK_STR_EQ(t.order, "rrrrrrrrrrs");
 	CHECK_EQ(st.suppressed, 990);
 	CHECK_EQ(st.suppressed_summaries, 1);
-	t_rmrf(dir);
 }
 
 /* Calls of the site in a 50 ms window until a record passes again: that
@@ -128,7 +132,7 @@ TEST(the_window_opens_again_after_its_interval_with_the_summary_first)
 		nanosleep(&ms, NULL);
 	}
 	struct tally t = {.prefix = "window"};
-	close_and_tally(e, &t, &st);
+	close_and_tally(e, &st, &t, NULL);
 	CHECK_STR_EQ(t.order, "rrsr");
 	CHECK_EQ(t.suppressed, calls - 3);
 	CHECK_EQ(st.suppressed, calls - 3);
@@ -154,8 +158,7 @@ TEST(two_call_sites_are_limited_apart)
 	}
 	struct tally a = {.prefix = "site a"}, b = {.prefix = "site b"};
 	le_stats st;
-	close_and_tally(e, &a, &st);
-	CHECK(read_all(dir, LE_RECOVER_ABSOLUTE, tally_rec, &b) >= 0);
+	close_and_tally(e, &st, &a, &b);
 	CHECK_EQ(a.records, 3);
 	CHECK_EQ(b.records, 5);
 	CHECK_EQ(a.summaries, 2); /* the tally counts both sites' summaries */
@@ -188,7 +191,7 @@ TEST(racing_threads_let_through_at_most_burst_plus_threads_and_count_all)
 		pthread_join(th[i], NULL);
 	struct tally t = {.prefix = "race"};
 	le_stats st;
-	close_and_tally(race_e, &t, &st);
+	close_and_tally(race_e, &st, &t, NULL);
 	CHECK(t.records >= 10 && t.records <= 10 + RACERS - 1);
 	CHECK_EQ(t.suppressed + (uint64_t)t.records,
 	         (uint64_t)RACERS * RACE_CALLS);
@@ -224,8 +227,7 @@ TEST(a_loggers_limit_overrides_the_calls_and_is_inherited)
 	CHECK_EQ(le_get_ratelimit(e, "net.http", NULL, NULL), 0);
 	struct tally t = {.prefix = "net"}, u = {.prefix = "unlimited"};
 	le_stats st;
-	close_and_tally(e, &t, &st);
-	CHECK(read_all(dir, LE_RECOVER_ABSOLUTE, tally_rec, &u) >= 0);
+	close_and_tally(e, &st, &t, &u);
 	CHECK_EQ(t.records, 3);
 	CHECK_EQ(t.suppressed, 47);
 	CHECK_EQ(u.records, 20);
@@ -252,7 +254,7 @@ TEST(logengine_ratelimit_sets_limits_at_open)
 		root_site(e, i);
 	struct tally t = {.prefix = "root"};
 	le_stats st;
-	close_and_tally(e, &t, &st);
+	close_and_tally(e, &st, &t, NULL);
 	CHECK_EQ(t.records, 2);
 	CHECK_EQ(t.suppressed, 28);
 	CHECK_EQ(st.config_errors, 0);
@@ -312,7 +314,7 @@ TEST(null_logger_is_safe_and_goes_to_the_default_engine)
 	CHECK_EQ(evaluated, 1);
 	struct tally t = {.prefix = "dflt"};
 	le_stats st;
-	close_and_tally(e, &t, &st);
+	close_and_tally(e, &st, &t, NULL);
 	CHECK_EQ(t.records, 1);
 	CHECK_EQ(t.suppressed, 4);
 	t_rmrf(dir);
@@ -323,15 +325,10 @@ TEST(null_logger_is_safe_and_goes_to_the_default_engine)
 TEST(a_new_engine_starts_each_site_afresh)
 {
 	for (int round = 0; round < 2; round++) {
-		le_engine *e = open_e();
-		for (int i = 0; i < 30; i++)
-			warn_burst10(e, i);
-		struct tally t = {.prefix = "tick"};
 		le_stats st;
-		close_and_tally(e, &t, &st);
+		struct tally t = burst10(30, &st);
 		CHECK_EQ(t.records, 10);
 		CHECK_EQ(t.suppressed, 20);
-		t_rmrf(dir);
 	}
 }
 
