@@ -138,10 +138,14 @@ static void open_window(le_engine *e, struct le__head *h, le__rsite *s,
 	uint64_t dl = __atomic_load_n(&s->deadline, __ATOMIC_RELAXED);
 	if (s->gen == r->gen && dl && now < dl)
 		goto out;
-	if (s->gen != r->gen)
+	if (s->gen != r->gen) {
+		/* First on this engine.  What another engine's window left
+		 * untold (one it is open on too, or one past its registry)
+		 * goes into this one's log: its logger may be gone. */
+		s->head = h;
 		enlist(r, s);
-	else
-		summarize(r, s);
+	}
+	summarize(r, s);
 	__atomic_store_n(&s->burst, limit_of(h, ms, burst, &ns),
 	                 __ATOMIC_RELAXED);
 	s->head = h;

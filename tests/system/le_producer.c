@@ -10,6 +10,8 @@
  *                       le_flush; answers {"logged":...}
  *   stats               {"records":N,"seconds":S,"rate":R}: what the
  *                       pacing thread wrote so far, over its running time
+ *   every N             N calls of one rate-limited call site (10 a
+ *                       minute) into the first directory
  *   close               stop, le_close_stats each engine, answer
  *                       {"closed":[{"dir":..,"accepted":..,...}],...}, exit
  *
@@ -99,11 +101,12 @@ static void close_all(void)
 		       ",\"written\":%" PRIu64 ",\"dropped\":%" PRIu64
 		       ",\"bytes_written\":%" PRIu64 ",\"markers\":%" PRIu64
 		       ",\"segments_created\":%" PRIu64 ",\"syncs\":%" PRIu64
-		       ",\"checkpoints\":%" PRIu64 ",\"truncated\":%" PRIu64 "}",
+		       ",\"checkpoints\":%" PRIu64 ",\"truncated\":%" PRIu64
+		       ",\"suppressed\":%" PRIu64 "}",
 		       i ? "," : "", dirs[i], rc, st.accepted, st.written,
 		       st.dropped, st.bytes_written, st.markers,
 		       st.segments_created, st.syncs, st.checkpoints,
-		       st.truncated);
+		       st.truncated, st.suppressed);
 	}
 	printf("],\"refused\":%" PRIu64 "}\n", atomic_load(&refused));
 }
@@ -160,6 +163,11 @@ int main(int argc, char **argv)
 				le_flush(eng[i], 5000);
 			}
 			printf("{\"logged\":\"%s\"}\n", text);
+		} else if (!strncmp(line, "every ", 6)) {
+			long n = atol(line + 6);
+			for (long k = 0; k < n; k++)
+				le_warn_every(eng[0], 60000, 10, "limited %ld", k);
+			printf("{\"every\":%ld}\n", n);
 		} else if (!strcmp(line, "stats")) {
 			stats_line();
 		} else if (!strcmp(line, "close")) {
