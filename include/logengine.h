@@ -16,7 +16,8 @@
  *     it in le_close().  Nothing it returns needs to be freed by the caller,
  *     except handles, which are released by their own close function.
  *   - Threads: le_write(), le_logf(), le_logf_kv(), the level macros,
- *     le_logger_get(), le_set_level(), le_get_level(), le_reopen(),
+ *     le_logger_get(), le_set_level(), le_get_level(),
+ *     le_set_ratelimit(), le_get_ratelimit(), le_reopen(),
  *     le_flush() and le_stats_get() may be called from any number of
  *     threads at once.  le_close() is like
  *     free(): call it once, after every other call on the engine has
@@ -99,8 +100,8 @@ LE_API const char *le_strerror(int rc);
 
 /**
  * @return a description of the most recent failure of le_open(),
- * le_reader_open(), le_logger_get() or le_set_level() in the calling
- * thread, naming the configuration field or
+ * le_reader_open(), le_logger_get(), le_set_level() or
+ * le_set_ratelimit() in the calling thread, naming the configuration field or
  * file involved ("queue_capacity: must be between 1 and 16777216").  Empty
  * string when there was none.  Thread-local storage, valid until the next
  * call into the library from the same thread.
@@ -865,8 +866,10 @@ LE_API int le_logf_kv(le_engine *e, int level, const le_field *f, size_t n,
  * with the fields suppressed=37 (an integer) and site="net/recv.c:42"
  * (and logger=, as every record of a named logger), then its own record.
  * A site that falls silent keeps its count until then, or until
- * le_close, which writes every pending summary.  le_stats.suppressed
- * and the live page (`logengine stats`, /metrics as
+ * le_close, which writes every pending summary (a process that ends
+ * without le_close loses those counts: they are in its memory, not in
+ * the queue).  le_stats.suppressed and the live page (`logengine stats
+ * --live`, `logengine serve`'s dashboard, and its /metrics as
  * logengine_records_suppressed_total) count what the summaries
  * reported.
  *
@@ -880,7 +883,7 @@ LE_API int le_logf_kv(le_engine *e, int level, const le_field *f, size_t n,
  * least every flush_ms; no clock is read by the call), and adds one to a
  * count: no lock, no system call, no allocation.  Under 5 ns
  * (docs/BENCHMARKS.md).  So a window ends when that clock passes its
- * end: up to flush_ms late, never early.
+ * end: never early, and late by flush_ms (and a millisecond) at most.
  *
  * Threads.  Any number of threads may share a site.  The records let
  * through per window are at most burst + (threads racing at the window's
