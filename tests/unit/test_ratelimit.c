@@ -8,6 +8,7 @@
 #include "harness.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <time.h>
 
 #include "logengine.h"
@@ -34,6 +35,7 @@ struct tally {
 	uint64_t suppressed;
 	char last_summary[256];
 	char order[64]; /* 'r' record, 's' summary, first 63 */
+	long run, most_run; /* records since the last summary; most of those */
 };
 
 static void tally_rec(const le_record *r, void *arg)
@@ -52,11 +54,14 @@ static void tally_rec(const le_record *r, void *arg)
 	if (is_summary) {
 		t->summaries++;
 		t->suppressed += s;
+		t->run = 0;
 		snprintf(t->last_summary, sizeof t->last_summary, "%.*s",
 		         (int)r->len, (const char *)r->payload);
 	} else if (r->len >= strlen(t->prefix) &&
 	           !memcmp(r->payload, t->prefix, strlen(t->prefix))) {
 		t->records++;
+		if (++t->run > t->most_run)
+			t->most_run = t->run;
 	} else {
 		return;
 	}
@@ -195,6 +200,49 @@ TEST(racing_threads_let_through_at_most_burst_plus_threads_and_count_all)
 	CHECK(t.records >= 10 && t.records <= 10 + RACERS - 1);
 	CHECK_EQ(t.suppressed + (uint64_t)t.records,
 	         (uint64_t)RACERS * RACE_CALLS);
+	t_rmrf(dir);
+}
+
+static _Atomic uint64_t window_calls;
+static uint64_t race_until;
+
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static void *window_racer(void *arg)
+{
+	uint64_t n = 0;
+	(void)arg;
+	while (mono_ns() < race_until)
+		for (int i = 0; i < 1000; i++, n++)
+			le_warn_every(race_e, 20, 5, "windows %d", i);
+	atomic_fetch_add(&window_calls, n);
+	return NULL;
+}
+
+/* Four threads through many 20-ms windows of 5: the records between two
+ * summaries (one window's, and the racers' of the window before) are at
+ * most 5 + 3, and every call is a record or counted. */
+TEST(racing_threads_keep_the_bound_in_every_window)
+{
+	pthread_t th[RACERS];
+	race_e = open_e();
+	race_until = mono_ns() + 300 * 1000000ull;
+	for (int i = 0; i < RACERS; i++)
+		CHECK(pthread_create(&th[i], NULL, window_racer, NULL) == 0);
+	for (int i = 0; i < RACERS; i++)
+		pthread_join(th[i], NULL);
+	struct tally t = {.prefix = "windows"};
+	le_stats st;
+	close_and_tally(race_e, &st, &t, NULL);
+	CHECK(t.summaries >= 3); /* windows opened again under the load */
+	CHECK(t.most_run <= 5 + RACERS - 1);
+	CHECK_EQ(t.suppressed + (uint64_t)t.records,
+	         (uint64_t)atomic_load(&window_calls));
 	t_rmrf(dir);
 }
 
@@ -340,6 +388,7 @@ int main(int argc, char **argv)
 	RUN(the_window_opens_again_after_its_interval_with_the_summary_first);
 	RUN(two_call_sites_are_limited_apart);
 	RUN(racing_threads_let_through_at_most_burst_plus_threads_and_count_all);
+	RUN(racing_threads_keep_the_bound_in_every_window);
 	RUN(a_loggers_limit_overrides_the_calls_and_is_inherited);
 	RUN(logengine_ratelimit_sets_limits_at_open);
 	RUN(bad_logengine_ratelimit_is_reported_and_defaults_kept);
