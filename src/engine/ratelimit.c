@@ -9,22 +9,23 @@
  *   deadline 0 ──first call──> window open: passed < burst
  *        ^                         │ a call takes passed++ >= burst
  *        │                         v
- *   le_close          full_until = deadline: the inline test (le__rl_skip) counts
- *   (reset)           every call while le_every_clock < deadline
+ *   le_close          full_until = deadline: the inline test
+ *   (reset)           (le__rl_skip) counts every call while
+ *                     le_every_clock < full_until
  *                                  │ the clock passes deadline
  *                                  v
  *                     the next call comes here: summary, new window
  *
  * Who writes what.  `lock` (an exchange, never waited on by a logging
- * call: a call that finds it taken goes on with the window it sees) guards
- * the window's opening: told, burst, gen, head, then passed and
- * full_until, then deadline, stored last with release.  `passed` is taken with an
- * atomic add, so a window lets through exactly `burst` of the adds made
- * in it; an add made in the old window by a thread that then reads the
- * new window's burst is the "+ threads - 1" the header allows.  `own` is
- * written by its owner only (the first thread to be suppressed),
- * `other` by atomic adds, so the sum is exact; a summary takes the sum
- * less what earlier summaries told.
+ * call: a call that finds it taken goes on with the window it sees)
+ * guards the window's opening: told, burst, gen, head, then passed and
+ * full_until, then deadline, stored last with release.  `passed` is
+ * taken with an atomic add, so a window lets through exactly `burst` of
+ * the adds made in it; an add made in the old window by a thread that
+ * then reads the new window's burst is the "+ threads - 1" the header
+ * allows.  `own` is written by its owner only (the first thread to be
+ * suppressed), `other` by atomic adds, so the sum is exact; a summary
+ * takes the sum less what earlier summaries told.
  */
 #define _GNU_SOURCE
 #include "engine/ratelimit.h"
@@ -187,7 +188,8 @@ int le_every_at(struct le__head *h, le__rsite *s, long interval_ms,
 	if (n < __atomic_load_n(&s->burst, __ATOMIC_RELAXED))
 		return 1;
 	/* The window seen is spent.  If another has opened since, dl is
-	 * one the clock has passed already (windows open only then), so
+	 * one the clock has passed already (a window opens once the clock
+	 * passed the one before, or when that was another engine's), so
 	 * the inline test lets the next call come here to find it. */
 	__atomic_store_n(&s->full_until, dl, __ATOMIC_RELAXED);
 	count(s);
