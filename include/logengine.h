@@ -16,7 +16,8 @@
  *     it in le_close().  Nothing it returns needs to be freed by the caller,
  *     except handles, which are released by their own close function.
  *   - Threads: le_write(), le_logf(), le_logf_kv(), the level macros,
- *     le_logger_get(), le_set_level(), le_get_level(), le_reopen(),
+ *     le_logger_get(), le_set_level(), le_get_level(),
+ *     le_set_ratelimit(), le_get_ratelimit(), le_reopen(),
  *     le_flush() and le_stats_get() may be called from any number of
  *     threads at once.  le_close() is like
  *     free(): call it once, after every other call on the engine has
@@ -99,8 +100,8 @@ LE_API const char *le_strerror(int rc);
 
 /**
  * @return a description of the most recent failure of le_open(),
- * le_reader_open(), le_logger_get() or le_set_level() in the calling
- * thread, naming the configuration field or
+ * le_reader_open(), le_logger_get(), le_set_level() or
+ * le_set_ratelimit() in the calling thread, naming the configuration field or
  * file involved ("queue_capacity: must be between 1 and 16777216").  Empty
  * string when there was none.  Thread-local storage, valid until the next
  * call into the library from the same thread.
@@ -512,6 +513,11 @@ typedef struct le_stats {
 	                               dropped_full and queue_records, each
 	                               then written or lost (dropped_io);
 	                               markers and recovered_records not */
+	uint64_t suppressed;        /* calls of the rate-limited macros
+	                               (le_info_every ...) suppressed, as
+	                               their summaries reported them */
+	uint64_t suppressed_summaries; /* "N similar records suppressed"
+	                               records written */
 } le_stats;
 
 /**
@@ -846,6 +852,100 @@ LE_API int le_logf_kv(le_engine *e, int level, const le_field *f, size_t n,
 #define le_error_kv(log, ...) LE__LOG_KV(log, LE_ERROR, __VA_ARGS__)
 #define le_fatal_kv(log, ...) LE__LOG_KV(log, LE_FATAL, __VA_ARGS__)
 
+/*
+ * Rate limits per call site.
+ *
+ *   for (;;) {
+ *           if (recv(fd, buf, sizeof buf, 0) < 0)
+ *                   le_warn_every(net, 1000, 10, "recv: %d", errno);
+ *   }
+ *
+ * A _every macro is its level macro with a limit: at most `burst`
+ * records of that call site pass per window of `interval_ms`
+ * milliseconds; the calls past them are counted and not logged (their
+ * arguments are not evaluated).  The window opens with the first
+ * record that passes.  When it has ended, the next call that passes
+ * first logs, on the same logger and at the same level, a summary:
+ *
+ *   37 similar records suppressed at net/recv.c:42
+ *
+ * with the fields suppressed=37 (an integer) and site="net/recv.c:42"
+ * (and logger=, as every record of a named logger), then its own record.
+ * A site that falls silent keeps its count until then, or until
+ * le_close, which writes every pending summary (a process that ends
+ * without le_close loses those counts: they are in its memory, not in
+ * the queue).  le_stats.suppressed and the live page (`logengine stats
+ * --live`, `logengine serve`'s dashboard, and its /metrics as
+ * logengine_records_suppressed_total) count what the summaries
+ * reported.
+ *
+ * Each call site keeps its window in a static of its own: two sites are
+ * limited apart, and one site is one window whatever logger it is given
+ * (the summary names the logger of the window's first record).
+ * interval_ms <= 0 lets every record pass.
+ *
+ * Cost.  A suppressed call loads the threshold, the site's state and a
+ * clock the engine's writers keep (a word they store at each pass, at
+ * least every flush_ms; no clock is read by the call), and adds one to a
+ * count: no lock, no system call, no allocation.  Under 5 ns
+ * (docs/BENCHMARKS.md).  So a window ends when that clock passes its
+ * end: never early, and late by flush_ms (and a millisecond) at most.
+ *
+ * Threads.  Any number of threads may share a site.  The records let
+ * through per window are at most burst + (threads racing at the window's
+ * start - 1): a thread that took its place in the old window as the new
+ * one opened is counted in the new one.  Suppressed calls are counted
+ * exactly: each is in exactly one summary, a call that races with a
+ * summary being in the next one.
+ *
+ * Limits per logger.  An operator can override the limits written in
+ * the code without a rebuild, per logger and inherited by children like
+ * thresholds: le_set_ratelimit at run time, and at le_open the
+ * environment variable LOGENGINE_RATELIMIT, in LOGENGINE_LEVEL's syntax
+ * with BURST/INTERVAL for a level:
+ *
+ *   LOGENGINE_RATELIMIT=20/1s,net=5/10s,net.http=off
+ *
+ * (INTERVAL in ms, or with a unit ms, s or m; "off" lets every record of
+ * a logger's _every sites pass).  A logger's limit in force applies to
+ * each of its _every call sites, each site with a window of its own; a
+ * logger with none in force (the default) uses the one at the call.  A
+ * bad item is reported and left out as LOGENGINE_LEVEL's are
+ * (le_stats.config_errors, a line on stderr, le_errmsg()).  A new limit
+ * applies from each site's next window.
+ */
+#define le_log_every(log, lvl, interval_ms, burst, ...)                       \
+	LE__LOG_EVERY(log, lvl, interval_ms, burst, __VA_ARGS__)
+#define le_trace_every(log, ...) le_log_every(log, LE_TRACE, __VA_ARGS__)
+#define le_debug_every(log, ...) le_log_every(log, LE_DEBUG, __VA_ARGS__)
+#define le_info_every(log, ...) le_log_every(log, LE_INFO, __VA_ARGS__)
+#define le_warn_every(log, ...) le_log_every(log, LE_WARN, __VA_ARGS__)
+#define le_error_every(log, ...) le_log_every(log, LE_ERROR, __VA_ARGS__)
+#define le_fatal_every(log, ...) le_log_every(log, LE_FATAL, __VA_ARGS__)
+
+/**
+ * Set the rate limit of the _every call sites of `name` (NULL or "":
+ * the root) and of every logger below it without one of its own:
+ * interval_ms > 0 and burst >= 0, at most burst records per site per
+ * window (burst 0: only the summaries); interval_ms 0: no limit, every
+ * record passes; interval_ms -1: remove the name's own setting (it
+ * inherits again; the root's: each site's own limit, at the call).
+ * Takes a lock; each site uses the new limit from its next window.
+ * @return 0, LE_EINVAL (bad name or values; le_errmsg() says which), or
+ * LE_ENOMEM (all max_loggers entries in use).
+ */
+LE_API int le_set_ratelimit(le_engine *e, const char *name, int interval_ms,
+                            int burst);
+
+/**
+ * The rate limit in force for `name`, inherited or its own.
+ * @return 1 and *interval_ms, *burst set (interval_ms 0: no limit); 0
+ * when none is set (each site's own limit applies); LE_EINVAL for a bad
+ * name or e NULL without a default engine.
+ */
+LE_API int le_get_ratelimit(le_engine *e, const char *name, int *interval_ms,
+                            int *burst);
+
 /* ---------------------------------------------------------------------- */
 /* Reader: iterate the records of a log directory, oldest first, merged
  * across shards by timestamp.  Uses only the files; it may run while an
@@ -1165,6 +1265,9 @@ typedef struct le_live {
 	 * took from the queue, by level (index LE_TRACE .. LE_FATAL); 0 in
 	 * the page of an engine older than this field. */
 	uint64_t level_records[LE_FATAL + 1];
+	/* Engine-wide, as le_stats.suppressed: calls of the rate-limited
+	 * macros suppressed, as their summaries reported them. */
+	uint64_t suppressed;
 } le_live;
 
 /**
@@ -1882,6 +1985,120 @@ LE_API int le_logd_at(struct le__head *h, le__dsite *site,
 			}                                                     \
 		}                                                             \
 	} while (0)
+
+/* Rate-limited call sites (the _every macros).  One per call, static,
+ * zero but for its le__dsite until its first record.  The quick test
+ * (le__rl_skip) is inline; everything else is le_every_at's
+ * (src/engine/ratelimit.c), which says who writes what. */
+typedef struct le__rsite {
+	le__dsite d;            /* the site of its records (deferred) */
+	uint64_t deadline;      /* [atomic] le_every_clock value at which the
+	                           window ends; 0: none open */
+	uint64_t full_until;    /* [atomic] the deadline of the window whose
+	                           burst is spent (0: none): calls before it
+	                           are suppressed by the inline test */
+	uintptr_t owner;        /* [atomic] the thread that counts in `own` */
+	uint64_t own;           /* [owner] its suppressed calls, cumulative */
+	uint64_t other;         /* [atomic] other threads', cumulative */
+	uint64_t told;          /* [lock] of those, in a summary already */
+	uint64_t gen;           /* [lock, atomic] the engine it is registered
+	                           with (le__rlreg.gen) */
+	struct le__head *head;  /* [lock] the logger of the window's first */
+	uint32_t passed;        /* [atomic] records let through this window */
+	uint32_t burst;         /* [atomic] this window's burst */
+	uint32_t lock;          /* [atomic] 1 while a window opens */
+} le__rsite;
+
+/* The engine's coarse clock: CLOCK_MONOTONIC ns as the writers last
+ * stored it (at each pass, at least every flush_ms). */
+LE_API extern uint64_t le_every_clock;
+
+/* The slow path: open a window or count the call.  @return 1: log it. */
+LE_API int le_every_at(struct le__head *h, le__rsite *s, long interval_ms,
+                       long burst);
+
+#if (defined(__GNUC__) && __GNUC__ >= 11 && defined(__x86_64__)) ||          \
+        (defined(__clang__) && defined(__x86_64__))
+#define LE__SELF() ((uintptr_t)__builtin_thread_pointer())
+#else
+#define LE__SELF() ((uintptr_t)0) /* no owner: every count is atomic */
+#endif
+
+#if defined(__GNUC__) || defined(__clang__)
+/* Count one suppressed call of s.  The owner counts with a load and a
+ * store (no other thread writes `own`); any other thread with an atomic
+ * add.  Relaxed throughout: the counts are read by whoever writes the
+ * next summary, and a call racing with that summary is in the one after
+ * it. */
+static inline void le__rl_count(le__rsite *s, uintptr_t me)
+{
+	if (me && __atomic_load_n(&s->owner, __ATOMIC_RELAXED) == me)
+		__atomic_store_n(&s->own,
+		                 __atomic_load_n(&s->own, __ATOMIC_RELAXED) + 1,
+		                 __ATOMIC_RELAXED);
+	else
+		__atomic_fetch_add(&s->other, 1, __ATOMIC_RELAXED);
+}
+
+/* A call of a site whose burst is spent, in a window the coarse clock
+ * has not seen end: count it and @return 1. */
+static inline int le__rl_skip(le__rsite *s)
+{
+	if (__atomic_load_n(&le_every_clock, __ATOMIC_RELAXED) >=
+	    __atomic_load_n(&s->full_until, __ATOMIC_RELAXED))
+		return 0;
+	le__rl_count(s, LE__SELF());
+	return 1;
+}
+#else
+static inline int le__rl_skip(le__rsite *s)
+{
+	(void)s;
+	return 0; /* le_every_at decides and counts */
+}
+#endif
+
+#define LE__RL_PASS(ms, burst)                                                \
+	(!le__rl_skip(&le__r_) &&                                             \
+	 le_every_at(le__h_, &le__r_, (long)(ms), (long)(burst)))
+
+#ifndef __cplusplus
+#define LE__RSITE(lvl, ...)                                                   \
+	{LE__DSITE(lvl, __VA_ARGS__), 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}
+#define LE__LOG_EVERY(log, lvl, ms, burst, ...)                               \
+	do {                                                                  \
+		if ((lvl) >= (LE_MIN_LEVEL)) {                                \
+			LE__HEAD_OR_DEFAULT(log);                             \
+			if (LE__LEVEL(le__h_) <= (lvl)) {                     \
+				static le__rsite le__r_ =                     \
+					LE__RSITE(lvl, __VA_ARGS__);          \
+				if (!LE__RL_PASS(ms, burst))                  \
+					break;                                \
+				if (LE__LITERAL(LE__FIRST(__VA_ARGS__)))      \
+					le_logd_at(le__h_, &le__r_.d,        \
+					           __VA_ARGS__);              \
+				else                                          \
+					le_log_at(le__h_, &le__r_.d.site,    \
+					          __VA_ARGS__);               \
+			}                                                     \
+		}                                                             \
+	} while (0)
+#else
+#define LE__LOG_EVERY(log, lvl, ms, burst, ...)                               \
+	do {                                                                  \
+		if ((lvl) >= (LE_MIN_LEVEL)) {                                \
+			LE__HEAD_OR_DEFAULT(log);                             \
+			if (LE__LEVEL(le__h_) <= (lvl)) {                     \
+				static le__rsite le__r_ = {                   \
+					{LE__SITE(lvl), 0, {0}, 3, 0, 0, {0}},\
+					0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};     \
+				if (LE__RL_PASS(ms, burst))                   \
+					le_log_at(le__h_, &le__r_.d.site,    \
+					          __VA_ARGS__);               \
+			}                                                     \
+		}                                                             \
+	} while (0)
+#endif
 
 #ifndef __cplusplus
 /* A le_engine * or a le_logger * compiles, and NULL (a void *): the

@@ -9,6 +9,7 @@
  * everything.
  */
 #define _GNU_SOURCE
+#include "engine/ratelimit.h"
 #include "engine/engine.h"
 #include "engine/shard.h"
 
@@ -411,6 +412,7 @@ static int open_engine(le_engine **out, const le_config *cfg)
 	e->urgent_bytes = e->cap_bytes / 2 > e->wake_bytes ? e->cap_bytes / 2
 	                                                   : e->wake_bytes;
 	e->use_tsc = le__tsc_usable();
+	le__rl_init(&e->rl);
 	if (cfg->store) {
 		rc = open_dir(e);
 		if (rc == 0)
@@ -526,6 +528,8 @@ int le__stats_get(le_engine *e, le_stats *o)
 	o->archived_bytes_in = atomic_load(&e->archiver.bytes_in);
 	o->archived_bytes_out = atomic_load(&e->archiver.bytes_out);
 	o->config_errors = e->config_errors;
+	o->suppressed = atomic_load(&e->rl.suppressed);
+	o->suppressed_summaries = atomic_load(&e->rl.summaries);
 	for (int k = 0; k < LE_LINEKINDS; k++)
 		if (e->lines[k])
 			e->lines[k]->kind->stats(e->lines[k], o, e->forked);
@@ -569,6 +573,7 @@ int le__close_stats(le_engine *e, le_stats *final)
 		engine_free(e);
 		return 0;
 	}
+	le__rl_close(e); /* pending summaries, while records are taken */
 	atomic_store(&e->closing, 1);
 	/* Wake producers blocked for space: they see `closing` and give up. */
 	atomic_fetch_add(&e->space_seq, 1);

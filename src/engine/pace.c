@@ -6,6 +6,7 @@
  * in a producer's le_write for a writer that is about to look again.
  */
 #define _GNU_SOURCE
+#include "engine/ratelimit.h"
 #include "engine/pace.h"
 #include "engine/wsync.h"
 
@@ -102,6 +103,7 @@ void le__pace_pass(le__shard *sh, int full, uint64_t bytes, uint64_t recs,
 	          recs * 1000000 >= dt * BUSY_RECORDS_PER_MS;
 	w->nap_ns = nap_for(sh, bytes, recs, dt);
 	w->last_collect_mono = now;
+	le__rl_tick(now); /* the _every macros' clock */
 }
 
 void le__pace_nap(le__shard *sh, uint64_t now)

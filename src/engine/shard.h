@@ -29,6 +29,7 @@
 #include "sink/kinds.h"
 #include "store/progress.h"
 #include "store/sync.h"
+#include "engine/rlreg.h"
 
 struct le__store;
 struct le__loggers;
@@ -184,6 +185,7 @@ struct le_engine {
 	char *strs;                     /* owned copies of cfg's strings */
 	le__reaper reaper;              /* started when retention_bytes */
 	le__archiver archiver;          /* started when archive_* */
+	le__rlreg rl;                   /* rlreg.h: the _every sites */
 
 	/* le_flush waiters sleep on flush_cv (CLOCK_MONOTONIC); writers
 	 * signal when flush_waiters is nonzero. */

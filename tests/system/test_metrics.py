@@ -75,6 +75,7 @@ def metrics_equal_le_stats_at_close_for_two_directories():
     serve = Serve(dirs)
     wait_until("records written",
                lambda: all(w > 1000 for w in written(serve, dirs)))
+    prod.cmd("every 1000")  # 10 pass, 990 in a summary at close
     time.sleep(1)
     final = prod.close()
     s = parse_metrics(serve.metrics())
@@ -98,6 +99,8 @@ def metrics_equal_le_stats_at_close_for_two_directories():
                 d, k, got, st[k])
         assert s[("logengine_records_truncated_total",
                   (("dir", d),))] == st["truncated"]
+        assert s[("logengine_records_suppressed_total",
+                  (("dir", d),))] == st["suppressed"]
         assert s[("logengine_up", (("dir", d),))] == 0
         assert s[("logengine_queue_records", (("dir", d),))] == 0
         for shard in ("0", "1"):
@@ -116,6 +119,7 @@ def metrics_equal_le_stats_at_close_for_two_directories():
         assert st["accepted"] == st["written"] + st["dropped"]
         dropped += st["dropped"]
     assert dropped > 0, "no drops: the test did not check them"
+    assert [st["suppressed"] for st in final["closed"]] == [990, 0]
 
 
 PROM_CONFIG = """
