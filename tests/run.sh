@@ -1,9 +1,15 @@
 #!/bin/sh
 # Run the test binaries and scripts, show each one's output whole when it
 # ends, and add up their closing "N passed, N failed[, N skipped]" lines
-# into one line for the whole suite: "N passed, N failed, N skipped".
-# A test is skipped only when a tool it needs is not installed;
-# LE_FAIL_ON_SKIP=1 (CI) makes any skip a failure.
+# into one line for the whole suite: "N passed, N failed, N skipped",
+# after the "skip NAME: reason" lines of the skipped tests.  A test is
+# skipped only when what it needs is not there (a tool not installed,
+# more open files than the hard limit: tests/harness.h); LE_FAIL_ON_SKIP=1
+# (CI) makes any skip a failure.
+#
+# The sbin directories are added at the end of PATH: Debian installs
+# daemons the tests start (nats-server, rsyslogd, logrotate) there, off a
+# normal user's PATH; the tests' own lookups search them too (tests/tool.h).
 #
 #   sh tests/run.sh TEST... [--alone TEST...]
 #
@@ -18,6 +24,10 @@ passed=0 failed=0 skipped=0
 jobs=${LE_JOBS:-$(($(nproc 2>/dev/null || echo 1) + 2))}
 times=${LE_TEST_TIMES:-${BUILD:-build}/test-times}
 export LE_TEST_JOBS="${LE_TEST_JOBS:-2}"
+for d in /usr/local/sbin /usr/sbin /sbin; do
+	case ":$PATH:" in *":$d:"*) ;; *) PATH="$PATH:$d" ;; esac
+done
+export PATH
 dir=$(mktemp -d "${TMPDIR:-/tmp}/le-run-XXXXXX") || exit 2
 trap 'rm -rf "$dir"' EXIT
 trap 'exit 130' INT TERM
@@ -63,6 +73,7 @@ finish() {
 	echo "== $t"
 	cat "$dir/$1.out"
 	echo "$ms $t" >>"$dir/times"
+	grep '^skip ' "$dir/$1.out" | sed "s|^skip |  ${t##*/}: |" >>"$dir/skips"
 	line=$(grep -E '^[0-9]+ passed, [0-9]+ failed(, [0-9]+ skipped)?$' \
 		"$dir/$1.out" | tail -n 1)
 	if [ -z "$line" ]; then
@@ -116,6 +127,10 @@ if [ -d "$(dirname "$times")" ]; then
 		cp "$dir/merged" "$times"
 fi
 
+if [ -s "$dir/skips" ]; then
+	echo "skipped, for want of what they need:"
+	cat "$dir/skips"
+fi
 echo "$passed passed, $failed failed, $skipped skipped"
 if [ "$skipped" -ne 0 ] && [ "${LE_FAIL_ON_SKIP:-0}" = 1 ]; then
 	echo "FAIL: $skipped test(s) skipped (LE_FAIL_ON_SKIP=1): install what they need with scripts/deps.sh as root"

@@ -12,8 +12,8 @@ import urllib.parse
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from systest import (Producer, Serve, free_port, http_get, metric_sum,
-                     need, parse_metrics, run, start, test, tmpdir,
-                     wait_until)
+                     need, need_tool, parse_metrics, run, start, test,
+                     tmpdir, wait_until)
 
 
 def two_dirs():
@@ -137,7 +137,7 @@ def prometheus_rate_of_written_records_matches_the_producers():
         f.write(PROM_CONFIG % serve.port)
     port = free_port()
     log = open(os.path.join(work, "prometheus.log"), "w")
-    start(["prometheus", "--config.file=" + cfg,
+    start([need_tool("prometheus"), "--config.file=" + cfg,
            "--storage.tsdb.path=" + os.path.join(work, "tsdb"),
            "--web.listen-address=127.0.0.1:%d" % port], stdout=log,
           stderr=log)

@@ -20,8 +20,8 @@ import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from systest import (CLI, Serve, Skip, need, parse_metrics, run, start,
-                     test, tmpdir, wait_until)
+from systest import (CLI, Serve, Skip, need, need_fds, parse_metrics, run,
+                     start, test, tmpdir, wait_until)
 
 IDLE, SLOW = 2000, 200
 
@@ -39,17 +39,6 @@ def hash_password(pw, rounds=1 << 6):
     except ImportError:
         return subprocess.run(["openssl", "passwd", "-6", pw], check=True,
                               capture_output=True, text=True).stdout.strip()
-
-
-def raise_nofile(want):
-    """Raise this process's open-file soft limit to want (the attack
-    holds thousands of sockets).  Skips only if the hard limit is lower."""
-    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    if hard != resource.RLIM_INFINITY and hard < want:
-        raise Skip("RLIMIT_NOFILE hard limit %d < %d (raise it, or run "
-                   "as root)" % (hard, want))
-    if soft != resource.RLIM_INFINITY and soft < want:
-        resource.setrlimit(resource.RLIMIT_NOFILE, (want, hard))
 
 
 class Attack:
@@ -151,7 +140,7 @@ def pct(xs, p):
 
 @test
 def metrics_answers_within_a_second_while_2000_idle_and_200_slowloris_connections_are_held():
-    raise_nofile(IDLE + SLOW + 1024)
+    need_fds(IDLE + SLOW + 1024)
     d = tmpdir()
     serve = Serve([d])
     attack = Attack(serve.port, IDLE, SLOW)
