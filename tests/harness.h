@@ -15,9 +15,10 @@
  * It is skipped, never passed, when what it needs is not there, and says
  * why on its "skip NAME: reason" line: a tool not installed (t_need,
  * t_need_tool: make check installs them when run as root), more open
- * files than the hard limit allows (t_need_fds).  Root lacks neither, so
- * CI skips nothing (and fails on any skip).  argv[1], when given, runs
- * only tests whose name contains it.
+ * files than the hard limit allows (t_need_fds).  Root, which installs
+ * the tools and may raise the limit, lacks neither: CI skips nothing (and
+ * fails on any skip).  argv[1], when given, runs only tests whose name
+ * contains it.
  *
  * A binary whose tests share nothing (each makes its own directory, picks
  * free ports, measures no time or CPU another process could steal) says so
@@ -331,7 +332,7 @@ static inline void t_need_fds(long n)
 	CHECK(getrlimit(RLIMIT_NOFILE, &rl) == 0);
 	if (rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < (rlim_t)n)
 		t_skip("needs %ld open files, the hard limit is %llu (ulimit "
-		       "-Hn; root raises it)", n,
+		       "-Hn, which root may raise)", n,
 		       (unsigned long long)rl.rlim_max);
 }
 

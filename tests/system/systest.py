@@ -9,7 +9,8 @@ and is skipped, with the reason on its "skip NAME: reason" line, only
 when what it needs is not there: a scripts/deps.sh group or a program not
 installed (need("observe"), need_tool("prometheus"), as the C tests'
 t_need and t_need_tool), more open files than the hard limit allows
-(need_fds, as t_need_fds).  Root lacks neither, so CI skips nothing."""
+(need_fds, as t_need_fds).  Root, which installs the tools and may raise
+the limit, lacks neither: CI skips nothing."""
 
 import atexit
 import json
@@ -91,8 +92,8 @@ def need_fds(n):
         resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     if soft != inf and soft < n:
-        raise Skip("needs %d open files, the hard limit is %d (ulimit -Hn; "
-                   "root raises it)" % (n, hard))
+        raise Skip("needs %d open files, the hard limit is %d (ulimit -Hn, "
+                   "which root may raise)" % (n, hard))
 
 
 def tmpdir():
