@@ -61,6 +61,8 @@ group() {
 	archive) echo libzstd-dev liburing-dev ;;
 	json) echo python3 ;;
 	journal) echo jq python3 ;;
+	all) for g in core packaging bench fuzz profile pipeline nats syslog \
+		observe archive json journal; do group "$g"; done ;;
 	*) echo "deps: unknown group '$1'" >&2; exit 2 ;;
 	esac
 }
@@ -95,20 +97,11 @@ apt_failed() {
 	exit 1
 }
 
-all="core packaging bench fuzz profile pipeline nats syslog observe archive
-     json journal"
-groups=""
-for what in "$@"; do
-	case "$what" in
-	all) groups="$groups $all" ;;
-	*) groups="$groups $what" ;;
-	esac
-done
 # $missing: every package missing, once; $todo: "group:pkg,pkg ..." of
 # the groups with something missing (a package in two groups is the
 # first's).
 seen="" missing="" todo=""
-for g in $groups; do
+for g in "$@"; do
 	pkgs=$(group "$g") # an unknown group ends the script here (set -e)
 	m=""
 	for p in $pkgs; do
