@@ -7,9 +7,9 @@
 # more open files than the hard limit: tests/harness.h); LE_FAIL_ON_SKIP=1
 # (CI) makes any skip a failure.
 #
-# The sbin directories are added at the end of PATH: Debian installs
-# daemons the tests start (nats-server, rsyslogd, logrotate) there, off a
-# normal user's PATH; the tests' own lookups search them too (tests/tool.h).
+# PATH is left as it is: a test finds the programs it runs with the
+# helpers of tests/tool.h and systest.py (which search the sbin
+# directories too), so a normal user's run proves that each one does.
 #
 #   sh tests/run.sh TEST... [--alone TEST...]
 #
@@ -24,10 +24,6 @@ passed=0 failed=0 skipped=0
 jobs=${LE_JOBS:-$(($(nproc 2>/dev/null || echo 1) + 2))}
 times=${LE_TEST_TIMES:-${BUILD:-build}/test-times}
 export LE_TEST_JOBS="${LE_TEST_JOBS:-2}"
-for d in /usr/local/sbin /usr/sbin /sbin; do
-	case ":$PATH:" in *":$d:"*) ;; *) PATH="$PATH:$d" ;; esac
-done
-export PATH
 dir=$(mktemp -d "${TMPDIR:-/tmp}/le-run-XXXXXX") || exit 2
 trap 'rm -rf "$dir"' EXIT
 trap 'exit 130' INT TERM

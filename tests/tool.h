@@ -4,7 +4,7 @@
  * logrotate), and a normal user's PATH leaves them out, so a test that
  * asked the shell alone would fail for that user where root passes.
  * Plain C with no harness: natsrv.h includes it for the benchmarks too.
- * tests/system/systest.py (which) and tests/run.sh search the same list.
+ * tests/system/systest.py's which() searches the same list.
  */
 #ifndef LE_TEST_TOOL_H
 #define LE_TEST_TOOL_H
