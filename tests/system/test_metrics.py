@@ -15,8 +15,8 @@ import urllib.parse
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from systest import (Producer, Serve, free_port, http_get, metric_sum,
-                     need, parse_metrics, run, start, test, tmpdir,
-                     wait_until)
+                     need, need_tool, parse_metrics, run, start, test,
+                     tmpdir, wait_until)
 
 
 def two_dirs():
@@ -39,8 +39,8 @@ def metrics_pass_promtool_check():
     wait_until("records written in both directories",
                lambda: all(w > 0 for w in written(serve, dirs)))
     text = serve.metrics()
-    r = subprocess.run(["promtool", "check", "metrics"], input=text,
-                       capture_output=True, text=True)
+    r = subprocess.run([need_tool("promtool"), "check", "metrics"],
+                       input=text, capture_output=True, text=True)
     assert r.returncode == 0 and not r.stdout.strip() and \
         not r.stderr.strip(), "promtool: %s%s" % (r.stdout, r.stderr)
     # every family says what it is, once, before its samples
@@ -169,7 +169,7 @@ def prometheus(work, target, rules=None):
             f.write("rule_files:\n  - %s\n" % rules)
     port = free_port()
     log = open(os.path.join(work, "prometheus.log"), "w")
-    start(["prometheus", "--config.file=" + cfg,
+    start([need_tool("prometheus"), "--config.file=" + cfg,
            "--storage.tsdb.path=" + os.path.join(work, "tsdb"),
            "--web.listen-address=127.0.0.1:%d" % port], stdout=log,
           stderr=log)
@@ -220,7 +220,7 @@ def prometheus_alert_on_the_error_rate_fires_when_errors_are_logged():
     rules = os.path.join(work, "rules.yml")
     with open(rules, "w") as f:
         f.write(ALERT_RULES)
-    r = subprocess.run(["promtool", "check", "rules", rules],
+    r = subprocess.run([need_tool("promtool"), "check", "rules", rules],
                        capture_output=True, text=True)
     assert r.returncode == 0 and "SUCCESS" in r.stdout, r.stdout + r.stderr
     prod = Producer([d], rate=200)  # info records only

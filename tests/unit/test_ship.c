@@ -1210,6 +1210,7 @@ TEST(store_takes_a_thousand_origins_and_reads_them_back_merged)
 	char dir[256], err[256], path[512];
 	struct merged m = {.want = N};
 	le__cstore_origin *o;
+	t_need_fds(N + 64); /* the reader holds a segment an origin */
 	le__cstore *s = store_open(t_tmpdir(dir), 1 << 20);
 	int fds = open_fds();
 	long before = rss_kib();
@@ -1286,6 +1287,7 @@ TEST(cursor_of_a_store_of_more_than_256_origins_resumes_after_its_record)
 	struct merged m = {.want = N - 1};
 	le_record rec;
 	le_reader *r;
+	t_need_fds(N + 64); /* the reader holds a segment an origin */
 	le__cstore *s = store_open(t_tmpdir(dir), 1 << 20);
 
 	one_each(s, 0, N, N);
