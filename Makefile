@@ -223,7 +223,7 @@ $(BUILD)/bench: $(BENCH_OBJ) $(LIB_A)
 # them first when run as root; otherwise a test whose tool is missing says
 # "skipped" (and CI, LE_FAIL_ON_SKIP=1, fails).  A test that needs a new
 # tool adds its group here.
-CHECK_DEPS = bench fuzz packaging json nats observe syslog archive
+CHECK_DEPS = bench fuzz packaging json nats observe syslog archive journal
 
 # The suite runs in a make of its own, started after deps.sh, so that it
 # sees what deps.sh installed: the benchmark driver is built when spdlog

@@ -1401,6 +1401,13 @@ TEST(bash_completion_offers_commands_options_formats_and_shards)
 	c = complete_words("logengine cat -p e", 3);
 	CHECK_STR_EQ(c, "err error emerg\n");
 	free(c);
+	c = complete_words("logengine cat -o e", 3);
+	CHECK_STR_EQ(c, "export\n");
+	free(c);
+	c = complete_words("logengine tail --no-", 2);
+	CHECK_STR_EQ(c, "--no-follow --no-pager --no-color --no-full "
+	             "--no-hostname\n");
+	free(c);
 	end(log);
 }
 

@@ -638,7 +638,9 @@ TEST(help_says_logger_and_record_fields_match)
 	CHECK(has(t_sh_out, "logger (logger=db"));
 	CHECK(has(t_sh_out, "any field of the records by its"));
 	CHECK(has(t_sh_out, "-t, --identifier=NAME"));
-	CHECK_EQ(t_sh("grep -q 'logger=NAME' docs/logengine.1"), 0);
+	CHECK_EQ(t_sh("grep -q '^\\.BI logger= NAME' docs/logengine.1"), 0);
+	CHECK_EQ(t_sh("grep -q 'and every typed field of the records' "
+	              "docs/logengine.1"), 0);
 }
 
 /* tail on a directory no engine has written yet waits for it: started
