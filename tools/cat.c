@@ -733,9 +733,10 @@ static int run_forward(struct ctx *cx)
 	else
 		st = position(cx, r, !j->quiet);
 	/* A long read shows its progress on a terminal's stderr (never
-	 * when the records go to that same terminal, nor while following). */
+	 * when the records go to that same terminal or its pager, nor while
+	 * following). */
 	struct progress pg;
-	if (follow)
+	if (follow || pager_active())
 		progress_start_fd(&pg, -1, "cat", 0);
 	else
 		progress_start(&pg, "cat", j->dir, 1);

@@ -88,6 +88,8 @@ int term_color(int no_color);
  * LESS is set.  A pager that cannot be started: output goes straight to
  * the terminal. */
 void pager_start(int no_pager);
+/* @return 1 while a pager has the terminal (nothing else draws there). */
+int pager_active(void);
 /* Flush stdout into the pager, close it, and wait for the pager to
  * exit (its user may still be reading).  No pager: nothing. */
 void pager_end(void);

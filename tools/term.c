@@ -113,6 +113,11 @@ void pager_start(int no_pager)
 	pager_pid = pid;
 }
 
+int pager_active(void)
+{
+	return pager_pid != 0;
+}
+
 void pager_end(void)
 {
 	if (!pager_pid)
