@@ -651,14 +651,17 @@ TEST(tail_waits_for_a_log_not_yet_written)
 	t_tmpdir(base);
 	snprintf(log, sizeof log, "%s/later", base);
 	snprintf(out, sizeof out, "%s/out", base);
+	CHECK_EQ(t_spit(out, "", 0), 0); /* there before the child writes */
 	fflush(NULL);
 	pid_t pid = fork();
 	CHECK(pid >= 0);
 	if (pid == 0) {
-		int fd = open(out, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+		int fd = open(out, O_WRONLY | O_APPEND);
 		dup2(fd, 1);
 		dup2(fd, 2);
-		execl(cli(), "logengine", "tail", "-o", "cat", log, (char *)NULL);
+		/* timeout: a failed test leaves no tail behind */
+		execlp("timeout", "timeout", "60", cli(), "tail", "-o", "cat", log,
+		       (char *)NULL);
 		_exit(127);
 	}
 	/* it is waiting: it said so */
