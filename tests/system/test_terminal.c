@@ -90,12 +90,19 @@ static void six_levels(const char *dir)
 	CHECK_RC(le_close(e));
 }
 
-/* Run cmd (shell text) on a pseudo-terminal; what it wrote to the
- * terminal is in t_sh_out. */
-static int on_tty(const char *cmd)
+/* Run the printf-formatted shell command on a pseudo-terminal; what it
+ * wrote to the terminal is in t_sh_out. */
+static int on_tty(const char *fmt, ...)
+	__attribute__((format(printf, 1, 2)));
+
+static int on_tty(const char *fmt, ...)
 {
-	char q[4096];
+	char cmd[4096], q[6000];
 	size_t k = 0;
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(cmd, sizeof cmd, fmt, ap);
+	va_end(ap);
 	for (const char *p = cmd; *p && k + 5 < sizeof q; p++) {
 		if (*p == '\'') { /* into script's single-quoted argument */
 			memcpy(q + k, "'\\''", 4);
@@ -129,13 +136,12 @@ static int has(const char *hay, const char *needle)
 
 TEST(colours_follow_the_level_on_a_terminal_and_never_in_a_pipe)
 {
-	char log[256], cmd[4600];
+	char log[256];
 	if (!t_have("script"))
 		T_SKIP("script (util-linux)");
 	t_tmpdir(log);
 	six_levels(log);
-	snprintf(cmd, sizeof cmd, "'%s' cat --no-pager -o cat '%s'", cli(), log);
-	CHECK_EQ(on_tty(cmd), 0);
+	CHECK_EQ(on_tty("'%s' cat --no-pager -o cat '%s'", cli(), log), 0);
 	CHECK(has(t_sh_out, GREY "lvl-0" OFF));
 	CHECK(has(t_sh_out, GREY "lvl-1" OFF));
 	CHECK(has(t_sh_out, "\nlvl-2\r\n") || !strncmp(t_sh_out, "lvl-2", 5));
@@ -143,22 +149,18 @@ TEST(colours_follow_the_level_on_a_terminal_and_never_in_a_pipe)
 	CHECK(has(t_sh_out, RED "lvl-4" OFF));
 	CHECK(has(t_sh_out, RED "lvl-5" OFF));
 	/* short: from the level on */
-	snprintf(cmd, sizeof cmd, "'%s' cat --no-pager '%s'", cli(), log);
-	CHECK_EQ(on_tty(cmd), 0);
+	CHECK_EQ(on_tty("'%s' cat --no-pager '%s'", cli(), log), 0);
 	CHECK(has(t_sh_out, RED "ERROR [0:5] lvl-4 logger=net" OFF));
 	/* tail's lines too */
-	snprintf(cmd, sizeof cmd, "'%s' tail --no-follow -o cat '%s'", cli(),
-	         log);
-	CHECK_EQ(on_tty(cmd), 0);
+	CHECK_EQ(on_tty("'%s' tail --no-follow -o cat '%s'", cli(),
+	         log), 0);
 	CHECK(has(t_sh_out, RED "lvl-5" OFF));
 	/* off: NO_COLOR, --no-color, and a pipe */
-	snprintf(cmd, sizeof cmd, "NO_COLOR=1 '%s' cat --no-pager '%s'", cli(),
-	         log);
-	CHECK_EQ(on_tty(cmd), 0);
+	CHECK_EQ(on_tty("NO_COLOR=1 '%s' cat --no-pager '%s'", cli(),
+	         log), 0);
 	CHECK(has(t_sh_out, "lvl-4") && !has(t_sh_out, "\x1b"));
-	snprintf(cmd, sizeof cmd, "'%s' cat --no-color --no-pager '%s'", cli(),
-	         log);
-	CHECK_EQ(on_tty(cmd), 0);
+	CHECK_EQ(on_tty("'%s' cat --no-color --no-pager '%s'", cli(),
+	         log), 0);
 	CHECK(has(t_sh_out, "lvl-4") && !has(t_sh_out, "\x1b"));
 	CHECK_EQ(t_sh("'%s' cat '%s' | cat", cli(), log), 0);
 	CHECK(has(t_sh_out, "lvl-4") && !has(t_sh_out, "\x1b"));
@@ -179,16 +181,15 @@ static void write_pager(const char *dir)
 
 TEST(pager_gets_every_record_on_a_terminal_and_never_in_a_pipe)
 {
-	char log[256], tmp[256], cmd[4600], p[300];
+	char log[256], tmp[256], p[300];
 	if (!t_have("script"))
 		T_SKIP("script (util-linux)");
 	t_tmpdir(log);
 	t_tmpdir(tmp);
 	six_levels(log);
 	write_pager(tmp);
-	snprintf(cmd, sizeof cmd, "unset LESS; LOGENGINE_PAGER='%s/pager.sh' "
-	         "PAGER=false '%s' cat -o cat '%s'", tmp, cli(), log);
-	CHECK_EQ(on_tty(cmd), 0);
+	CHECK_EQ(on_tty("unset LESS; LOGENGINE_PAGER='%s/pager.sh' PAGER=false "
+	                "'%s' cat -o cat '%s'", tmp, cli(), log), 0);
 	snprintf(p, sizeof p, "%s/ran", tmp);
 	char *ran = t_slurp_text(p);
 	CHECK_STR_EQ(ran, "LESS=FRSXMK\n");
@@ -199,25 +200,22 @@ TEST(pager_gets_every_record_on_a_terminal_and_never_in_a_pipe)
 	free(paged);
 	/* $PAGER when LOGENGINE_PAGER is not set; LESS left as it is */
 	T_SH_OK("rm -f '%s/ran'", tmp);
-	snprintf(cmd, sizeof cmd, "unset LOGENGINE_PAGER; LESS=R "
-	         "PAGER='%s/pager.sh' '%s' cat '%s'", tmp, cli(), log);
-	CHECK_EQ(on_tty(cmd), 0);
+	CHECK_EQ(on_tty("unset LOGENGINE_PAGER; LESS=R PAGER='%s/pager.sh' "
+	                "'%s' cat '%s'", tmp, cli(), log), 0);
 	snprintf(p, sizeof p, "%s/ran", tmp);
 	ran = t_slurp_text(p);
 	CHECK_STR_EQ(ran, "LESS=R\n");
 	free(ran);
 	/* never: --no-pager, a pipe, following */
 	T_SH_OK("rm -f '%s/ran'", tmp);
-	snprintf(cmd, sizeof cmd, "LOGENGINE_PAGER='%s/pager.sh' '%s' cat "
-	         "--no-pager '%s'", tmp, cli(), log);
-	CHECK_EQ(on_tty(cmd), 0);
+	CHECK_EQ(on_tty("LOGENGINE_PAGER='%s/pager.sh' '%s' cat "
+	         "--no-pager '%s'", tmp, cli(), log), 0);
 	CHECK(has(t_sh_out, "lvl-5"));
 	CHECK_EQ(t_sh("LOGENGINE_PAGER='%s/pager.sh' '%s' cat '%s' | cat", tmp,
 	              cli(), log), 0);
 	CHECK(has(t_sh_out, "lvl-5"));
-	snprintf(cmd, sizeof cmd, "LOGENGINE_PAGER='%s/pager.sh' '%s' cat -f "
-	         "-n +6 '%s'", tmp, cli(), log);
-	CHECK_EQ(on_tty(cmd), 0);
+	CHECK_EQ(on_tty("LOGENGINE_PAGER='%s/pager.sh' '%s' cat -f "
+	         "-n +6 '%s'", tmp, cli(), log), 0);
 	CHECK(has(t_sh_out, "lvl-5"));
 	CHECK(access(p, F_OK) != 0);
 	t_rmrf(log);
@@ -228,14 +226,13 @@ TEST(pager_gets_every_record_on_a_terminal_and_never_in_a_pipe)
  * terminal all the same. */
 TEST(a_pager_that_cannot_start_leaves_the_output_on_the_terminal)
 {
-	char log[256], cmd[4600];
+	char log[256];
 	if (!t_have("script"))
 		T_SKIP("script (util-linux)");
 	t_tmpdir(log);
 	six_levels(log);
-	snprintf(cmd, sizeof cmd, "PATH=/nonexistent LOGENGINE_PAGER="
-	         "no-such-pager '%s' cat -o cat '%s'", cli(), log);
-	CHECK_EQ(on_tty(cmd), 0);
+	CHECK_EQ(on_tty("PATH=/nonexistent LOGENGINE_PAGER="
+	         "no-such-pager '%s' cat -o cat '%s'", cli(), log), 0);
 	for (int l = 0; l < 6; l++) {
 		char want[16];
 		snprintf(want, sizeof want, "lvl-%d", l);
