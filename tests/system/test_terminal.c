@@ -282,12 +282,18 @@ static void fields_log(const char *dir)
 	CHECK_RC(le_close(e));
 }
 
+/* fields_log in a new directory log, and `cat OPTS` on it. */
+static void fields_cat(char *log, const char *opts)
+{
+	t_tmpdir(log);
+	fields_log(log);
+	CHECK_EQ(t_sh("TZ=UTC '%s' cat %s '%s'", cli(), opts, log), 0);
+}
+
 TEST(verbose_prints_every_field_one_a_line)
 {
 	char log[256];
-	t_tmpdir(log);
-	fields_log(log);
-	CHECK_EQ(t_sh("TZ=UTC '%s' cat -o verbose '%s'", cli(), log), 0);
+	fields_cat(log, "-o verbose");
 	/* the time: "Mon 2026-12-07 15:03:28.123456 UTC" */
 	const char *nl = strchr(t_sh_out, '\n');
 	CHECK(nl && nl - t_sh_out > 34 && has(t_sh_out, " UTC [0:1]\n"));
@@ -307,9 +313,7 @@ TEST(verbose_prints_every_field_one_a_line)
 TEST(json_pretty_indents_the_fields_object)
 {
 	char log[256];
-	t_tmpdir(log);
-	fields_log(log);
-	CHECK_EQ(t_sh("'%s' cat -o json-pretty '%s'", cli(), log), 0);
+	fields_cat(log, "-o json-pretty");
 	const char *f = strstr(t_sh_out, "\t\"msg\" : ");
 	CHECK(f);
 	CHECK_STR_EQ(f, "\t\"msg\" : \"slow\\u000aquery\",\n"
@@ -331,10 +335,7 @@ TEST(json_pretty_indents_the_fields_object)
 TEST(output_fields_restricts_json_verbose_and_export)
 {
 	char log[256];
-	t_tmpdir(log);
-	fields_log(log);
-	CHECK_EQ(t_sh("'%s' cat -o json --output-fields=msg,user '%s'", cli(),
-	              log), 0);
+	fields_cat(log, "-o json --output-fields=msg,user");
 	const char *ts = strstr(t_sh_out, ",\"ts\":\"");
 	CHECK(!strncmp(t_sh_out, "{\"seq\":1,\"ts\":\"", 15) && ts);
 	CHECK_STR_EQ(strstr(ts + 1, "\",") + 1,
