@@ -462,8 +462,8 @@ static int parse_journal_args(struct jopts *j, int argc, char **argv)
 	for (int i = 1; i < argc && strcmp(argv[i], "--"); i++)
 		if (!strcmp(argv[i], "--utc"))
 			j->utc = 1;
-	while ((c = getopt_long(argc, argv, "n::rfS:U:p:g:io:qD:healxt:u:", long_opts,
-	                        NULL)) != -1)
+	while ((c = getopt_long(argc, argv, "n::rfS:U:p:g:io:qD:healxt:u:",
+	                        long_opts, NULL)) != -1)
 		if ((rc = one_opt(j, c, optarg, argc, argv)) != 0)
 			return rc;
 	if (positional(j, argc, argv) < 0)
@@ -1009,7 +1009,7 @@ static int journal(int argc, char **argv, int tail)
 	st = j.reverse ? run_reverse(&cx) : run_forward(&cx);
 	if (cx.have_cursor && j.show_cursor && !out_failed() &&
 	    cx.o.fmt != OUT_JSON && cx.o.fmt != OUT_JSON_PRETTY &&
-	    cx.o.fmt != OUT_EXPORT)
+	    cx.o.fmt != OUT_EXPORT && cx.o.fmt != OUT_VERBOSE)
 		printf("-- cursor: %s\n", cx.cursor);
 	save_cursor(&cx);
 out:

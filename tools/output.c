@@ -508,9 +508,10 @@ static size_t key_end(const char *t, size_t i)
 /*
  * The "fields" object of a record, in style js, with only the keys
  * --output-fields names when it names some but not "fields".
- * le_record_fields_format writes the compact object (,"fields":{"k":v,...}); it is copied member by
- * member, so that json-pretty indents it and a filter leaves members out,
- * while the values stay exactly as every other output writes them.
+ * le_record_fields_format writes the compact object
+ * (,"fields":{"k":v,...}); it is copied member by member, so that
+ * json-pretty indents it and a filter leaves members out, while the
+ * values stay exactly as every other output writes them.
  */
 static void json_typed_fields(struct out *o, const le_record *r,
                               const struct json_style *js, int pretty_style)
