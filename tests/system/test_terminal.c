@@ -597,6 +597,7 @@ TEST(export_is_read_back_by_journalctl_with_every_field)
 	CHECK_EQ(le_reader_next(rd, &r), 0);
 	printf("  export: %d records, %d read back by journalctl, %d "
 	       "differences\n", n, entries, bad);
+	fflush(stdout); /* before a CHECK below can _exit */
 	CHECK_EQ(entries, n);
 	CHECK_EQ(bad, 0);
 	le_reader_close(rd);
