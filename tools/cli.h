@@ -207,9 +207,13 @@ int list_shards(const char *dir, unsigned char *has);
 /* Is dir a log directory?  When not, say what it is and what was
  * expected, on stderr.  @return 0, or EXIT_USAGE after the message. */
 int check_log_dir(const char *dir);
-/* Is dir a log not yet written: missing, or an empty directory (a tail
+/* Is dir a log not yet written: missing, or an empty directory, or one
+ * whose engine has made its LOCK or shard-NNN/ and no segment yet (a tail
  * waits for it)?  @return 1 or 0. */
 int log_dir_pending(const char *dir);
+/* check_log_dir for a follower (serve): an existing directory that is
+ * a log not yet written (log_dir_pending) is accepted too. */
+int check_log_dir_to_come(const char *dir);
 /* Segment indexes of shard `shard` of dir, ascending (*out malloc'd).  A
  * shard directory that is a symbolic link (into another log, whose files
  * a vacuum would then delete) or not a directory is refused: LE_EUNSAFE,

@@ -163,6 +163,19 @@ int log_dir_pending(const char *dir)
 	return k == DIR_MISSING || k == DIR_EMPTY;
 }
 
+int check_log_dir_to_come(const char *dir)
+{
+	int err = 0, k = classify_dir(dir, &err);
+
+	if (k == DIR_MISSING || k == DIR_UNREADABLE) {
+		fprintf(stderr, "%s: %s: %s: give a logengine log directory (one "
+		        "with LOCK and shard-NNN/), or an empty directory an "
+		        "engine is to write\n", prog, dir, strerror(err));
+		return EXIT_USAGE;
+	}
+	return k == DIR_EMPTY ? 0 : check_log_dir(dir);
+}
+
 /* ---- the lock ---- */
 
 /* Is there a flock on (dev, ino) in /proc/locks?  @return 1, 0, -1 when
