@@ -18,7 +18,8 @@
 #              libmicrohttpd
 #   archive    zstd and io_uring libraries
 #   json       python3 (the CLI tests read JSON output back with it)
-#   journal    jq (perf/journal-bench.py compares cat -o json with it)
+#   journal    jq (perf/journal-bench.py compares cat -o json with it),
+#              systemd-journal-remote (cat -o export is read back by it)
 #   all        every group
 #
 # `make check` installs the groups its tests need (CHECK_DEPS in the
@@ -60,7 +61,7 @@ group() {
 		libmicrohttpd-dev ;;
 	archive) echo libzstd-dev liburing-dev ;;
 	json) echo python3 ;;
-	journal) echo jq python3 ;;
+	journal) echo jq python3 systemd-journal-remote ;;
 	all) for g in core packaging bench fuzz profile pipeline nats syslog \
 		observe archive json journal; do group "$g"; done ;;
 	*) echo "deps: unknown group '$1'" >&2; exit 2 ;;
