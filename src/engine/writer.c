@@ -17,7 +17,8 @@
  *             by age), the clock's recalibration
  *   sleep     nothing to do: nap while busy, else futex-sleep on
  *             `sleeping` for at most flush_ms (producers wake us when the
- *             queue fills): pace.c
+ *             queue fills), or, idle for a while, for seconds (then any
+ *             record wakes us): pace.c
  *
  * Syncs are asked of the shard's sync thread, or made here when it does
  * not run (sync.c, the writer's side).  While a dead process's queue is
@@ -616,7 +617,7 @@ void *le__writer_main(void *arg)
 	le__wstate *w = &sh->w;
 
 	w->last_sync_mono = w->last_recal_mono = w->last_collect_mono =
-		w->use_mono = le__mono_ns();
+		w->use_mono = w->active_mono = le__mono_ns();
 	/* light until the producers show otherwise (ring_memory) */
 	w->use_tail = atomic_load(sh->ring.tail);
 	w->light = 1;

@@ -268,10 +268,15 @@ static inline le__slot *le__ring_reserve(le__ring *r, uint32_t need,
 		 * a slot needs all of [h, h + need) free. */
 		if ((pad ? h + LE_SLOT_ALIGN : h + need) - t > r->lap)
 			return NULL;
-		/* relaxed: head orders nothing; tail's acquire above and the
+		/* seq_cst on success: the claim then comes before any
+		 * seq_cst load the caller makes next in the one order a
+		 * consumer going to sleep uses too (the engine's idle
+		 * writer); on x86 it is the same locked instruction as a
+		 * relaxed CAS.  Otherwise
+		 * head orders nothing: tail's acquire above and the
 		 * publishing store do.  A failure reloads h. */
 		if (!atomic_compare_exchange_weak_explicit(
-			    r->head, &h, h + take, memory_order_relaxed,
+			    r->head, &h, h + take, memory_order_seq_cst,
 			    memory_order_relaxed))
 			continue;
 		le__slot *s = (le__slot *)(r->data + off);
