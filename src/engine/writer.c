@@ -353,6 +353,21 @@ static void ring_memory(le__shard *sh, uint64_t now)
 	}
 }
 
+/* A file ring's blocks (queue.h, backed): doubled once head is past half
+ * of them, here rather than in a producer's call, so that producers
+ * seldom meet the edge; after a failure (a full disk) tried again each
+ * loop turn. */
+static void ring_blocks(le__shard *sh)
+{
+	le__ring *r = &sh->ring;
+	uint64_t b = atomic_load_explicit(&r->backed, memory_order_relaxed);
+
+	if (b < r->size &&
+	    (atomic_load_explicit(r->head, memory_order_relaxed) > b / 2 ||
+	     atomic_load_explicit(&r->grow_failed, memory_order_relaxed)))
+		le__ring_grow(r, b + 1, 1);
+}
+
 /* ---- commit, sync, release ---- */
 
 static void release(le__shard *sh)
@@ -487,6 +502,7 @@ static void periodic(le__shard *sh, uint64_t now)
 
 	le__shard_page_tick(sh, now);
 	ring_memory(sh, now);
+	ring_blocks(sh);
 	if (now - sh->w.last_recal_mono >= 1000 * MS) {
 		sh->w.last_recal_mono = now;
 		le__clock_recal(&sh->w.clock);

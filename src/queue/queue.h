@@ -166,7 +166,29 @@ typedef struct le__ring {
 	int trims;
 	uint64_t ahead;
 	int pfw;                    /* the CPU has PREFETCHW (le__prefetch_w) */
+	/* Disk that follows use (le__ring_grow): a file ring's real bytes
+	 * [0, backed) have their blocks (a store into a hole of a full file
+	 * system would be a SIGBUS, not an error), and producers claim only
+	 * there.  size once whole; anonymous rings are whole from the start.
+	 * Only grows; stored with release once the blocks are there. */
+	_Atomic uint64_t backed;
+	_Atomic int growing;        /* a growth is under way (a spin lock) */
+	_Atomic int grow_failed;    /* the last growth failed: producers
+	                               refuse until the writer's succeeds */
 } le__ring;
+
+/* A file ring's first blocks, at most (le__ring_grow doubles them). */
+#define LE_RING_FIRST (64u << 10)
+
+/*
+ * Give the ring blocks up to real offset `want` at least (doubling what it
+ * has, up to size), without ever letting a producer store into a hole.
+ * Producers call it when a claim reaches past `backed` (rare: the writer
+ * grows the ring ahead of them, `writer` 1); after a failure (disk full)
+ * they refuse at once (the record is dropped or waits, as for a full
+ * queue) until a writer's try succeeds.  @return 0, or -errno.
+ */
+int le__ring_grow(le__ring *r, uint64_t want, int writer);
 
 /* Smallest ring whose pages are returned when little is queued: below
  * it, the whole ring is faulted in at open (and in one huge page). */
@@ -263,6 +285,19 @@ static inline le__slot *le__ring_reserve(le__ring *r, uint32_t need,
 			continue;
 		}
 		int pad = off + need > r->size;
+		/* A pad writes one line, a slot all of its own: both only
+		 * where the file has blocks (grown first, off the common
+		 * path: a whole ring never takes the branch). */
+		if (__builtin_expect(off + (pad ? LE_SLOT_ALIGN : need) >
+		                             atomic_load_explicit(
+		                                     &r->backed,
+		                                     memory_order_acquire),
+		                     0)) {
+			if (le__ring_grow(r, off + (pad ? LE_SLOT_ALIGN : need),
+			                  0) < 0)
+				return NULL;
+			continue;
+		}
 		uint32_t take = pad ? (uint32_t)(r->lap - off) : need;
 		/* A pad writes only its state word (its line must be free);
 		 * a slot needs all of [h, h + need) free. */
