@@ -368,7 +368,11 @@ int le__populate_write(void *p, size_t len)
 {
 	/* a test's table from before this field: the real call */
 	int (*adv)(void *, size_t, int) = OS->madvise ? OS->madvise : madvise;
-	return adv(p, len, MADV_POPULATE_WRITE) < 0 ? -errno : 0;
+	if (adv(p, len, MADV_POPULATE_WRITE) == 0)
+		return 0;
+	/* EFAULT: a store would have been a SIGBUS, on a file system that
+	 * has no block for it (full, or over a quota) */
+	return errno == EFAULT ? -ENOSPC : -errno;
 }
 
 int le__writeback(int fd, uint64_t off, uint64_t len)

@@ -89,8 +89,9 @@ int le__mkdir(const char *path, mode_t mode);
 int le__prealloc(int fd, uint64_t off, uint64_t len);
 /* Fault in [p, p + len) of a shared file mapping writable without
  * changing a byte (MADV_POPULATE_WRITE): the file system reserves the
- * blocks, or the call fails (-EFAULT, -ENOMEM: full) where a store would
- * have been a SIGBUS.  -EINVAL: the kernel cannot (before 5.14). */
+ * blocks, or the call fails (-ENOSPC where a store would have been a
+ * SIGBUS: full, a quota; -ENOMEM) instead.  -EINVAL: the kernel cannot
+ * (before 5.14). */
 int le__populate_write(void *p, size_t len);
 
 /* Start writing back [off, off + len) of fd, without waiting for it
