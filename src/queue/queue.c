@@ -347,9 +347,9 @@ static int map_file(le__ring *r, int fd, uint64_t size)
 /*
  * Blocks for real ring bytes [from, to) (page multiples), by faulting the
  * pages in writable: the file system reserves their blocks at the fault,
- * and a full one fails the call (EFAULT, or ENOMEM) where a producer's
- * store would have been a SIGBUS.  Changes no byte.  Once the ring is
- * whole, huge pages again (map_aligned).
+ * and a full one fails the call (-ENOSPC) where a producer's store would
+ * have been a SIGBUS.  Changes no byte.  Once the ring is whole, huge
+ * pages again (map_aligned).
  */
 static int back(le__ring *r, uint64_t from, uint64_t to)
 {
@@ -371,8 +371,9 @@ static uint64_t first_extent(const le__ring *r)
 /* A new, empty ring file of `size` bytes at fd (truncated first): sparse,
  * with blocks for its header and first extent (the rest as it is used:
  * le__ring_grow), or, where faulting pages in cannot reserve them (a
- * kernel before 5.14), for all of it now: a store into a hole of a full
- * file system would be a SIGBUS on the hot path, a failed open is not. */
+ * kernel before 5.14, a seccomp filter), for all of it now: a store into
+ * a hole of a full file system would be a SIGBUS on the hot path, a
+ * failed open is not. */
 static int create(le__ring *r, int fd, uint64_t size, uint32_t shard)
 {
 	int rc = le__ftruncate(fd, 0);
@@ -385,7 +386,8 @@ static int create(le__ring *r, int fd, uint64_t size, uint32_t shard)
 		return rc;
 	uint64_t first = first_extent(r);
 	rc = back(r, 0, first);
-	if (rc == -EINVAL) {
+	if (rc < 0 && rc != -ENOSPC && rc != -ENOMEM) {
+		/* the kernel cannot (EINVAL), or a filter forbids it */
 		rc = le__prealloc(fd, 0, LE_QUEUE_HDR + size);
 		if (rc == -EOPNOTSUPP)
 			rc = 0;
@@ -401,14 +403,14 @@ static int create(le__ring *r, int fd, uint64_t size, uint32_t shard)
 	return 0;
 }
 
-/* A kept file's blocks: up to its first hole (SEEK_HOLE), in lines. */
+/* A kept file's blocks: up to its first hole (SEEK_HOLE), in pages. */
 static uint64_t kept_backed(const le__ring *r)
 {
 	off_t h = lseek(r->fd, LE_QUEUE_HDR, SEEK_HOLE);
 	if (h < (off_t)LE_QUEUE_HDR)
 		return 0;
 	uint64_t b = (uint64_t)h - LE_QUEUE_HDR;
-	return b > r->size ? r->size : b & ~(uint64_t)(LE_SLOT_ALIGN - 1);
+	return b >= r->size ? r->size : b & ~(uint64_t)(PAGE - 1);
 }
 
 int le__ring_grow(le__ring *r, uint64_t want, int writer)
@@ -430,7 +432,7 @@ int le__ring_grow(le__ring *r, uint64_t want, int writer)
 		to = (to + PAGE - 1) & ~(uint64_t)(PAGE - 1);
 		if (to > r->size)
 			to = r->size;
-		rc = back(r, b, to);
+		rc = back(r, b & ~(uint64_t)(PAGE - 1), to);
 		if (rc == 0)
 			atomic_store_explicit(&r->backed, to,
 			                      memory_order_release);
@@ -665,7 +667,6 @@ uint64_t le__ring_resume(const le__ring *r)
 	return (rel > t && rel <= h && rel - t <= r->lap &&
 	        rel % LE_SLOT_ALIGN == 0) ? rel : t;
 }
-
 
 /* Return the whole pages in real [off, end) of the ring; @return where
  * the pages begin and end (lo == hi: none). */

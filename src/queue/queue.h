@@ -62,6 +62,15 @@
  *
  * A fresh file or anonymous mapping is all zeros: FREE(lap 0) everywhere.
  *
+ * Blocks.  A QUEUE file is sparse: real bytes [0, backed) have blocks,
+ * the rest is a hole, which reads as zeros (no slot) and must never be
+ * stored into (a full file system answers with a SIGBUS).  A producer
+ * claims only below `backed`; the writer doubles it once head is past
+ * half, and a producer that outruns the writer grows it itself
+ * (le__ring_grow), or, on a full disk, finds the queue full.  A release
+ * writes no FREE word past `backed` (a pad's tail).  Once a lap went
+ * round, backed == size for good.
+ *
  * Returned pages.  A ring that trims (LE_TRIM_MIN, anonymous) returns the
  * pages of lines it releases while little is queued (MADV_DONTNEED) instead
  * of writing their FREE words: they read as zeros afterwards, which the

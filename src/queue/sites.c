@@ -15,6 +15,13 @@
  * the same site: the loser's bytes are left unused, so the area holds at
  * most one spare copy per racing thread.  An area that runs out leaves
  * its word past the end; calls of sites not yet put format at once.
+ *
+ * Blocks.  A file table is sparse: blocks for its header, its table words
+ * and the area's first LE_SITES_AREA_INIT bytes at creation, then, as
+ * entries reach past `backed`, the producer putting one doubles them
+ * (sites_grow; once per site at most, never per record).  A store into a
+ * hole of a full file system would be a SIGBUS: after a growth fails, no
+ * entry is put, and those sites format at the call.
  */
 #define _GNU_SOURCE
 #include "queue/sites.h"
@@ -169,7 +176,8 @@ static uint32_t kept_backed(const le__sitetab *t)
 
 /* A new table: anonymous, or a sparse file with blocks for its header,
  * its table words and the first LE_SITES_AREA_INIT area bytes (all of
- * it where faulting in cannot reserve blocks: a kernel before 5.14). */
+ * it where faulting in cannot reserve blocks: a kernel before 5.14, a
+ * seccomp filter). */
 static int create(le__sitetab *t, uint32_t n, uint32_t shard)
 {
 	size_t len = file_bytes(n), first = len;
@@ -185,7 +193,7 @@ static int create(le__sitetab *t, uint32_t n, uint32_t shard)
 			return -errno;
 		first = LE_SITES_HDR + 4 * (size_t)n + LE_SITES_AREA_INIT;
 		rc = back(m, len, 0, first);
-		if (rc == -EINVAL) {
+		if (rc < 0 && rc != -ENOSPC && rc != -ENOMEM) {
 			rc = le__prealloc(t->fd, 0, len);
 			first = len;
 		}
