@@ -49,6 +49,13 @@ static long long voluntary_switches(void)
 	return sum;
 }
 
+/* The defaults, in a fresh directory. */
+static void fresh_config(le_config *c)
+{
+	le_config_init(c);
+	c->dir = t_tmpdir(dir);
+}
+
 /* Wait (up to 10 s, else fail) until shard 0's writer has gone idle. */
 static void writer_idle(le_engine *e)
 {
@@ -64,6 +71,21 @@ static int written_two(const le_stats *st)
 	return st->written >= 2;
 }
 
+/* An engine in a fresh directory (c as le_config_init leaves it, but for
+ * flush_ms when not 0) that wrote one record and whose writer then went
+ * idle. */
+static le_engine *idle_engine(le_config *c, uint32_t flush_ms)
+{
+	fresh_config(c);
+	if (flush_ms)
+		c->flush_ms = flush_ms;
+	le_engine *e = t_open(c);
+	CHECK_EQ(le_write(e, 0, LE_INFO, "one", 3), 0);
+	CHECK_EQ(le_flush(e, 5000), 0);
+	writer_idle(e);
+	return e;
+}
+
 /*
  * An engine with nothing to log must let the machine sleep: a writer
  * that looked at its queue every flush_ms woke 20 times a second.  Once
@@ -73,12 +95,7 @@ static int written_two(const le_stats *st)
 TEST(idle_engine_wakes_at_most_once_a_second)
 {
 	le_config c;
-	le_config_init(&c);
-	c.dir = t_tmpdir(dir);
-	le_engine *e = t_open(&c);
-	CHECK_EQ(le_write(e, 0, LE_INFO, "one", 3), 0);
-	CHECK_EQ(le_flush(e, 5000), 0);
-	writer_idle(e);
+	le_engine *e = idle_engine(&c, 0);
 	const int secs = 3;
 	long long a = voluntary_switches();
 	sleep(secs); /* the window measured, not a synchronisation */
@@ -98,24 +115,9 @@ TEST(idle_engine_wakes_at_most_once_a_second)
 TEST(a_record_wakes_an_idle_writer_within_flush_ms)
 {
 	le_config c;
-	le_config_init(&c);
-	c.dir = t_tmpdir(dir);
-	c.flush_ms = 100;
-	le_engine *e = t_open(&c);
-	CHECK_EQ(le_write(e, 0, LE_INFO, "one", 3), 0);
-	CHECK_EQ(le_flush(e, 5000), 0);
-	writer_idle(e);
-	uint64_t t0 = le__mono_ns();
+	le_engine *e = idle_engine(&c, 100);
 	CHECK_EQ(le_write(e, 0, LE_INFO, "two", 3), 0);
-	le_stats st;
-	for (;;) {
-		le_stats_get(e, &st);
-		if (written_two(&st))
-			break;
-		CHECK(le__mono_ns() - t0 < 20000000000u);
-		usleep(1000);
-	}
-	double ms = (double)(le__mono_ns() - t0) / 1e6;
+	double ms = t_stats_until(e, written_two, 20000);
 	fprintf(stderr, "  (written %.0f ms after le_write; flush_ms 100)\n",
 	        ms);
 	CHECK(ms < 2000); /* the idle sleep is 10 s */
@@ -152,6 +154,25 @@ static long long file_disk_bytes(const char *d, const char *name)
 	return (long long)st.st_blocks * 512;
 }
 
+/* One 100-byte record.  @return le_write's result. */
+static int write_100(le_engine *e)
+{
+	char rec[100];
+	memset(rec, 'r', sizeof rec);
+	return le_write(e, 0, LE_INFO, rec, sizeof rec);
+}
+
+/* 16,000 such records, 4,000 at a time (written out between): past
+ * a whole lap of the default ring, none dropped. */
+static void write_laps(le_engine *e)
+{
+	for (int k = 0; k < 4; k++) {
+		for (int i = 0; i < 4000; i++)
+			CHECK_EQ(write_100(e), 0);
+		CHECK_EQ(le_flush(e, 10000), 0);
+	}
+}
+
 /*
  * A small service's log must be small: a directory holding one record
  * took 3 MB (a 2 MiB QUEUE and a 1 MiB SITES made whole at le_open) and
@@ -160,13 +181,10 @@ static long long file_disk_bytes(const char *d, const char *name)
  */
 TEST(one_record_log_directory_takes_under_512_kib_on_disk)
 {
-	char rec[100];
 	le_config c;
-	le_config_init(&c);
-	c.dir = t_tmpdir(dir);
+	fresh_config(&c);
 	le_engine *e = t_open(&c);
-	memset(rec, 'r', sizeof rec);
-	CHECK_EQ(le_write(e, 0, LE_INFO, rec, sizeof rec), 0);
+	CHECK_EQ(write_100(e), 0);
 	le_info(e, "one deferred record %d", 1); /* a SITES entry too */
 	CHECK_EQ(le_flush(e, 5000), 0);
 	long long open_b = disk_bytes(dir);
@@ -187,19 +205,12 @@ TEST(one_record_log_directory_takes_under_512_kib_on_disk)
  */
 TEST(queue_file_grows_with_use_and_loses_no_record)
 {
-	char rec[100];
 	le_config c;
-	le_config_init(&c);
-	c.dir = t_tmpdir(dir);
+	fresh_config(&c);
 	le_engine *e = t_open(&c);
 	long long q0 = file_disk_bytes(dir, "QUEUE");
 	uint64_t ring = e->shards[0].ring.size;
-	memset(rec, 'q', sizeof rec);
-	for (int k = 0; k < 4; k++) {
-		for (int i = 0; i < 4000; i++)
-			CHECK_EQ(le_write(e, 0, LE_INFO, rec, sizeof rec), 0);
-		CHECK_EQ(le_flush(e, 10000), 0);
-	}
+	write_laps(e);
 	long long q1 = file_disk_bytes(dir, "QUEUE");
 	le_stats st;
 	le_stats_get(e, &st);
@@ -235,19 +246,16 @@ static int full_madvise(void *p, size_t len, int advice)
  */
 TEST(full_disk_while_the_queue_grows_drops_records_never_crashes)
 {
-	char rec[100];
 	le_config c;
-	le_config_init(&c);
-	c.dir = t_tmpdir(dir);
+	fresh_config(&c);
 	le__os t = le__os_real;
 	t.madvise = full_madvise;
 	le__os_install(&t);
 	le_engine *e = t_open(&c);
 	atomic_store(&disk_full, 1);
-	memset(rec, 'f', sizeof rec);
 	long ok = 0, full = 0;
 	for (int i = 0; i < 4000; i++) {
-		int rc = le_write(e, 0, LE_INFO, rec, sizeof rec);
+		int rc = write_100(e);
 		CHECK(rc == 0 || rc == LE_EFULL);
 		ok += rc == 0;
 		full += rc == LE_EFULL;
@@ -260,17 +268,13 @@ TEST(full_disk_while_the_queue_grows_drops_records_never_crashes)
 	atomic_store(&disk_full, 0);
 	/* the writer tries again on its next turn (a drop wakes it) */
 	uint64_t t0 = le__mono_ns();
-	while (le_write(e, 0, LE_INFO, rec, sizeof rec) == LE_EFULL) {
+	while (write_100(e) == LE_EFULL) {
 		full++;
 		CHECK(le__mono_ns() - t0 < 10000000000u);
 		usleep(1000);
 	}
 	ok++;
-	for (int k = 0; k < 4; k++) {
-		for (int i = 0; i < 4000; i++)
-			CHECK_EQ(le_write(e, 0, LE_INFO, rec, sizeof rec), 0);
-		CHECK_EQ(le_flush(e, 10000), 0);
-	}
+	write_laps(e);
 	le_stats st;
 	le_stats_get(e, &st);
 	CHECK_EQ(st.dropped_full, (uint64_t)full);
@@ -282,19 +286,6 @@ TEST(full_disk_while_the_queue_grows_drops_records_never_crashes)
 
 /* ---- memory and descriptors ---- */
 
-static long rss_kib(void)
-{
-	char line[256];
-	long kib = -1;
-	FILE *f = fopen("/proc/self/status", "r");
-	CHECK(f != NULL);
-	while (fgets(line, sizeof line, f))
-		if (!strncmp(line, "VmRSS:", 6))
-			kib = atol(line + 6);
-	fclose(f);
-	return kib;
-}
-
 /*
  * An engine that logs little must cost little memory: its ring was
  * faulted in whole (2 MiB) at le_open.  le_open and a few records add
@@ -303,14 +294,13 @@ static long rss_kib(void)
 TEST(idle_engine_adds_under_2_mib_resident)
 {
 	le_config c;
-	le_config_init(&c);
-	c.dir = t_tmpdir(dir);
-	long before = rss_kib();
+	fresh_config(&c);
+	long before = t_rss_kib();
 	le_engine *e = t_open(&c);
 	for (int i = 0; i < 5; i++)
 		le_info(e, "record %d of a quiet service", i);
 	CHECK_EQ(le_flush(e, 5000), 0);
-	long after = rss_kib();
+	long after = t_rss_kib();
 	fprintf(stderr, "  (VmRSS %ld KiB -> %ld KiB: +%ld KiB)\n", before,
 	        after, after - before);
 	CHECK(after - before < 2048);
@@ -350,8 +340,7 @@ static void limit_fds(rlim_t n)
 TEST(two_hundred_fifty_six_shards_open_under_a_1024_descriptor_limit)
 {
 	le_config c;
-	le_config_init(&c);
-	c.dir = t_tmpdir(dir);
+	fresh_config(&c);
 	c.shards = 256;
 	limit_fds(1024);
 	int fd0 = open_fds();
@@ -372,8 +361,7 @@ TEST(two_hundred_fifty_six_shards_open_under_a_1024_descriptor_limit)
 TEST(too_many_shards_for_the_descriptor_limit_say_how_many_are_needed)
 {
 	le_config c;
-	le_config_init(&c);
-	c.dir = t_tmpdir(dir);
+	fresh_config(&c);
 	c.shards = 256;
 	limit_fds(256);
 	le_engine *e = NULL;
