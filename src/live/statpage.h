@@ -104,7 +104,10 @@ enum {
 };
 #define LE_SP_HIST_WORDS (2 + LE_LIVE_BUCKETS)
 #define LE_SP_NHIST 4
-#define LE_SP_WORDS (LE_SP_HIST + LE_SP_NHIST * LE_SP_HIST_WORDS)
+/* After the histograms: records taken from the queue by level
+ * (LE_TRACE .. LE_FATAL), as le_stats.level_records. */
+#define LE_SP_LEVEL (LE_SP_HIST + LE_SP_NHIST * LE_SP_HIST_WORDS)
+#define LE_SP_WORDS (LE_SP_LEVEL + LE_FATAL + 1)
 _Static_assert(8 + 8 * LE_SP_WORDS <= LE_SP_SLOT_BYTES, "a slot holds them");
 _Static_assert(LE_SP_SLOT1_OFF + LE_SP_SLOT_BYTES == LE_SP_BYTES, "layout");
 
