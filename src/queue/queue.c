@@ -349,7 +349,8 @@ static int map_file(le__ring *r, int fd, uint64_t size)
  * pages in writable: the file system reserves their blocks at the fault,
  * and a full one fails the call (-ENOSPC) where a producer's store would
  * have been a SIGBUS.  Changes no byte.  Once the ring is whole, huge
- * pages again (map_aligned).
+ * pages are asked for (map_aligned), for the pages not yet in the page
+ * cache: those faulted in before stay small.
  */
 static int back(le__ring *r, uint64_t from, uint64_t to)
 {
