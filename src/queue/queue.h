@@ -271,8 +271,10 @@ static inline void le__prefetch_w(const le__ring *r, const void *p)
 	__builtin_prefetch(p, 1);
 }
 
-static inline le__slot *le__ring_reserve(le__ring *r, uint32_t need,
-                                         uint64_t *used)
+/* always_inline: with the growth branch GCC no longer inlines it by itself,
+ * and the call costs every le_write a frame and spilled registers. */
+static inline __attribute__((always_inline)) le__slot *
+le__ring_reserve(le__ring *r, uint32_t need, uint64_t *used)
 {
 	const uint64_t mask = r->lap - 1;
 	uint64_t h = atomic_load_explicit(r->head, memory_order_relaxed);
