@@ -199,7 +199,15 @@ typedef struct le_config {
 	                             hand (see le_config_init) */
 	const char *dir;          /* log directory; must exist unless create_dir */
 	int create_dir;           /* 1: mkdir dir (one level) if missing. 0 */
-	unsigned shards;          /* writer threads / shard dirs, 1..256. 1 */
+	unsigned shards;          /* writer threads / shard dirs, 1..256.
+	                             Each shard has a writer thread, a sync
+	                             thread (durability other than
+	                             LE_SYNC_NONE) and keeps 2 descriptors
+	                             (its segment and checkpoint; the engine
+	                             1 more): 256 shards fit ulimit -n 1024.
+	                             le_open out of descriptors fails with
+	                             -EMFILE, le_errmsg saying how many the
+	                             shards need and the limit. 1 */
 	uint32_t queue_capacity;  /* max records queued, all shards. 8192 */
 	uint64_t queue_capacity_bytes; /* max payload bytes queued.  Each
 	                             shard's ring is sized to hold it, and
@@ -210,13 +218,27 @@ typedef struct le_config {
 	int overflow;             /* enum le_overflow. LE_OVERFLOW_DROP */
 	int oversize;             /* enum le_oversize. LE_OVERSIZE_TRUNCATE */
 	uint32_t fields;          /* LE_FIELD_* bit set. LE_FIELD_ALL */
-	uint64_t segment_bytes;   /* rotate past this size. 64 MiB */
+	uint64_t segment_bytes;   /* rotate past this size.  The open
+	                             segment's blocks are reserved ahead of
+	                             the writes as the rate asks: 64 KiB
+	                             first, doubled while each lasts under a
+	                             second, up to 8 MiB; cut at close.
+	                             64 MiB */
 	uint32_t segment_max_age_ms; /* rotate older segments; 0 = never. 0 */
 	uint64_t retention_bytes; /* keep at most this much per shard; 0 = all */
 	uint32_t batch_size;      /* records per write, at most; at most
 	                             queue_capacity / 4.  0: 2048, or
 	                             queue_capacity / 4 if less. 0 */
-	uint32_t flush_ms;        /* max time a record waits to be written. 50 */
+	uint32_t flush_ms;        /* max time a record waits to be written.
+	                             An idle shard (nothing logged for the
+	                             longest of checkpoint_ms, sync_ms and
+	                             1 s, plus twice this) sleeps up to 10 s
+	                             (1 s with segment_max_age_ms or the
+	                             retention or archive settings by age)
+	                             and its next record wakes it (one futex
+	                             call in that le_write): the promise
+	                             holds, and an idle shard's threads wake
+	                             at most once in 10 s. 50 */
 	uint32_t max_pending_bytes; /* bytes per write, at most (a batch is
 	                             written sooner once its payload is a
 	                             quarter of queue_capacity_bytes). 1 MiB */
@@ -228,7 +250,15 @@ typedef struct le_config {
 	                             DIR/shard-NNN/QUEUE, so records le_write
 	                             accepted survive a kill -9 of the process
 	                             and the next le_open writes them out.
-	                             0: process memory.  1 */
+	                             The file is sparse: it gets its blocks
+	                             as the queue first reaches them (64 KiB
+	                             at le_open, doubled ahead of the
+	                             producers by the writer, or by a
+	                             producer that outruns it), so a quiet
+	                             shard's QUEUE holds tens of KiB on disk
+	                             and in memory.  A full disk then refuses
+	                             records (LE_EFULL, counted as dropped),
+	                             never a SIGBUS.  0: process memory.  1 */
 	int store;                /* 1: segment files in dir (default).  0: no
 	                             segment store (dir unused): the stream
 	                             is the only output. */
@@ -325,9 +355,11 @@ typedef struct le_config {
 	                             their arguments and formatted later (the
 	                             level macros with a literal format): each
 	                             shard's SITES file holds this many
-	                             descriptors, 1 to 65536; a site past them
-	                             formats at the call (the text is the same
-	                             either way).  LE_DEFERRED_OFF: every call
+	                             descriptors, 1 to 65536 (a sparse file:
+	                             its area gets blocks as descriptors
+	                             come); a site past them, or met once the
+	                             disk was full, formats at the call (the
+	                             text is the same either way).  LE_DEFERRED_OFF: every call
 	                             formats at the call.  0: 4096 */
 	uint32_t archive_keep_segments; /* compress each shard's sealed
 	                             segments beyond its newest this many
@@ -1190,8 +1222,10 @@ LE_API int le_queue_pending(const char *dir, unsigned shard,
  * shard's writer thread publishes the shard's counters, its share of the
  * queue, its disk use and four latency histograms in DIR/shard-NNN/STATS,
  * a 4 KiB page (docs/INTERFACES.md) it rewrites every LE_LIVE_PERIOD_MS at
- * most (and at least once per flush_ms while idle), and once more, marked
- * closed, as le_close finishes.  The application's threads never touch
+ * most (and at least once per flush_ms while records come; an idle shard
+ * publishes as it goes to sleep, with its period set to the idle sleep,
+ * see le_config.flush_ms), and once more, marked closed, as le_close
+ * finishes.  The application's threads never touch
  * it.  Readers take no lock and send no signal: the page is double
  * buffered, each copy under a sequence counter. */
 

@@ -361,6 +361,20 @@ static inline void t_need(const char *group)
 
 /* ---- helpers for tests ---- */
 
+/* This process's resident set (VmRSS), in KiB. */
+static inline long t_rss_kib(void)
+{
+	FILE *f = fopen("/proc/self/status", "r");
+	char l[256];
+	long v = -1;
+	CHECK(f != NULL);
+	while (fgets(l, sizeof l, f))
+		if (!strncmp(l, "VmRSS:", 6))
+			v = atol(l + 6);
+	fclose(f);
+	return v;
+}
+
 /* A fresh empty directory under $TMPDIR (or /tmp); path in static storage
  * of the caller's choosing: buf must hold 256 bytes. */
 static inline char *t_tmpdir(char *buf)

@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/file.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -354,6 +355,25 @@ static int copy_strings(le_engine *e)
 	return 0;
 }
 
+/* Out of descriptors at shard i: say what the engine needs against the
+ * process's limit, not only which file it could not open.  A running
+ * shard keeps two (its segment and its checkpoint; QUEUE, SITES and the
+ * live page are mappings), the engine one (LOCK), and opening one takes
+ * a few more for a moment. */
+static void fd_limit_error(le_engine *e, uint32_t i)
+{
+	char why[300];
+	struct rlimit rl;
+	unsigned long long lim = getrlimit(RLIMIT_NOFILE, &rl) == 0
+	                                 ? (unsigned long long)rl.rlim_cur : 0;
+
+	snprintf(why, sizeof why, "%s", le_errmsg());
+	le__seterr("%s: %u shards need about %u descriptors besides the "
+	           "program's own (2 a shard), and ulimit -n allows %llu "
+	           "(out of them at shard %u): raise the limit or use fewer "
+	           "shards", why, e->nshards, 2 * e->nshards + 5, lim, i);
+}
+
 static int open_engine(le_engine **out, const le_config *cfg)
 {
 	le_engine *e;
@@ -444,6 +464,8 @@ static int open_engine(le_engine **out, const le_config *cfg)
 	memset(e->shards, 0, e->nshards * sizeof *e->shards);
 	for (uint32_t i = 0; i < e->nshards; i++) {
 		rc = shard_init(e, i);
+		if (rc == -EMFILE)
+			fd_limit_error(e, i);
 		if (rc < 0)
 			goto fail;
 	}
