@@ -10,6 +10,13 @@
 #   fuzz_fmt         le__vfmt (le_logf's formatter) against glibc's snprintf
 #   fuzz_queue       a dead process's QUEUE file recovered by le_open
 #   fuzz_defer       deferred records: descriptors and argument blocks
+#   fuzz_sites       a dead process's SITES table kept at le_open
+#   fuzz_index       a sealed segment's time index (.idx)
+#   fuzz_zst         an archived segment (.seg.zst): header, content (with
+#                    libzstd only)
+#   fuzz_collect     what a collector decodes of a peer's message, ORIGIN
+#   fuzz_fwd         a forwarder's cursor file FORWARD and its key
+#   fuzz_stats       the live counters page STATS, as le_live reads it
 #
 #   make fuzz          build $(BUILD)/fuzz/fuzz_* and run each briefly on its
 #                      seed corpus (FUZZ_RUNS runs, at most FUZZ_SMOKE_SECONDS);
@@ -33,7 +40,8 @@
 FUZZ_CC       ?= clang
 # The library sources to fuzz (another tree: try a fix before it lands).
 FUZZ_SRC      ?= src
-FUZZ_TARGETS  := frame checkpoint segment recover fmt queue defer
+FUZZ_TARGETS  := frame checkpoint segment recover fmt queue defer sites \
+                 index $(if $(ZSTD),zst) collect fwd stats
 FUZZ_OUT       = $(BUILD)/fuzz
 FUZZ_SAN      ?= -fsanitize=address,undefined -fno-sanitize-recover=undefined
 FUZZ_CFLAGS   ?= -std=c11 -O1 -g -fno-omit-frame-pointer -pthread -Wall -Wextra
@@ -50,9 +58,18 @@ FUZZ_MAXLEN_recover    ?= 8192
 FUZZ_MAXLEN_fmt        ?= 1024
 FUZZ_MAXLEN_queue      ?= 8261
 FUZZ_MAXLEN_defer      ?= 2048
+FUZZ_MAXLEN_sites      ?= 8400
+FUZZ_MAXLEN_index      ?= 4096
+FUZZ_MAXLEN_zst        ?= 4096
+FUZZ_MAXLEN_collect    ?= 4096
+FUZZ_MAXLEN_fwd        ?= 1024
+FUZZ_MAXLEN_stats      ?= 4097
 # fuzz_segment writes files on every run: a RAM file system when there is one.
 FUZZ_TMPDIR   ?= $(shell [ -d /dev/shm ] && [ -w /dev/shm ] && echo /dev/shm || echo $${TMPDIR:-/tmp})
 
+# Archives are read as the library is built: with libzstd when it is there
+# (fuzz_zst needs it).
+FUZZ_ZSTD      = $(if $(ZSTD),-DLE_HAVE_ZSTD)
 FUZZ_LIB_OBJ   = $(patsubst $(FUZZ_SRC)/%.c,$(FUZZ_OUT)/obj/%.o,$(wildcard $(FUZZ_SRC)/*/*.c))
 FUZZ_BINS      = $(FUZZ_TARGETS:%=$(FUZZ_OUT)/fuzz_%)
 
@@ -62,15 +79,16 @@ FUZZ_BINS      = $(FUZZ_TARGETS:%=$(FUZZ_OUT)/fuzz_%)
 
 fuzz-build: $(FUZZ_BINS)
 
-$(FUZZ_OUT)/obj/%.o: $(FUZZ_SRC)/%.c $(wildcard $(FUZZ_SRC)/*/*.h) include/logengine.h
+$(FUZZ_OUT)/obj/%.o: $(FUZZ_SRC)/%.c $(wildcard $(FUZZ_SRC)/*/*.h) include/logengine.h \
+                    $(FEATURES) tests/fuzz/fuzz.mk
 	@mkdir -p $(dir $@)
-	$(FUZZ_CC) $(FUZZ_CFLAGS) $(FUZZ_SAN) -fsanitize=fuzzer-no-link -Iinclude -I$(FUZZ_SRC) -c -o $@ $<
+	$(FUZZ_CC) $(FUZZ_CFLAGS) $(FUZZ_SAN) -fsanitize=fuzzer-no-link $(FUZZ_ZSTD) -Iinclude -I$(FUZZ_SRC) -c -o $@ $<
 
 $(FUZZ_OUT)/fuzz_recover: tests/fuzz/fuzz_segment.c
 $(FUZZ_OUT)/fuzz_fmt: tests/unit/fmt_gen.h
 $(FUZZ_OUT)/fuzz_%: tests/fuzz/fuzz_%.c $(FUZZ_LIB_OBJ)
 	@mkdir -p $(dir $@)
-	$(FUZZ_CC) $(FUZZ_CFLAGS) $(FUZZ_SAN) -fsanitize=fuzzer -Iinclude -I$(FUZZ_SRC) -o $@ $< $(FUZZ_LIB_OBJ) -pthread
+	$(FUZZ_CC) $(FUZZ_CFLAGS) $(FUZZ_SAN) -fsanitize=fuzzer $(FUZZ_ZSTD) -Iinclude -I$(FUZZ_SRC) -o $@ $< $(FUZZ_LIB_OBJ) -pthread $(LDLIBS)
 
 # $(call fuzz_run,TARGET,LIMITS): one fuzzer on its own corpus and the seeds.
 fuzz_run = mkdir -p $(FUZZ_OUT)/work/$(1) $(FUZZ_OUT)/crash && \
