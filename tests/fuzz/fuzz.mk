@@ -9,6 +9,7 @@
 #   fuzz_recover     the same files and a CHECKPOINT recovered by le_open
 #   fuzz_fmt         le__vfmt (le_logf's formatter) against glibc's snprintf
 #   fuzz_queue       a dead process's QUEUE file recovered by le_open
+#                    (recover and queue through fuzz_os.h's OS-call table)
 #   fuzz_defer       deferred records: descriptors and argument blocks
 #   fuzz_sites       a dead process's SITES table kept at le_open
 #   fuzz_index       a sealed segment's time index (.idx)
@@ -22,9 +23,10 @@
 #                      seed corpus (FUZZ_RUNS runs, at most FUZZ_SMOKE_SECONDS);
 #                      fails on any crash, leak or broken invariant
 #   make fuzz-long     each target for FUZZ_LONG_RUNS executions (10 M), one
-#                      after another (hours: the le_open targets -- segment,
-#                      recover, queue -- take ~1 ms an input); FUZZ_SECONDS
-#                      caps each (0: no cap); each prints its executions at the end
+#                      after another (hours: segment reads files, recover and
+#                      queue open an engine, 0.5 to 2 ms an input); FUZZ_SECONDS
+#                      caps each (0: no cap), FUZZ_SECONDS_queue=N one of
+#                      them; each prints its executions at the end
 #   make fuzz-corpus   regenerate the seed corpus tests/fuzz/corpus/
 #   FUZZ_TARGETS="segment recover"   only those
 #   FUZZ_SRC=DIR       fuzz the library sources in DIR (a fix, before it lands)
@@ -85,6 +87,7 @@ $(FUZZ_OUT)/obj/%.o: $(FUZZ_SRC)/%.c $(wildcard $(FUZZ_SRC)/*/*.h) include/logen
 	$(FUZZ_CC) $(FUZZ_CFLAGS) $(FUZZ_SAN) -fsanitize=fuzzer-no-link $(FUZZ_ZSTD) -Iinclude -I$(FUZZ_SRC) -c -o $@ $<
 
 $(FUZZ_OUT)/fuzz_recover: tests/fuzz/fuzz_segment.c
+$(FUZZ_OUT)/fuzz_recover $(FUZZ_OUT)/fuzz_segment $(FUZZ_OUT)/fuzz_queue: tests/fuzz/fuzz_os.h
 $(FUZZ_OUT)/fuzz_fmt: tests/unit/fmt_gen.h
 $(FUZZ_OUT)/fuzz_%: tests/fuzz/fuzz_%.c $(FUZZ_LIB_OBJ)
 	@mkdir -p $(dir $@)
@@ -109,7 +112,7 @@ fuzz: $(FUZZ_BINS)
 
 fuzz-long: $(FUZZ_BINS)
 	@st=0; $(foreach t,$(FUZZ_TARGETS),echo "== fuzz_$(t): $(FUZZ_LONG_RUNS) runs"; \
-	    if $(call fuzz_run,$(t),-runs=$(FUZZ_LONG_RUNS) -max_total_time=$(FUZZ_SECONDS)) \
+	    if $(call fuzz_run,$(t),-runs=$(FUZZ_LONG_RUNS) -max_total_time=$(or $(FUZZ_SECONDS_$(t)),$(FUZZ_SECONDS))) \
 	        2>$(FUZZ_OUT)/fuzz_$(t)-long.log; \
 	    then grep -E '^stat::' $(FUZZ_OUT)/fuzz_$(t)-long.log; \
 	    else grep -v '^    #' $(FUZZ_OUT)/fuzz_$(t)-long.log | tail -n 30; st=1; fi;) \

@@ -1,0 +1,50 @@
+/*
+ * fuzz_os.h -- the OS-call table the engine-opening fuzz targets install
+ * (src/base/os.h, as SQLite's fuzzers run through their own VFS): the
+ * files live in RAM already (TMPDIR=/dev/shm, make fuzz), so what costs
+ * is what the table does to them for durability and space, none of which
+ * a decoder's fuzzing needs:
+ *
+ *   fallocate   refused with EOPNOTSUPP, as on a file system without it
+ *               (the engine goes on: le__prealloc is a hint); on tmpfs it
+ *               zeroes every page up to segment_bytes ahead, and closing
+ *               frees them again: most of an input's time
+ *   fdatasync,  succeed at once: nothing is durable in RAM, and a crash
+ *   fsync       is not what these targets simulate
+ *   sync_range  none (NULL: le__writeback does nothing)
+ *
+ * Everything that reads or writes the bytes (open, openat, pread,
+ * pwrite, ftruncate, rename, unlink) stays the real call, so the
+ * decoders see exactly the files the input made.
+ */
+#ifndef FUZZ_OS_H
+#define FUZZ_OS_H
+
+#include <errno.h>
+#include "base/os.h"
+
+static int fuzz_no_fallocate(int fd, int mode, off_t off, off_t len)
+{
+	(void)fd, (void)mode, (void)off, (void)len;
+	errno = EOPNOTSUPP;
+	return -1;
+}
+
+static int fuzz_no_sync(int fd)
+{
+	(void)fd;
+	return 0;
+}
+
+/* Install the table, once per process (before the first le_open). */
+static void fuzz_os_install(void)
+{
+	le__os t = le__os_real;
+	t.fallocate = fuzz_no_fallocate;
+	t.fdatasync = fuzz_no_sync;
+	t.fsync = fuzz_no_sync;
+	t.sync_range = NULL;
+	le__os_install(&t);
+}
+
+#endif
