@@ -87,7 +87,8 @@ $(FUZZ_OUT)/obj/%.o: $(FUZZ_SRC)/%.c $(wildcard $(FUZZ_SRC)/*/*.h) include/logen
 	$(FUZZ_CC) $(FUZZ_CFLAGS) $(FUZZ_SAN) -fsanitize=fuzzer-no-link $(FUZZ_ZSTD) -Iinclude -I$(FUZZ_SRC) -c -o $@ $<
 
 $(FUZZ_OUT)/fuzz_recover: tests/fuzz/fuzz_segment.c
-$(FUZZ_OUT)/fuzz_recover $(FUZZ_OUT)/fuzz_segment $(FUZZ_OUT)/fuzz_queue: tests/fuzz/fuzz_os.h
+$(FUZZ_OUT)/fuzz_recover $(FUZZ_OUT)/fuzz_segment $(FUZZ_OUT)/fuzz_queue \
+    $(FUZZ_OUT)/fuzz_sites $(FUZZ_OUT)/fuzz_stats $(FUZZ_OUT)/fuzz_zst: tests/fuzz/fuzz_os.h
 $(FUZZ_OUT)/fuzz_fmt: tests/unit/fmt_gen.h
 $(FUZZ_OUT)/fuzz_%: tests/fuzz/fuzz_%.c $(FUZZ_LIB_OBJ)
 	@mkdir -p $(dir $@)

@@ -16,28 +16,33 @@
  * Everything that reads or writes the bytes (open, openat, pread,
  * pwrite, ftruncate, rename, unlink) stays the real call, so the
  * decoders see exactly the files the input made.
+ *
+ * Also the directory the file targets write their input to.
  */
 #ifndef FUZZ_OS_H
 #define FUZZ_OS_H
 
 #include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/stat.h>
 #include "base/os.h"
 
-static int fuzz_no_fallocate(int fd, int mode, off_t off, off_t len)
+static inline int fuzz_no_fallocate(int fd, int mode, off_t off, off_t len)
 {
 	(void)fd, (void)mode, (void)off, (void)len;
 	errno = EOPNOTSUPP;
 	return -1;
 }
 
-static int fuzz_no_sync(int fd)
+static inline int fuzz_no_sync(int fd)
 {
 	(void)fd;
 	return 0;
 }
 
 /* Install the table, once per process (before the first le_open). */
-static void fuzz_os_install(void)
+static inline void fuzz_os_install(void)
 {
 	le__os t = le__os_real;
 	t.fallocate = fuzz_no_fallocate;
@@ -45,6 +50,31 @@ static void fuzz_os_install(void)
 	t.fsync = fuzz_no_sync;
 	t.sync_range = NULL;
 	le__os_install(&t);
+}
+
+static char fuzz_top[256]; /* the directory fuzz_shard_dir made */
+
+static inline void fuzz_rm_top(void)
+{
+	char cmd[300];
+	snprintf(cmd, sizeof cmd, "rm -rf '%s'", fuzz_top);
+	if (fuzz_top[0] && system(cmd) != 0)
+		fprintf(stderr, "fuzz: could not remove %s\n", fuzz_top);
+}
+
+/* A new log directory $TMPDIR/fuzz-NAME-XXXXXX (make fuzz sets TMPDIR to
+ * /dev/shm when it can), removed at exit, and its shard-000, whose path
+ * goes to shard (cap bytes).  @return 0, or -1 (errno set). */
+static inline int fuzz_shard_dir(const char *name, char *shard, size_t cap)
+{
+	const char *t = getenv("TMPDIR");
+	snprintf(fuzz_top, sizeof fuzz_top, "%s/fuzz-%s-XXXXXX",
+	         t && *t ? t : "/tmp", name);
+	if (!mkdtemp(fuzz_top))
+		return -1;
+	atexit(fuzz_rm_top);
+	snprintf(shard, cap, "%s/shard-000", fuzz_top);
+	return mkdir(shard, 0755);
 }
 
 #endif

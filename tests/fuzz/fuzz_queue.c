@@ -66,9 +66,9 @@ static char dir[256];
 
 static void setup(void)
 {
-	const char *t = getenv("TMPDIR");
-	snprintf(dir, sizeof dir, "%s/fuzz-queue-XXXXXX", t ? t : "/tmp");
-	REQUIRE(mkdtemp(dir));
+	char sd[300];
+	REQUIRE(fuzz_shard_dir("queue", sd, sizeof sd) == 0);
+	snprintf(dir, sizeof dir, "%s", fuzz_top);
 	le__boot_id_set(BOOT);
 	if (!getenv("FUZZ_REAL_OS"))
 		fuzz_os_install();

@@ -40,6 +40,7 @@
 #include "logengine.h"
 #include "queue/queue.h"
 #include "queue/sites.h"
+#include "fuzz_os.h"
 
 #define BOOT 0x5eed5eed5eedull
 
@@ -56,12 +57,8 @@ static char path[512];
 
 static void setup(void)
 {
-	char dir[256], sd[300];
-	const char *t = getenv("TMPDIR");
-	snprintf(dir, sizeof dir, "%s/fuzz-sites-XXXXXX", t ? t : "/tmp");
-	REQUIRE(mkdtemp(dir));
-	snprintf(sd, sizeof sd, "%s/shard-000", dir);
-	REQUIRE(mkdir(sd, 0755) == 0);
+	char sd[300];
+	REQUIRE(fuzz_shard_dir("sites", sd, sizeof sd) == 0);
 	snprintf(path, sizeof path, "%s/SITES", sd);
 	le__boot_id_set(BOOT);
 }

@@ -34,6 +34,7 @@
 #include "logengine.h"
 #include "queue/queue.h"
 #include "record/format.h"
+#include "fuzz_os.h"
 
 #define BOOT 0x5eed5eed5eedull /* the seeds' pages say this boot */
 
@@ -51,11 +52,8 @@ static char dir[256], path[512];
 static void setup(void)
 {
 	char sd[300];
-	const char *t = getenv("TMPDIR");
-	snprintf(dir, sizeof dir, "%s/fuzz-stats-XXXXXX", t ? t : "/tmp");
-	REQUIRE(mkdtemp(dir));
-	snprintf(sd, sizeof sd, "%s/shard-000", dir);
-	REQUIRE(mkdir(sd, 0755) == 0);
+	REQUIRE(fuzz_shard_dir("stats", sd, sizeof sd) == 0);
+	snprintf(dir, sizeof dir, "%s", fuzz_top);
 	snprintf(path, sizeof path, "%s/STATS", sd);
 	le__boot_id_set(BOOT);
 }

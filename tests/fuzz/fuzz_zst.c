@@ -28,6 +28,7 @@
 #include "logengine.h"
 #include "store/seg_zst.h"
 #include "store/segname.h"
+#include "fuzz_os.h"
 
 #define REQUIRE(c)                                                            \
 	do {                                                                  \
@@ -45,12 +46,8 @@ static char seg[512], zst[600];
 
 static void setup(void)
 {
-	char dir[256], sd[300];
-	const char *t = getenv("TMPDIR");
-	snprintf(dir, sizeof dir, "%s/fuzz-zst-XXXXXX", t ? t : "/tmp");
-	REQUIRE(mkdtemp(dir));
-	snprintf(sd, sizeof sd, "%s/shard-000", dir);
-	REQUIRE(mkdir(sd, 0755) == 0);
+	char sd[300];
+	REQUIRE(fuzz_shard_dir("zst", sd, sizeof sd) == 0);
 	REQUIRE(le__seg_path(seg, sizeof seg, sd, 1) == 0);
 	snprintf(zst, sizeof zst, "%s" LE_ZST_SUFFIX, seg);
 }
