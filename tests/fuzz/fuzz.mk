@@ -18,6 +18,7 @@
 #   fuzz_collect     what a collector decodes of a peer's message, ORIGIN
 #   fuzz_fwd         a forwarder's cursor file FORWARD and its key
 #   fuzz_stats       the live counters page STATS, as le_live reads it
+#   fuzz_cursor      a reader's cursor string, handed back to seek
 #
 #   make fuzz          build $(BUILD)/fuzz/fuzz_* and run each briefly on its
 #                      seed corpus (FUZZ_RUNS runs, at most FUZZ_SMOKE_SECONDS);
@@ -43,7 +44,7 @@ FUZZ_CC       ?= clang
 # The library sources to fuzz (another tree: try a fix before it lands).
 FUZZ_SRC      ?= src
 FUZZ_TARGETS  := frame checkpoint segment recover fmt queue defer sites \
-                 index $(if $(ZSTD),zst) collect fwd stats
+                 index $(if $(ZSTD),zst) collect fwd stats cursor
 FUZZ_OUT       = $(BUILD)/fuzz
 FUZZ_SAN      ?= -fsanitize=address,undefined -fno-sanitize-recover=undefined
 FUZZ_CFLAGS   ?= -std=c11 -O1 -g -fno-omit-frame-pointer -pthread -Wall -Wextra
@@ -66,6 +67,7 @@ FUZZ_MAXLEN_zst        ?= 4096
 FUZZ_MAXLEN_collect    ?= 4096
 FUZZ_MAXLEN_fwd        ?= 1024
 FUZZ_MAXLEN_stats      ?= 4097
+FUZZ_MAXLEN_cursor     ?= 1024
 # fuzz_segment writes files on every run: a RAM file system when there is one.
 FUZZ_TMPDIR   ?= $(shell [ -d /dev/shm ] && [ -w /dev/shm ] && echo /dev/shm || echo $${TMPDIR:-/tmp})
 
@@ -88,7 +90,8 @@ $(FUZZ_OUT)/obj/%.o: $(FUZZ_SRC)/%.c $(wildcard $(FUZZ_SRC)/*/*.h) include/logen
 
 $(FUZZ_OUT)/fuzz_recover: tests/fuzz/fuzz_segment.c
 $(FUZZ_OUT)/fuzz_recover $(FUZZ_OUT)/fuzz_segment $(FUZZ_OUT)/fuzz_queue \
-    $(FUZZ_OUT)/fuzz_sites $(FUZZ_OUT)/fuzz_stats $(FUZZ_OUT)/fuzz_zst: tests/fuzz/fuzz_os.h
+    $(FUZZ_OUT)/fuzz_sites $(FUZZ_OUT)/fuzz_stats $(FUZZ_OUT)/fuzz_zst \
+    $(FUZZ_OUT)/fuzz_cursor: tests/fuzz/fuzz_os.h
 $(FUZZ_OUT)/fuzz_fmt: tests/unit/fmt_gen.h
 $(FUZZ_OUT)/fuzz_%: tests/fuzz/fuzz_%.c $(FUZZ_LIB_OBJ)
 	@mkdir -p $(dir $@)

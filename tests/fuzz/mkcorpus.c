@@ -7,7 +7,7 @@
  *                    same inputs as segment/), DIR/checkpoint/, DIR/fmt/,
  *                    DIR/queue/, DIR/defer/, DIR/sites/, DIR/index/,
  *                    DIR/zst/ (with libzstd), DIR/collect/, DIR/fwd/,
- *                    DIR/stats/
+ *                    DIR/stats/, DIR/cursor/
  *
  * Input layouts are described at the top of each fuzz_*.c; the first byte
  * is always a control byte.  Output is deterministic: regenerating gives
@@ -875,6 +875,25 @@ static void corpus_stats(void)
 	stats_seed("closed", LE_SP_CLOSED, 2);
 }
 
+/* ---- fuzz_cursor: the cursor string ---- */
+
+static void corpus_cursor(void)
+{
+	static const char *const c[][2] = {
+		{"own-shard", "v=1,s=0,q=5,t=0"},
+		{"hinted", "v=1,s=1,q=100,t=1796074227000000000,i=2,o=64,"
+		           "n=0:50/1:101"},
+		{"both-next", "v=1,s=0,q=300,t=1,n=0:301/1:0"},
+		{"later-key", "v=1,s=1,q=7,t=0,x=something,n=1:8"},
+		{"past-end", "v=1,s=0,q=99999,t=18446744073709551615"},
+	};
+	for (size_t i = 0; i < sizeof c / sizeof c[0]; i++) {
+		struct buf b = {.len = 0};
+		put(&b, c[i][1], strlen(c[i][1]));
+		save("cursor", c[i][0], &b);
+	}
+}
+
 int main(int argc, char **argv)
 {
 	if (argc != 2) {
@@ -900,5 +919,6 @@ int main(int argc, char **argv)
 	corpus_collect();
 	corpus_fwd();
 	corpus_stats();
+	corpus_cursor();
 	return 0;
 }

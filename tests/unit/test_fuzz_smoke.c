@@ -181,6 +181,11 @@ TEST(fuzz_stats_runs_clean)
 	run_fuzzer("stats", 20000, 4097);
 }
 
+TEST(fuzz_cursor_runs_clean)
+{
+	run_fuzzer("cursor", 20000, 1024);
+}
+
 int main(int argc, char **argv)
 {
 	T_INIT(argc, argv);
@@ -198,5 +203,6 @@ int main(int argc, char **argv)
 	RUN(fuzz_collect_runs_clean);
 	RUN(fuzz_fwd_runs_clean);
 	RUN(fuzz_stats_runs_clean);
+	RUN(fuzz_cursor_runs_clean);
 	return t_done();
 }
