@@ -259,6 +259,23 @@ static void corpus_segment(void)
 	b.b[0] = ONE | FIX | RENUM;
 	save("segment", "one-valid-fixed", &b);
 
+	/* regression: a sound frame flagged deferred whose descriptor does
+	 * not decode, between two records (test_reader.c
+	 * absolute_mode_stops_at_an_undecodable_deferred_record) */
+	{
+		struct buf u = {.len = 0};
+		unsigned char f[64];
+		header(&u, LE_FIELD_ALL, 0, 1, 1);
+		frames(&u, LE_FIELD_ALL, 0, 1, 1);
+		put(&u, f, le__frame_encode(f, LE_FIELD_ALL, LE_REC_DEFERRED,
+		                            LE_INFO, 0, 2, TS0 + 2000,
+		                            "garbage", 7));
+		frames(&u, LE_FIELD_ALL, 0, 3, 1);
+		seg_input(&b, ONE, 0);
+		put(&b, u.b, u.len);
+		save("segment", "undecodable-deferred", &b);
+	}
+
 	/* Torn tails: cut inside the last frame; zeros; garbage. */
 	seg_input(&b, ONE, 0);
 	put(&b, s1.b, s1.len - 7);
