@@ -9,7 +9,7 @@
 #   fuzz_recover     the same files and a CHECKPOINT recovered by le_open
 #   fuzz_fmt         le__vfmt (le_logf's formatter) against glibc's snprintf
 #   fuzz_queue       a dead process's QUEUE file recovered by le_open
-#                    (recover and queue through fuzz_os.h's OS-call table)
+#                    (recover and queue through fuzz.h's OS-call table)
 #   fuzz_defer       deferred records: descriptors and argument blocks
 #   fuzz_sites       a dead process's SITES table kept at le_open
 #   fuzz_index       a sealed segment's time index (.idx)
@@ -89,9 +89,7 @@ $(FUZZ_OUT)/obj/%.o: $(FUZZ_SRC)/%.c $(wildcard $(FUZZ_SRC)/*/*.h) include/logen
 	$(FUZZ_CC) $(FUZZ_CFLAGS) $(FUZZ_SAN) -fsanitize=fuzzer-no-link $(FUZZ_ZSTD) -Iinclude -I$(FUZZ_SRC) -c -o $@ $<
 
 $(FUZZ_OUT)/fuzz_recover: tests/fuzz/fuzz_segment.c
-$(FUZZ_OUT)/fuzz_recover $(FUZZ_OUT)/fuzz_segment $(FUZZ_OUT)/fuzz_queue \
-    $(FUZZ_OUT)/fuzz_sites $(FUZZ_OUT)/fuzz_stats $(FUZZ_OUT)/fuzz_zst \
-    $(FUZZ_OUT)/fuzz_cursor: tests/fuzz/fuzz_os.h
+$(FUZZ_BINS): tests/fuzz/fuzz.h
 $(FUZZ_OUT)/fuzz_fmt: tests/unit/fmt_gen.h
 $(FUZZ_OUT)/fuzz_%: tests/fuzz/fuzz_%.c $(FUZZ_LIB_OBJ)
 	@mkdir -p $(dir $@)

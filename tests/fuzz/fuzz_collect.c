@@ -28,6 +28,7 @@
  *   - the host check agrees with the documented alphabet and length
  *   - an ORIGIN image that decodes re-encodes to its own first bytes
  */
+#define _GNU_SOURCE
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -37,14 +38,8 @@
 #include "record/format.h"
 #include "ship/ship.h"
 
-#define REQUIRE(c)                                                            \
-	do {                                                                  \
-		if (!(c)) {                                                   \
-			fprintf(stderr, "fuzz_collect: %s:%d: %s\n",          \
-			        __FILE__, __LINE__, #c);                      \
-			abort();                                              \
-		}                                                             \
-	} while (0)
+#define FUZZ_NAME "fuzz_collect"
+#include "fuzz.h"
 
 #define HDR 13
 

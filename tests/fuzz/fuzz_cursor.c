@@ -22,16 +22,9 @@
 #include <string.h>
 
 #include "logengine.h"
-#include "fuzz_os.h"
 
-#define REQUIRE(c)                                                            \
-	do {                                                                  \
-		if (!(c)) {                                                   \
-			fprintf(stderr, "fuzz_cursor: %s:%d: %s (%s)\n",      \
-			        __FILE__, __LINE__, #c, le_errmsg());         \
-			abort();                                              \
-		}                                                             \
-	} while (0)
+#define FUZZ_NAME "fuzz_cursor"
+#include "fuzz.h"
 
 #define RECORDS 600
 

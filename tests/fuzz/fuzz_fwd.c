@@ -35,14 +35,8 @@
 #include "record/format.h"
 #include "store/fwd_cursor.h"
 
-#define REQUIRE(c)                                                            \
-	do {                                                                  \
-		if (!(c)) {                                                   \
-			fprintf(stderr, "fuzz_fwd: %s:%d: %s\n", __FILE__,    \
-			        __LINE__, #c);                                \
-			abort();                                              \
-		}                                                             \
-	} while (0)
+#define FUZZ_NAME "fuzz_fwd"
+#include "fuzz.h"
 
 static void seal(unsigned char *p, const char *magic, size_t crc_at)
 {

@@ -21,6 +21,7 @@
  *   - a look-up by time or sequence lands on an entry's offset or on end,
  *     never before the first frame
  */
+#define _GNU_SOURCE
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -31,14 +32,8 @@
 #include "record/format.h"
 #include "store/index.h"
 
-#define REQUIRE(c)                                                            \
-	do {                                                                  \
-		if (!(c)) {                                                   \
-			fprintf(stderr, "fuzz_index: %s:%d: %s\n", __FILE__,  \
-			        __LINE__, #c);                                \
-			abort();                                              \
-		}                                                             \
-	} while (0)
+#define FUZZ_NAME "fuzz_index"
+#include "fuzz.h"
 
 static void seal(unsigned char *img, size_t len, int ctl)
 {

@@ -23,7 +23,7 @@
  *   rest        the ring, RING bytes (zero-padded, or cut)
  *
  * Then le_open, one record written, le_flush, le_close, and a read of the
- * directory.  The OS calls go through fuzz_os.h's table (no fallocate,
+ * directory.  The OS calls go through fuzz.h's table (no fallocate,
  * no sync: the files are in RAM); FUZZ_REAL_OS=1 runs the real ones.
  * Invariants (abort() on violation):
  *   - le_open, le_write, le_flush and le_close all succeed: a damaged
@@ -48,7 +48,7 @@
 #include "record/format.h"
 #include "logengine.h"
 #include "queue/queue.h"
-#include "fuzz_os.h"
+#include "fuzz.h"
 
 #define RING 8192u /* a power of two: lap == size */
 #define BOOT 0x5eed5eed5eedull

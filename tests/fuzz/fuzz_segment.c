@@ -74,7 +74,7 @@
 #include "base/crc32c.h"
 #include "record/format.h"
 #include "logengine.h"
-#include "fuzz_os.h"
+#include "fuzz.h"
 
 static void fail(const char *file, int line, const char *what);
 

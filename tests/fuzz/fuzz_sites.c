@@ -40,18 +40,11 @@
 #include "logengine.h"
 #include "queue/queue.h"
 #include "queue/sites.h"
-#include "fuzz_os.h"
+
+#define FUZZ_NAME "fuzz_sites"
+#include "fuzz.h"
 
 #define BOOT 0x5eed5eed5eedull
-
-#define REQUIRE(c)                                                            \
-	do {                                                                  \
-		if (!(c)) {                                                   \
-			fprintf(stderr, "fuzz_sites: %s:%d: %s (%s)\n",       \
-			        __FILE__, __LINE__, #c, le_errmsg());         \
-			abort();                                              \
-		}                                                             \
-	} while (0)
 
 static char path[512];
 

@@ -34,18 +34,11 @@
 #include "logengine.h"
 #include "queue/queue.h"
 #include "record/format.h"
-#include "fuzz_os.h"
+
+#define FUZZ_NAME "fuzz_stats"
+#include "fuzz.h"
 
 #define BOOT 0x5eed5eed5eedull /* the seeds' pages say this boot */
-
-#define REQUIRE(c)                                                            \
-	do {                                                                  \
-		if (!(c)) {                                                   \
-			fprintf(stderr, "fuzz_stats: %s:%d: %s (%s)\n",       \
-			        __FILE__, __LINE__, #c, le_errmsg());         \
-			abort();                                              \
-		}                                                             \
-	} while (0)
 
 static char dir[256], path[512];
 

@@ -28,16 +28,9 @@
 #include "logengine.h"
 #include "store/seg_zst.h"
 #include "store/segname.h"
-#include "fuzz_os.h"
 
-#define REQUIRE(c)                                                            \
-	do {                                                                  \
-		if (!(c)) {                                                   \
-			fprintf(stderr, "fuzz_zst: %s:%d: %s (%s)\n",         \
-			        __FILE__, __LINE__, #c, le_errmsg());         \
-			abort();                                              \
-		}                                                             \
-	} while (0)
+#define FUZZ_NAME "fuzz_zst"
+#include "fuzz.h"
 
 #define HEAD 4096
 #define CONTENT_MAX (1u << 20)

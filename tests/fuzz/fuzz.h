@@ -1,5 +1,11 @@
 /*
- * fuzz_os.h -- the OS-call table the engine-opening fuzz targets install
+ * fuzz.h -- what the fuzz targets share.
+ *
+ * REQUIRE(c): an invariant; a target that defines FUZZ_NAME before
+ * including this gets it (abort() with the condition and le_errmsg, so
+ * libFuzzer keeps the input).
+ *
+ * The OS-call table the engine-opening fuzz targets install
  * (src/base/os.h, as SQLite's fuzzers run through their own VFS): the
  * files live in RAM already (TMPDIR=/dev/shm, make fuzz), so what costs
  * is what the table does to them for durability and space, none of which
@@ -19,14 +25,26 @@
  *
  * Also the directory the file targets write their input to.
  */
-#ifndef FUZZ_OS_H
-#define FUZZ_OS_H
+#ifndef FUZZ_H
+#define FUZZ_H
 
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/stat.h>
 #include "base/os.h"
+#include "logengine.h"
+
+#ifdef FUZZ_NAME
+#define REQUIRE(c)                                                            \
+	do {                                                                  \
+		if (!(c)) {                                                   \
+			fprintf(stderr, FUZZ_NAME ": %s:%d: %s (%s)\n",      \
+			        __FILE__, __LINE__, #c, le_errmsg());         \
+			abort();                                              \
+		}                                                             \
+	} while (0)
+#endif
 
 static inline int fuzz_no_fallocate(int fd, int mode, off_t off, off_t len)
 {
