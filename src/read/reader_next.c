@@ -50,16 +50,18 @@ static void to_record(const struct cursor *c, le_record *rec)
  * A deferred record's text in place of its arguments (docs/FORMAT.md,
  * "Deferred records"), made in the cursor's buffer: valid, as the payload
  * is, until the next call.  One that does not decode is reported as
- * damage and read as a text that says why.
+ * damage and read as a text that says why.  @return 0, or -1 when it did
+ * not decode.
  */
-static void deferred_text(le_reader *r, struct cursor *c, le_record *rec)
+static int deferred_text(le_reader *r, struct cursor *c, le_record *rec)
 {
 	const char *text, *why;
 	long n = le__dcache_text(&c->dc, c->scan.fd, c->scan.hdr.index,
 	                         c->scan.hdr.version, c->scan.hdr.fields,
 	                         c->head_off, rec->payload, rec->len, &text,
 	                         &rec->flags, &why);
-	if (n < 0) {
+	int lost = n < 0;
+	if (lost) {
 		snprintf(r->msg, sizeof r->msg,
 		         "undecodable deferred record: %s", why);
 		r->st.problems++;
@@ -72,6 +74,7 @@ static void deferred_text(le_reader *r, struct cursor *c, le_record *rec)
 	}
 	rec->payload = text;
 	rec->len = (size_t)n;
+	return lost ? -1 : 0;
 }
 
 /* Following, with some shard at the end of what it has written: may the
@@ -149,12 +152,14 @@ static int settle(le_reader *r, struct cursor *c, uint64_t ts)
 }
 
 /* Hand out best's head as rec; best stays where it is until the next
- * call.  @return 1. */
+ * call.  ABSOLUTE makes any damage an error, a deferred record whose text
+ * is lost too (sticky, as reader_scan.c's).  @return 1, or LE_ECORRUPT. */
 static int give(le_reader *r, struct cursor *best, le_record *rec)
 {
 	to_record(best, rec);
-	if (rec->flags & LE_REC_DEFERRED)
-		deferred_text(r, best, rec);
+	if ((rec->flags & LE_REC_DEFERRED) && deferred_text(r, best, rec) < 0 &&
+	    r->opts.mode == LE_RECOVER_ABSOLUTE)
+		return r->err = LE_ECORRUPT;
 	r->last = best - r->cur;
 	r->ret.valid = 1;
 	r->ret.shard = best->shard;

@@ -13,6 +13,8 @@
  *   zero-filled tail segment ends     LE_ECORRUPT  segment ends    segment ends
  *   sequence gap(***) go on           LE_ECORRUPT  shard ends      go on
  *   bad seg header   LE_ECORRUPT      LE_ECORRUPT  shard ends      skip file
+ *   deferred record  its text says   LE_ECORRUPT  its text says   its text says
+ *   not decodable    why (reader_next.c)           why             why
  *   deleted (**)     go on            go on        go on           go on
  *
  *   (*) damage in the last segment of a shard with no valid frame after it,

@@ -442,14 +442,17 @@ static int zst_open(const char *path, const char **why)
 			rc = -errno;
 			goto out;
 		}
-		size_t n = ZSTD_decompress(map, (size_t)size, src,
-		                           (size_t)st.st_size);
-		if (ZSTD_isError(n) || n != size) {
-			*why = ZSTD_isError(n) ? zerr(n)
-			                       : "archive damaged: content shorter "
-			                         "than its size";
-			rc = LE_ECORRUPT;
-		}
+	}
+	/* An empty content is decoded too: its blocks and checksum are
+	 * what says the archive is whole. */
+	unsigned char none[1];
+	size_t n = ZSTD_decompress(size ? map : none, (size_t)size, src,
+	                           (size_t)st.st_size);
+	if (ZSTD_isError(n) || n != size) {
+		*why = ZSTD_isError(n) ? zerr(n)
+		                       : "archive damaged: content shorter "
+		                         "than its size";
+		rc = LE_ECORRUPT;
 	}
 out:
 	if (map != MAP_FAILED)

@@ -9,15 +9,25 @@
 #   fuzz_recover     the same files and a CHECKPOINT recovered by le_open
 #   fuzz_fmt         le__vfmt (le_logf's formatter) against glibc's snprintf
 #   fuzz_queue       a dead process's QUEUE file recovered by le_open
+#                    (recover and queue through fuzz.h's OS-call table)
 #   fuzz_defer       deferred records: descriptors and argument blocks
+#   fuzz_sites       a dead process's SITES table kept at le_open
+#   fuzz_index       a sealed segment's time index (.idx)
+#   fuzz_zst         an archived segment (.seg.zst): header, content (with
+#                    libzstd only)
+#   fuzz_collect     what a collector decodes of a peer's message, ORIGIN
+#   fuzz_fwd         a forwarder's cursor file FORWARD and its key
+#   fuzz_stats       the live counters page STATS, as le_live reads it
+#   fuzz_cursor      a reader's cursor string, handed back to seek
 #
 #   make fuzz          build $(BUILD)/fuzz/fuzz_* and run each briefly on its
 #                      seed corpus (FUZZ_RUNS runs, at most FUZZ_SMOKE_SECONDS);
 #                      fails on any crash, leak or broken invariant
 #   make fuzz-long     each target for FUZZ_LONG_RUNS executions (10 M), one
-#                      after another (hours: the le_open targets -- segment,
-#                      recover, queue -- take ~1 ms an input); FUZZ_SECONDS
-#                      caps each (0: no cap); each prints its executions at the end
+#                      after another (hours: segment reads files, recover and
+#                      queue open an engine, 0.5 to 2 ms an input); FUZZ_SECONDS
+#                      caps each (0: no cap), FUZZ_SECONDS_queue=N one of
+#                      them; each prints its executions at the end
 #   make fuzz-corpus   regenerate the seed corpus tests/fuzz/corpus/
 #   FUZZ_TARGETS="segment recover"   only those
 #   FUZZ_SRC=DIR       fuzz the library sources in DIR (a fix, before it lands)
@@ -33,7 +43,8 @@
 FUZZ_CC       ?= clang
 # The library sources to fuzz (another tree: try a fix before it lands).
 FUZZ_SRC      ?= src
-FUZZ_TARGETS  := frame checkpoint segment recover fmt queue defer
+FUZZ_TARGETS  := frame checkpoint segment recover fmt queue defer sites \
+                 index $(if $(ZSTD),zst) collect fwd stats cursor
 FUZZ_OUT       = $(BUILD)/fuzz
 FUZZ_SAN      ?= -fsanitize=address,undefined -fno-sanitize-recover=undefined
 FUZZ_CFLAGS   ?= -std=c11 -O1 -g -fno-omit-frame-pointer -pthread -Wall -Wextra
@@ -50,9 +61,19 @@ FUZZ_MAXLEN_recover    ?= 8192
 FUZZ_MAXLEN_fmt        ?= 1024
 FUZZ_MAXLEN_queue      ?= 8261
 FUZZ_MAXLEN_defer      ?= 2048
+FUZZ_MAXLEN_sites      ?= 8400
+FUZZ_MAXLEN_index      ?= 4096
+FUZZ_MAXLEN_zst        ?= 4096
+FUZZ_MAXLEN_collect    ?= 4096
+FUZZ_MAXLEN_fwd        ?= 1024
+FUZZ_MAXLEN_stats      ?= 4097
+FUZZ_MAXLEN_cursor     ?= 1024
 # fuzz_segment writes files on every run: a RAM file system when there is one.
 FUZZ_TMPDIR   ?= $(shell [ -d /dev/shm ] && [ -w /dev/shm ] && echo /dev/shm || echo $${TMPDIR:-/tmp})
 
+# Archives are read as the library is built: with libzstd when it is there
+# (fuzz_zst needs it).
+FUZZ_ZSTD      = $(if $(ZSTD),-DLE_HAVE_ZSTD)
 FUZZ_LIB_OBJ   = $(patsubst $(FUZZ_SRC)/%.c,$(FUZZ_OUT)/obj/%.o,$(wildcard $(FUZZ_SRC)/*/*.c))
 FUZZ_BINS      = $(FUZZ_TARGETS:%=$(FUZZ_OUT)/fuzz_%)
 
@@ -62,15 +83,17 @@ FUZZ_BINS      = $(FUZZ_TARGETS:%=$(FUZZ_OUT)/fuzz_%)
 
 fuzz-build: $(FUZZ_BINS)
 
-$(FUZZ_OUT)/obj/%.o: $(FUZZ_SRC)/%.c $(wildcard $(FUZZ_SRC)/*/*.h) include/logengine.h
+$(FUZZ_OUT)/obj/%.o: $(FUZZ_SRC)/%.c $(wildcard $(FUZZ_SRC)/*/*.h) include/logengine.h \
+                    $(FEATURES) tests/fuzz/fuzz.mk
 	@mkdir -p $(dir $@)
-	$(FUZZ_CC) $(FUZZ_CFLAGS) $(FUZZ_SAN) -fsanitize=fuzzer-no-link -Iinclude -I$(FUZZ_SRC) -c -o $@ $<
+	$(FUZZ_CC) $(FUZZ_CFLAGS) $(FUZZ_SAN) -fsanitize=fuzzer-no-link $(FUZZ_ZSTD) -Iinclude -I$(FUZZ_SRC) -c -o $@ $<
 
 $(FUZZ_OUT)/fuzz_recover: tests/fuzz/fuzz_segment.c
+$(FUZZ_BINS): tests/fuzz/fuzz.h
 $(FUZZ_OUT)/fuzz_fmt: tests/unit/fmt_gen.h
 $(FUZZ_OUT)/fuzz_%: tests/fuzz/fuzz_%.c $(FUZZ_LIB_OBJ)
 	@mkdir -p $(dir $@)
-	$(FUZZ_CC) $(FUZZ_CFLAGS) $(FUZZ_SAN) -fsanitize=fuzzer -Iinclude -I$(FUZZ_SRC) -o $@ $< $(FUZZ_LIB_OBJ) -pthread
+	$(FUZZ_CC) $(FUZZ_CFLAGS) $(FUZZ_SAN) -fsanitize=fuzzer $(FUZZ_ZSTD) -Iinclude -I$(FUZZ_SRC) -o $@ $< $(FUZZ_LIB_OBJ) -pthread $(LDLIBS)
 
 # $(call fuzz_run,TARGET,LIMITS): one fuzzer on its own corpus and the seeds.
 fuzz_run = mkdir -p $(FUZZ_OUT)/work/$(1) $(FUZZ_OUT)/crash && \
@@ -91,7 +114,7 @@ fuzz: $(FUZZ_BINS)
 
 fuzz-long: $(FUZZ_BINS)
 	@st=0; $(foreach t,$(FUZZ_TARGETS),echo "== fuzz_$(t): $(FUZZ_LONG_RUNS) runs"; \
-	    if $(call fuzz_run,$(t),-runs=$(FUZZ_LONG_RUNS) -max_total_time=$(FUZZ_SECONDS)) \
+	    if $(call fuzz_run,$(t),-runs=$(FUZZ_LONG_RUNS) -max_total_time=$(or $(FUZZ_SECONDS_$(t)),$(FUZZ_SECONDS))) \
 	        2>$(FUZZ_OUT)/fuzz_$(t)-long.log; \
 	    then grep -E '^stat::' $(FUZZ_OUT)/fuzz_$(t)-long.log; \
 	    else grep -v '^    #' $(FUZZ_OUT)/fuzz_$(t)-long.log | tail -n 30; st=1; fi;) \

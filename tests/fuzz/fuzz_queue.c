@@ -23,7 +23,9 @@
  *   rest        the ring, RING bytes (zero-padded, or cut)
  *
  * Then le_open, one record written, le_flush, le_close, and a read of the
- * directory.  Invariants (abort() on violation):
+ * directory.  The OS calls go through fuzz.h's table (no fallocate,
+ * no sync: the files are in RAM); FUZZ_REAL_OS=1 runs the real ones.
+ * Invariants (abort() on violation):
  *   - le_open, le_write, le_flush and le_close all succeed: a damaged
  *     queue loses what follows the damage, never the engine
  *   - the read (SKIP mode) reports no problem: what recovery wrote is
@@ -46,6 +48,7 @@
 #include "record/format.h"
 #include "logengine.h"
 #include "queue/queue.h"
+#include "fuzz.h"
 
 #define RING 8192u /* a power of two: lap == size */
 #define BOOT 0x5eed5eed5eedull
@@ -63,10 +66,12 @@ static char dir[256];
 
 static void setup(void)
 {
-	const char *t = getenv("TMPDIR");
-	snprintf(dir, sizeof dir, "%s/fuzz-queue-XXXXXX", t ? t : "/tmp");
-	REQUIRE(mkdtemp(dir));
+	char sd[300];
+	REQUIRE(fuzz_shard_dir("queue", sd, sizeof sd) == 0);
+	snprintf(dir, sizeof dir, "%s", fuzz_top);
 	le__boot_id_set(BOOT);
+	if (!getenv("FUZZ_REAL_OS"))
+		fuzz_os_install();
 }
 
 /* rm -rf DIR/shard-000 (files only: le_open makes no subdirectory). */

@@ -74,6 +74,7 @@
 #include "base/crc32c.h"
 #include "record/format.h"
 #include "logengine.h"
+#include "fuzz.h"
 
 static void fail(const char *file, int line, const char *what);
 
@@ -133,6 +134,8 @@ static void setup(void)
 		         shard_dir, i + 1);
 	snprintf(ckpt_name, sizeof ckpt_name, "%s/CHECKPOINT", shard_dir);
 	atexit(rm_top);
+	if (FUZZ_RECOVER && !getenv("FUZZ_REAL_OS"))
+		fuzz_os_install(); /* no fallocate, no sync: RAM files */
 }
 
 /* Empty the shard directory (recovery may have added files). */

@@ -5,7 +5,9 @@
  *
  *   mkcorpus DIR     writes DIR/frame/, DIR/segment/, DIR/recover/ (the
  *                    same inputs as segment/), DIR/checkpoint/, DIR/fmt/,
- *                    DIR/queue/, DIR/defer/
+ *                    DIR/queue/, DIR/defer/, DIR/sites/, DIR/index/,
+ *                    DIR/zst/ (with libzstd), DIR/collect/, DIR/fwd/,
+ *                    DIR/stats/, DIR/cursor/
  *
  * Input layouts are described at the top of each fuzz_*.c; the first byte
  * is always a control byte.  Output is deterministic: regenerating gives
@@ -19,10 +21,19 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "base/crc32c.h"
+#include "live/statpage.h"
 #include "record/defer.h"
 #include "record/fields.h"
 #include "record/format.h"
 #include "queue/queue.h"
+#include "queue/sites.h"
+#include "ship/ship.h"
+#include "store/fwd_cursor.h"
+#include "store/index.h"
+#ifdef LE_HAVE_ZSTD
+#include <zstd.h>
+#endif
 
 #define TS0 1796074227000000000ull
 
@@ -247,6 +258,23 @@ static void corpus_segment(void)
 	save("segment", "one-valid", &b);
 	b.b[0] = ONE | FIX | RENUM;
 	save("segment", "one-valid-fixed", &b);
+
+	/* regression: a sound frame flagged deferred whose descriptor does
+	 * not decode, between two records (test_reader.c
+	 * absolute_mode_stops_at_an_undecodable_deferred_record) */
+	{
+		struct buf u = {.len = 0};
+		unsigned char f[64];
+		header(&u, LE_FIELD_ALL, 0, 1, 1);
+		frames(&u, LE_FIELD_ALL, 0, 1, 1);
+		put(&u, f, le__frame_encode(f, LE_FIELD_ALL, LE_REC_DEFERRED,
+		                            LE_INFO, 0, 2, TS0 + 2000,
+		                            "garbage", 7));
+		frames(&u, LE_FIELD_ALL, 0, 3, 1);
+		seg_input(&b, ONE, 0);
+		put(&b, u.b, u.len);
+		save("segment", "undecodable-deferred", &b);
+	}
 
 	/* Torn tails: cut inside the last frame; zeros; garbage. */
 	seg_input(&b, ONE, 0);
@@ -616,6 +644,273 @@ static void corpus_queue(void)
 	qsave("empty-lap1", 0, QRING, QRING, 0);
 }
 
+/* ---- fuzz_sites: control (n, version), the file from byte 64 ---- */
+
+/* One entry for site id at area offset off: [CRC][descriptor].
+ * @return the next free offset. */
+static uint32_t site_entry(unsigned char *area, uint32_t off, uint32_t id,
+                           uint32_t version, const char *fmt)
+{
+	static const char file[] = "src/app/main.c";
+	unsigned char *d = area + off + 4;
+	size_t dl = le__desc_encode(d, 1024, LE_INFO, 40 + (int)id, fmt,
+	                            strlen(fmt), file, sizeof file - 1);
+	unsigned char idb[4];
+	uint32_t c = 0;
+	if (version >= 2) {
+		le__put32(idb, id);
+		c = le__crc32c_extend(0, idb, 4);
+	}
+	le__put32(d - 4, le__crc_mask(le__crc32c_extend(c, d, dl)));
+	return off + (uint32_t)((4 + dl + 3) & ~(size_t)3);
+}
+
+/* A table of n entries, the first k of them filled. */
+static void sites_seed(const char *name, int ctl, uint32_t k)
+{
+	static const char *const fmts[] = {"user %s logged in from %s",
+	                                   "took %d ms", "%llu bytes at %p",
+	                                   "%.3f%% done", "plain text"};
+	uint32_t n = (uint32_t)ctl & 31, version = ctl & 64 ? 1 : 2;
+	size_t file = LE_SITES_HDR + 4 * (size_t)n + n * LE_SITES_AREA_PER;
+	static unsigned char img[LE_SITES_HDR + 32 * (4 + LE_SITES_AREA_PER)];
+	struct buf b = {.len = 0};
+
+	memset(img, 0, sizeof img);
+	unsigned char *area = img + LE_SITES_HDR + 4 * (size_t)n;
+	uint32_t off = LE_SITES_AREA_FIRST;
+	for (uint32_t id = 1; id <= k && id < n; id++) {
+		le__put32(img + LE_SITES_HDR + 4 * id, off);
+		off = site_entry(area, off, id, version, fmts[id % 5]);
+	}
+	le__put32(img + LE_SITES_USED_OFF, off);
+	put_byte(&b, ctl);
+	put(&b, img + 64, file - 64);
+	save("sites", name, &b);
+}
+
+static void corpus_sites(void)
+{
+	sites_seed("empty-8", 8, 0);
+	sites_seed("five-of-8", 8, 5);
+	sites_seed("full-31", 31, 30);
+	sites_seed("v1-four-of-6", 64 | 6, 4);
+	sites_seed("short-five-of-8", 128 | 8, 5);
+	sites_seed("long-five-of-9", 128 | 9, 5);
+}
+
+/* ---- fuzz_index: control, look-ups, the .idx image ---- */
+
+static void index_seed(const char *name, uint64_t records, size_t n)
+{
+	static unsigned char img[LE_IDX_HDR + 64 * LE_IDX_ENTRY];
+	le__idx_entry e[64];
+	le__index x = {.shard = 0, .spacing = LE_IDX_SPACING, .seg_index = 3,
+	               .base_seq = 1000, .created_ns = TS0,
+	               .end = LE_SEG_HDR + records * 100, .records = records,
+	               .ts_min = records ? TS0 : 0,
+	               .ts_max = records ? TS0 + records * 1000 : 0,
+	               .e = e, .n = n, .cap = 64};
+	struct buf b = {.len = 0};
+
+	for (size_t i = 0; i < n; i++)
+		e[i] = (le__idx_entry){LE_SEG_HDR + i * 100 * (records / n),
+		                       1000 + i * (records / n),
+		                       i ? TS0 + i * 1000 * (records / n) : 0};
+	put_byte(&b, 0);
+	unsigned char look[8];
+	le__put32(look, (uint32_t)(records * 400));
+	le__put32(look + 4, (uint32_t)(records / 2));
+	put(&b, look, sizeof look);
+	put(&b, img, le__index_encode(img, &x));
+	save("index", name, &b);
+}
+
+static void corpus_index(void)
+{
+	index_seed("none", 0, 0);
+	index_seed("one", 1, 1);
+	index_seed("hundred-in-ten", 100, 10);
+	index_seed("thousand-in-sixty", 1000, 60);
+}
+
+/* ---- fuzz_zst: the archive, whole ---- */
+
+#ifdef LE_HAVE_ZSTD
+static void zst_seed(const char *name, const struct buf *seg, int checksum,
+                     size_t cut)
+{
+	static unsigned char z[16384];
+	struct buf b = {.len = 0};
+	ZSTD_CCtx *cc = ZSTD_createCCtx();
+
+	ZSTD_CCtx_setParameter(cc, ZSTD_c_checksumFlag, checksum);
+	ZSTD_CCtx_setParameter(cc, ZSTD_c_contentSizeFlag, 1);
+	size_t n = ZSTD_compress2(cc, z, sizeof z, seg->b, seg->len);
+	ZSTD_freeCCtx(cc);
+	if (ZSTD_isError(n)) {
+		fprintf(stderr, "mkcorpus: zstd: %s\n", ZSTD_getErrorName(n));
+		exit(1);
+	}
+	put(&b, z, n > cut ? n - cut : 0);
+	save("zst", name, &b);
+}
+
+static void corpus_zst(void)
+{
+	struct buf seg = {.len = 0};
+
+	header(&seg, LE_FIELD_ALL, 0, 1, 1);
+	zst_seed("header-only", &seg, 1, 0);
+	frames(&seg, LE_FIELD_ALL, 0, 1, 40);
+	zst_seed("forty", &seg, 1, 0);
+	zst_seed("forty-no-checksum", &seg, 0, 0);
+	zst_seed("forty-cut", &seg, 1, 7);
+	seg.len = 0;
+	zst_seed("empty", &seg, 1, 0);
+	/* regression: no content, and a checksum its blocks do not have
+	 * (test_archive.c an_empty_archive_with_a_wrong_checksum_is_refused) */
+	struct buf b = {.len = 0};
+	static const unsigned char bad[] = {0x28, 0xb5, 0x2f, 0xfd, 0x24,
+	                                    0x00, 0x01, 0x00, 0x00, 0x99,
+	                                    0xe9, 0xe0, 0x51};
+	put(&b, bad, sizeof bad);
+	save("zst", "empty-bad-check", &b);
+}
+#endif
+
+/* ---- fuzz_collect: control, headers, host, body; or ORIGIN ---- */
+
+static void collect_seed(const char *name, uint32_t fields, uint32_t shard,
+                         uint64_t first, uint16_t count, const char *host,
+                         int drop_last)
+{
+	struct buf b = {.len = 0};
+	unsigned char h[13];
+
+	h[0] = 0;
+	le__put32(h + 1, fields);
+	h[5] = (unsigned char)shard;
+	le__put32(h + 6, (uint32_t)(first - 1));
+	le__put16(h + 10, (uint16_t)(count - 1));
+	h[12] = (unsigned char)strlen(host);
+	put(&b, h, sizeof h);
+	put(&b, host, strlen(host));
+	frames(&b, fields, shard, first, count - drop_last);
+	save("collect", name, &b);
+}
+
+static void origin_seed(const char *name, const char *host, uint32_t kind)
+{
+	le__origin o = {.shard = 3, .kind = kind};
+	unsigned char img[LE_ORIGIN_MAX_BYTES];
+	struct buf b = {.len = 0};
+
+	snprintf(o.host, sizeof o.host, "%s", host);
+	put_byte(&b, 1);
+	put(&b, img, le__origin_encode(img, &o));
+	save("collect", name, &b);
+}
+
+static void corpus_collect(void)
+{
+	collect_seed("all-fields", LE_FIELD_ALL, 2, 1, 20, "web-1.example", 0);
+	collect_seed("crc-seq", LE_FIELD_CRC | LE_FIELD_SEQUENCE, 0, 5000, 7,
+	             "db_2", 0);
+	collect_seed("no-fields", 0, 7, 9, 3, "h", 0);
+	collect_seed("one-missing", LE_FIELD_ALL, 1, 100, 6, "a.b.c", 1);
+	origin_seed("origin-chain", "web-1.example", LE_ORIGIN_CHAIN);
+	origin_seed("origin-late", "db_2", LE_ORIGIN_LATE);
+}
+
+/* ---- fuzz_fwd: control, the FORWARD image ---- */
+
+static void fwd_seed(const char *name, uint64_t gen0, uint64_t gen1,
+                     int with_key)
+{
+	unsigned char img[LE_FWD_FILE_BYTES];
+	le__fwd_cursor c = {.next_seq = 1234, .seg_index = 5, .offset = 4096,
+	                    .lost = 2, .written_ns = TS0, .shard = 1};
+	struct buf b = {.len = 0};
+
+	memset(img, 0, sizeof img);
+	if (gen0) {
+		c.gen = gen0;
+		le__fwd_encode(img, &c);
+	}
+	if (gen1) {
+		c.gen = gen1;
+		c.next_seq += 10;
+		le__fwd_encode(img + LE_FWD_SLOT1_OFF, &c);
+	}
+	if (with_key) {
+		unsigned char *k = img + LE_FWD_KEY_OFF;
+		memcpy(k, LE_FWD_KEY_MAGIC, 8);
+		le__put64(k + 8, 0x0123456789abcdefull);
+		le__put32(k + 16, le__crc_mask(le__crc32c_extend(0, k, 16)));
+	}
+	put_byte(&b, 0);
+	put(&b, img, sizeof img);
+	save("fwd", name, &b);
+}
+
+static void corpus_fwd(void)
+{
+	fwd_seed("both", 4, 5, 1);
+	fwd_seed("first-only", 2, 0, 1);
+	fwd_seed("second-newer-no-key", 6, 7, 0);
+	fwd_seed("swapped-parity", 3, 4, 1);
+}
+
+/* ---- fuzz_stats: control, the page ---- */
+
+static void stats_seed(const char *name, uint64_t state, int pubs)
+{
+	static unsigned char page[LE_SP_BYTES];
+	uint64_t w[LE_SP_WORDS];
+	struct buf b = {.len = 0};
+
+	memset(page, 0, sizeof page);
+	le__statpage_header(page, 0);
+	for (int p = 0; p < pubs; p++) {
+		for (size_t i = 0; i < LE_SP_WORDS; i++)
+			w[i] = (uint64_t)(i * 7 + (size_t)p);
+		w[LE_SP_STATE] = state;
+		w[LE_SP_PID] = 1;
+		w[LE_SP_BOOT] = 0x5eed5eed5eedull; /* fuzz_stats sets this boot id */
+		le__statpage_put(page, w);
+	}
+	put_byte(&b, 0);
+	put(&b, page, sizeof page);
+	save("stats", name, &b);
+}
+
+static void corpus_stats(void)
+{
+	stats_seed("made", 0, 0);
+	stats_seed("running", LE_SP_RUNNING, 3);
+	stats_seed("closed", LE_SP_CLOSED, 2);
+}
+
+/* ---- fuzz_cursor: the cursor string ---- */
+
+static void corpus_cursor(void)
+{
+	static const char *const c[][2] = {
+		{"own-shard", "v=1,s=0,q=5,t=0"},
+		{"hinted", "v=1,s=1,q=100,t=1796074227000000000,i=2,o=64,"
+		           "n=0:50/1:101"},
+		{"both-next", "v=1,s=0,q=300,t=1,n=0:301/1:0"},
+		{"later-key", "v=1,s=1,q=7,t=0,x=something,n=1:8"},
+		{"past-end", "v=1,s=0,q=99999,t=18446744073709551615"},
+	};
+	for (size_t i = 0; i < sizeof c / sizeof c[0]; i++) {
+		struct buf b = {.len = 0};
+		put(&b, c[i][1], strlen(c[i][1]));
+		save("cursor", c[i][0], &b);
+	}
+}
+
 int main(int argc, char **argv)
 {
 	if (argc != 2) {
@@ -633,5 +928,14 @@ int main(int argc, char **argv)
 	corpus_fmt();
 	corpus_queue();
 	corpus_defer();
+	corpus_sites();
+	corpus_index();
+#ifdef LE_HAVE_ZSTD
+	corpus_zst();
+#endif
+	corpus_collect();
+	corpus_fwd();
+	corpus_stats();
+	corpus_cursor();
 	return 0;
 }

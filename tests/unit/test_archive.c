@@ -827,6 +827,34 @@ TEST(bad_archive_settings_name_their_field)
 	t_rmrf(dir);
 }
 
+/* An archive of no content (its frame says 0 bytes) whose checksum does
+ * not match its blocks: nothing had to be decompressed, and the damage
+ * was once taken for an empty segment. */
+TEST(an_empty_archive_with_a_wrong_checksum_is_refused)
+{
+	/* zstd frame: content size 0, one empty raw block, checksum
+	 * 0x51e0e999, one bit off the empty content's 0x51d8e999
+	 * (tests/fuzz/corpus/zst/empty-bad-check) */
+	static const unsigned char z[] = {0x28, 0xb5, 0x2f, 0xfd, 0x24, 0x00,
+	                                  0x01, 0x00, 0x00, 0x99, 0xe9, 0xe0,
+	                                  0x51};
+	char sd[300], seg[400], zpath[420];
+	const char *why = NULL;
+	int archived = 0;
+
+	need_zstd();
+	t_tmpdir(dir);
+	snprintf(sd, sizeof sd, "%s/shard-000", dir);
+	CHECK_EQ(mkdir(sd, 0750), 0);
+	snprintf(seg, sizeof seg, "%s/0000000000000002.seg", sd);
+	snprintf(zpath, sizeof zpath, "%s.zst", seg);
+	CHECK_EQ(t_spit(zpath, z, sizeof z), 0);
+	CHECK_EQ(le__seg_open_read(seg, &archived, &why), LE_ECORRUPT);
+	CHECK(archived);
+	CHECK(why && strstr(why, "checksum") != NULL);
+	t_rmrf(dir);
+}
+
 int main(int argc, char **argv)
 {
 	T_INIT(argc, argv);
@@ -844,5 +872,6 @@ int main(int argc, char **argv)
 	RUN(tail_reads_on_through_archived_segments);
 	RUN(retention_and_the_archiver_never_show_a_reader_a_gap);
 	RUN(bad_archive_settings_name_their_field);
+	RUN(an_empty_archive_with_a_wrong_checksum_is_refused);
 	return t_done();
 }

@@ -148,6 +148,44 @@ TEST(fuzz_defer_runs_clean)
 	run_fuzzer("defer", 30000, 2048);
 }
 
+TEST(fuzz_sites_runs_clean)
+{
+	run_fuzzer("sites", 20000, 8400);
+}
+
+TEST(fuzz_index_runs_clean)
+{
+	run_fuzzer("index", 30000, 4096);
+}
+
+TEST(fuzz_zst_runs_clean)
+{
+	/* built only with libzstd (tests/fuzz/fuzz.mk) */
+	if (access("/usr/include/zstd.h", R_OK) != 0)
+		T_SKIP("libzstd-dev");
+	run_fuzzer("zst", 20000, 4096);
+}
+
+TEST(fuzz_collect_runs_clean)
+{
+	run_fuzzer("collect", 30000, 4096);
+}
+
+TEST(fuzz_fwd_runs_clean)
+{
+	run_fuzzer("fwd", 30000, 1024);
+}
+
+TEST(fuzz_stats_runs_clean)
+{
+	run_fuzzer("stats", 20000, 4097);
+}
+
+TEST(fuzz_cursor_runs_clean)
+{
+	run_fuzzer("cursor", 20000, 1024);
+}
+
 int main(int argc, char **argv)
 {
 	T_INIT(argc, argv);
@@ -159,5 +197,12 @@ int main(int argc, char **argv)
 	RUN(fuzz_fmt_runs_clean);
 	RUN(fuzz_queue_runs_clean);
 	RUN(fuzz_defer_runs_clean);
+	RUN(fuzz_sites_runs_clean);
+	RUN(fuzz_index_runs_clean);
+	RUN(fuzz_zst_runs_clean);
+	RUN(fuzz_collect_runs_clean);
+	RUN(fuzz_fwd_runs_clean);
+	RUN(fuzz_stats_runs_clean);
+	RUN(fuzz_cursor_runs_clean);
 	return t_done();
 }

@@ -1034,6 +1034,34 @@ TEST(marker_and_truncated_flags_come_through)
 	t_rmrf(dir);
 }
 
+/* A deferred record whose descriptor does not decode (its frame sound):
+ * damage, so ABSOLUTE stops there as for any other; the other modes
+ * read it as a text that says why (found by fuzz_segment). */
+TEST(absolute_mode_stops_at_an_undecodable_deferred_record)
+{
+	char dir[256];
+	t_seg s;
+	got g;
+
+	t_tmpdir(dir);
+	t_seg_begin(&s, ALL, 0, 1, 1);
+	t_seg_add(&s, LE_INFO, TS0, "before");
+	t_seg_add_ex(&s, LE_REC_DEFERRED, LE_INFO, TS0 + 1, "garbage", 7);
+	t_seg_add(&s, LE_INFO, TS0 + 2, "after");
+	t_seg_save(&s, dir);
+	read_expect(&g, dir, LE_RECOVER_ABSOLUTE, LE_ECORRUPT, 1);
+	CHECK_EQ(g.pr.n, 1);
+	got_free(&g);
+	read_expect(&g, dir, LE_RECOVER_SKIP, 0, 3);
+	CHECK_EQ(g.pr.n, 1);
+	static const char lost[] = "[undecodable deferred record";
+	CHECK(g.r[1].len > sizeof lost - 1 &&
+	      memcmp(g.r[1].payload, lost, sizeof lost - 1) == 0);
+	got_free(&g);
+	t_seg_free(&s);
+	t_rmrf(dir);
+}
+
 /* ---- directories and options ---- */
 
 TEST(missing_dir_is_enoent)
@@ -1145,6 +1173,7 @@ int main(int argc, char **argv)
 	RUN(unknown_version_is_refused_at_open);
 	RUN(fields_off_still_decode);
 	RUN(marker_and_truncated_flags_come_through);
+	RUN(absolute_mode_stops_at_an_undecodable_deferred_record);
 	RUN(missing_dir_is_enoent);
 	RUN(empty_dir_reads_nothing);
 	RUN(shard_option_reads_one_shard);
