@@ -406,6 +406,8 @@ static void text_line(struct out *o, const le_record *r)
 		ADDL(o, "{marker} ");
 	if (r->flags & LE_REC_TRUNCATED)
 		ADDL(o, "{truncated} ");
+	if (r->flags & LE_REC_BACKTRACE)
+		ADDL(o, "{backtrace} ");
 	add_escaped(o, r->payload, r->len, 0);
 	add_fields(o, r, LE_STREAM_TEXT);
 	addc(o, '\n');
@@ -472,6 +474,10 @@ static inline void json_fields(struct out *o, const le_record *r,
 	}
 	if (r->flags & LE_REC_MARKER) {
 		KEY(0, "marker");
+		ADDL(o, "true");
+	}
+	if (r->flags & LE_REC_BACKTRACE) {
+		KEY(0, "backtrace");
 		ADDL(o, "true");
 	}
 	KEY(0, "msg");

@@ -26,6 +26,7 @@
 #include "engine/config.h"
 #include "store/index.h"
 #include "engine/logger.h"
+#include "engine/backtrace.h"
 #include "engine/dflt.h"
 #include "engine/recover.h"
 #include "engine/flush.h"
@@ -226,6 +227,7 @@ static void shard_free(le__shard *sh, int forked)
 
 static void engine_free(le_engine *e)
 {
+	le__bt_close(e);
 	for (uint32_t i = 0; e->shards && i < e->nshards; i++)
 		shard_free(&e->shards[i], e->forked);
 	free(e->shards);
@@ -332,7 +334,8 @@ static int start_threads(le_engine *e)
 static int copy_strings(le_engine *e)
 {
 	const char **str[] = {&e->cfg.levels, &e->cfg.stream_path,
-	                      &e->cfg.syslog_addr, &e->cfg.syslog_app};
+	                      &e->cfg.syslog_addr, &e->cfg.syslog_app,
+	                      &e->cfg.backtrace};
 	size_t n = sizeof str / sizeof str[0], total = 0;
 
 	for (size_t i = 0; i < n; i++)
@@ -446,7 +449,9 @@ static int open_engine(le_engine **out, const le_config *cfg)
 			goto fail;
 	}
 	open_pages(e);
-	rc = start_threads(e);
+	rc = le__bt_open(e); /* backtrace.c: after the shards it maps in */
+	if (rc == 0)
+		rc = start_threads(e);
 	if (rc == 0)
 		rc = le__register(e);
 	if (rc < 0)
@@ -524,6 +529,8 @@ int le__stats_get(le_engine *e, le_stats *o)
 	o->archived_bytes_in = atomic_load(&e->archiver.bytes_in);
 	o->archived_bytes_out = atomic_load(&e->archiver.bytes_out);
 	o->config_errors = e->config_errors;
+	o->backtrace_written = atomic_load(&e->bt_written);
+	o->backtrace_dropped = le__bt_dropped(e);
 	for (int k = 0; k < LE_LINEKINDS; k++)
 		if (e->lines[k])
 			e->lines[k]->kind->stats(e->lines[k], o, e->forked);

@@ -82,26 +82,55 @@ static int is_parent(const char *p, uint32_t plen, const char *name,
 	return plen < nlen && name[plen] == '.' && memcmp(p, name, plen) == 0;
 }
 
-/* The threshold of a name: its entry's own level, else its nearest
- * parent's, else the root's.  Caller holds mu. */
-static int derive(const le__loggers *L, const char *name, uint32_t nlen)
+/* An entry's own setting: its level, or its recorder's level (bt). */
+static int own_of(const le_logger *p, int bt)
 {
-	int level = L->tab[0].own;
+	return bt ? p->bt_own : p->own;
+}
+
+/* The entry whose own setting (own_of) a name takes: its own entry's if
+ * set, else its nearest parent's, else the root's.  Caller holds mu. */
+static const le_logger *source(const le__loggers *L, const char *name,
+                               uint32_t nlen, int bt)
+{
+	const le_logger *src = &L->tab[0];
 	uint32_t best = 0;
 
 	for (uint32_t i = 1; i < L->n; i++) {
 		const le_logger *p = &L->tab[i];
-		if (p->own < 0)
+		if (own_of(p, bt) < 0)
 			continue;
 		if (p->name_len == nlen && memcmp(p->name, name, nlen) == 0)
-			return p->own;
+			return p;
 		if (p->name_len > best &&
 		    is_parent(p->name, p->name_len, name, nlen)) {
 			best = p->name_len;
-			level = p->own;
+			src = p;
 		}
 	}
-	return level;
+	return src;
+}
+
+/* The threshold of a name.  Caller holds mu. */
+static int derive(const le__loggers *L, const char *name, uint32_t nlen)
+{
+	return source(L, name, nlen, 0)->own;
+}
+
+/* Store entry i's threshold (head.keep), its recorder's records, and the
+ * level the macros test (head.level): the threshold, or the recorder's
+ * level when lower, so a logger without a recorder costs what it did.
+ * Caller holds mu. */
+static void derive_entry(le__loggers *L, uint32_t i)
+{
+	le_logger *lg = &L->tab[i];
+	int lv = i ? derive(L, lg->name, lg->name_len) : lg->own;
+	const le_logger *b = i ? source(L, lg->name, lg->name_len, 1) : lg;
+	int bl = b->bt_own < 0 ? LE_OFF : b->bt_own;
+
+	__atomic_store_n(&lg->bt_records, b->bt_own_records, __ATOMIC_RELAXED);
+	__atomic_store_n(&lg->head.keep, lv, __ATOMIC_RELAXED);
+	__atomic_store_n(&lg->head.level, bl < lv ? bl : lv, __ATOMIC_RELAXED);
 }
 
 /* Store every entry's threshold (and the engine's, the root's) again. */
@@ -109,12 +138,11 @@ static void publish(le_engine *e)
 {
 	le__loggers *L = e->loggers;
 
-	for (uint32_t i = 0; i < L->n; i++) {
-		le_logger *lg = &L->tab[i];
-		int lv = i ? derive(L, lg->name, lg->name_len) : lg->own;
-		__atomic_store_n(&lg->head.level, lv, __ATOMIC_RELAXED);
-	}
-	__atomic_store_n(&e->head.level, L->tab[0].own, __ATOMIC_RELAXED);
+	for (uint32_t i = 0; i < L->n; i++)
+		derive_entry(L, i);
+	__atomic_store_n(&e->head.keep, L->tab[0].head.keep, __ATOMIC_RELAXED);
+	__atomic_store_n(&e->head.level, L->tab[0].head.level,
+	                 __ATOMIC_RELAXED);
 }
 
 /* The entry named name (nlen > 0), made if missing.  Caller holds mu. */
@@ -140,6 +168,8 @@ static le_logger *find(le_engine *e, const char *name, uint32_t nlen,
 	lg->head.kind = 1;
 	lg->e = e;
 	lg->own = -1;
+	lg->bt_own = -1;
+	lg->index = (uint16_t)L->n;
 	lg->name_len = nlen;
 	memcpy(lg->name, name, nlen);
 	lg->name[nlen] = '\0';
@@ -148,7 +178,7 @@ static le_logger *find(le_engine *e, const char *name, uint32_t nlen,
 	lg->field_len = (uint32_t)le__field_put(lg->field, &f);
 	/* Visible to the macros only through the pointer returned after
 	 * the unlock; the threshold is stored (derived) before that. */
-	lg->head.level = derive(L, name, nlen);
+	derive_entry(L, L->n);
 	L->n++;
 	return lg;
 }
@@ -274,7 +304,9 @@ static char *trim(char *p)
 
 /* One item of a level setting: "debug" (the root) or "net=debug".
  * @return 0, or LE_EINVAL with le_errmsg naming `what` and the item. */
-static int apply_item(le_engine *e, const char *what, char *item)
+typedef int (*set_fn)(le_engine *e, const char *name, int level);
+
+static int apply_item(le_engine *e, const char *what, char *item, set_fn set)
 {
 	char *eq = strchr(item, '='), *name = NULL, *lv = item;
 	int rc;
@@ -296,7 +328,7 @@ static int apply_item(le_engine *e, const char *what, char *item)
 		le__seterr("%s: \"=%s\" names no logger", what, lv);
 		return LE_EINVAL;
 	}
-	rc = le_set_level(e, name, level);
+	rc = set(e, name, level);
 	if (rc == LE_EINVAL)
 		le__seterr("%s: \"%s\" is not a logger name (dotted parts of "
 		           "A-Z a-z 0-9 _ -)", what, name);
@@ -312,7 +344,8 @@ static int apply_item(le_engine *e, const char *what, char *item)
  * in le_errmsg, e->config_errors) and left out: a typo in a level never
  * stops a service from starting.  @return 0, or LE_ENOMEM.
  */
-static int apply_spec(le_engine *e, const char *what, const char *spec)
+static int apply_spec(le_engine *e, const char *what, const char *spec,
+                      set_fn set)
 {
 	char *copy = strdup(spec), *save = NULL;
 	char why[256];
@@ -322,7 +355,7 @@ static int apply_spec(le_engine *e, const char *what, const char *spec)
 	for (char *it = strtok_r(copy, ",", &save); it;
 	     it = strtok_r(NULL, ",", &save)) {
 		size_t k = strspn(it, " \t");
-		if (!it[k] || apply_item(e, what, it) == 0)
+		if (!it[k] || apply_item(e, what, it, set) == 0)
 			continue;
 		snprintf(why, sizeof why, "%s", le_errmsg());
 		fprintf(stderr, "logengine: %s; item ignored\n", why);
@@ -351,17 +384,18 @@ int le__loggers_open(le_engine *e, const le_config *cfg)
 	L->tab[0].head.kind = 1;
 	L->tab[0].e = e;
 	L->tab[0].own = ROOT_DEFAULT;
+	L->tab[0].bt_own = LE_OFF;
 	L->n = 1;
 	e->head.kind = 0;
 	publish(e);
 	if (cfg->levels) {
-		rc = apply_spec(e, "levels", cfg->levels);
+		rc = apply_spec(e, "levels", cfg->levels, le_set_level);
 		if (rc < 0)
 			return rc;
 	}
 	const char *env = getenv("LOGENGINE_LEVEL");
 	if (env) {
-		rc = apply_spec(e, "LOGENGINE_LEVEL", env);
+		rc = apply_spec(e, "LOGENGINE_LEVEL", env, le_set_level);
 		if (rc < 0)
 			return rc;
 	}
@@ -379,4 +413,63 @@ void le__loggers_free(le_engine *e)
 	free(L->tab);
 	free(L);
 	e->loggers = NULL;
+}
+
+/* ---- the flight recorder's levels (backtrace.c) ---- */
+
+/* The setter of a backtrace setting's items: name's own recorder level
+ * (the root's "off" or -1: none).  Rings are made by le_open after. */
+static int set_bt_name(le_engine *e, const char *name, int level)
+{
+	int n = name_len(name), rc = 0;
+
+	if (n < 0)
+		return LE_EINVAL;
+	pthread_mutex_lock(&e->loggers->mu);
+	le_logger *lg = n ? find(e, name, (uint32_t)n, level >= 0)
+	                  : &e->loggers->tab[0];
+	if (lg) {
+		lg->bt_own = !n && level < 0 ? LE_OFF : level;
+		publish(e);
+	} else if (level >= 0) {
+		rc = LE_ENOMEM;
+	}
+	pthread_mutex_unlock(&e->loggers->mu);
+	return rc;
+}
+
+int le__loggers_backtrace(le_engine *e, const char *what, const char *spec)
+{
+	return apply_spec(e, what, spec, set_bt_name);
+}
+
+int le__logger_set_bt(le_logger *lg, int level, uint32_t records,
+                      int (*ready)(le_engine *e))
+{
+	le_engine *e = lg->e;
+	int rc = 0;
+
+	pthread_mutex_lock(&e->loggers->mu);
+	if (level >= 0 && level < LE_OFF)
+		rc = ready(e);
+	if (rc == 0) {
+		lg->bt_own = lg == &e->loggers->tab[0] && level < 0 ? LE_OFF
+		                                                    : level;
+		lg->bt_own_records = records;
+		publish(e);
+	}
+	pthread_mutex_unlock(&e->loggers->mu);
+	return rc;
+}
+
+int le__loggers_keep_any(le_engine *e)
+{
+	le__loggers *L = e->loggers;
+	int any = 0;
+
+	pthread_mutex_lock(&L->mu);
+	for (uint32_t i = 0; i < L->n && !any; i++)
+		any = L->tab[i].head.level < L->tab[i].head.keep;
+	pthread_mutex_unlock(&L->mu);
+	return any;
 }

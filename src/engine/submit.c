@@ -29,6 +29,7 @@
 #include "engine/logger.h"
 #include "engine/dflt.h"
 #include "queue/sites.h"
+#include "engine/backtrace.h"
 
 /* How long a blocked producer yields before it sleeps (see reserve). */
 #define LE_BLOCK_SPIN_NS 1000000u
@@ -479,6 +480,150 @@ int le__submitd(le_engine *e, le__dsite *ds, const le__fieldset *fs,
 	return 0;
 }
 
+/* ---- the flight recorder's hot side (backtrace.c writes out) ---- */
+
+/* The logger a macro's handle is: its entry in the table (0: the root). */
+static uint16_t logger_index(const struct le__head *h)
+{
+	return h->kind ? ((const le_logger *)(const void *)h)->index : 0;
+}
+
+/* An entry of sh's ring for a record, or NULL (no ring yet, closing, or
+ * the entry lost: counted). */
+static le__btent *bt_claim(le_engine *e, le__shard *sh, uint64_t *gen)
+{
+	/* acquire: the rings were opened before bt_ready was stored */
+	if (!atomic_load_explicit(&e->bt_ready, memory_order_acquire) ||
+	    atomic_load_explicit(&e->closing, memory_order_relaxed))
+		return NULL;
+	return le__btring_claim(&sh->bt, gen);
+}
+
+static void bt_publish(le_engine *e, const struct le__head *h,
+                       le__btent *en, uint64_t gen, int level,
+                       uint8_t flags, size_t len)
+{
+	en->ts = le__stamp(e->use_tsc);
+	en->len = (uint32_t)len;
+	en->logger = logger_index(h);
+	en->level = (uint8_t)level;
+	en->flags = flags;
+	le__btring_publish(en, gen);
+}
+
+/* Keep a record as its text (fields first), cut to the entry: a format
+ * the deferred path does not take, or arguments too long for an entry. */
+static int bt_keep_text(le_engine *e, le__shard *sh, const struct le__head *h,
+                        int level, const le__fieldset *fs, const char *fmt,
+                        va_list ap)
+{
+	uint64_t gen;
+	le__btent *en = bt_claim(e, sh, &gen);
+	size_t cap = LE_BT_PAYLOAD_MAX < e->max_rec ? LE_BT_PAYLOAD_MAX
+	                                            : e->max_rec;
+	uint8_t flags = 0;
+
+	if (!en)
+		return 0;
+	size_t fb = fs ? le__fields_fit(fs, cap) : 0;
+	if (fb) {
+		le__fields_encode(en->payload, fb, fs);
+		flags |= LE_REC_FIELDS;
+	}
+	/* vsnprintf's NUL lands inside the payload: one byte of room less */
+	int n = le__vsnprintf((char *)en->payload + fb, cap - fb, fmt, ap);
+	size_t m = n < 0 ? 0 : (size_t)n;
+	if (fb + m >= cap) {
+		m = cap - fb - 1;
+		flags |= LE_REC_TRUNCATED;
+	}
+	bt_publish(e, h, en, gen, level, flags, fb + m);
+	return 0;
+}
+
+/* Keep a deferred record of a logger with a recorder, below its
+ * threshold, in the caller's shard's ring as its queue slot would hold
+ * it: [field block] site number, arguments (defer.h).  No lock, no
+ * allocation, no system call (a site's first call registers it, as on
+ * the queued path).  @return 0: kept, or lost and counted. */
+static int bt_keepd(le_engine *e, const struct le__head *h, le__dsite *ds,
+                    const le__fieldset *fs, const char *fmt, va_list ap)
+{
+	uint32_t id = __atomic_load_n(&ds->state, __ATOMIC_ACQUIRE) == 2
+	                      ? ds->id : le__dsite_number(ds, fmt);
+	le__shard *sh = route(e, my_key());
+	size_t fb = fs ? 4 + fs->pre_len : 0; /* the logger's name alone */
+	const le__dplan *plan = le__dsite_plan(ds);
+	le__dargs a;
+	va_list ap2;
+	int rc = 0;
+
+	if (!e->dsites || !id || (fs && fs->site) ||
+	    (!le__sitetab_has(&sh->sites, id) &&
+	     le__sitetab_put(&sh->sites, id, ds) < 0))
+		return bt_keep_text(e, sh, h, ds->site.level, fs, fmt, ap);
+	va_copy(ap2, ap);
+	size_t alen = plan->fixed_only ? plan->fixed
+	              : le__dargs_read(plan, &a, ap, LE_BT_PAYLOAD_MAX);
+	if (alen == SIZE_MAX || fb + 4 + alen > LE_BT_PAYLOAD_MAX ||
+	    fb + 4 + alen + plan->dlen > e->max_rec) {
+		rc = bt_keep_text(e, sh, h, ds->site.level, fs, fmt, ap2);
+		va_end(ap2);
+		return rc;
+	}
+	uint64_t gen;
+	le__btent *en = bt_claim(e, sh, &gen);
+	if (en) {
+		unsigned char *p = en->payload;
+		if (fb)
+			le__fields_encode(p, fb, fs);
+		le__put32(p + fb, id);
+		if (plan->fixed_only)
+			le__dargs_copy(plan, ap2, p + fb + 4);
+		else
+			le__dargs_put(plan, &a, p + fb + 4);
+		bt_publish(e, h, en, gen, ds->site.level,
+		           (uint8_t)(LE_REC_DEFERRED | (fb ? LE_REC_FIELDS : 0)),
+		           fb + 4 + alen);
+	}
+	va_end(ap2);
+	return rc;
+}
+
+int le__bt_keepf(le_engine *e, const struct le__head *h, int level,
+                 const le__fieldset *fs, const char *fmt, va_list ap)
+{
+	return bt_keep_text(e, route(e, my_key()), h, level, fs, fmt, ap);
+}
+
+/* A macro's call on a logger with a recorder (its level below its
+ * threshold: one compare on the common path): a record below the
+ * threshold is kept (@return 1, done), one at or above the trigger
+ * writes the logger's kept records out first (@return 0, go on). */
+static __attribute__((noinline)) int
+bt_call(struct le__head *h, le__dsite *ds, const char *fmt, va_list ap)
+{
+	le_engine *e = h->kind ? ((le_logger *)(void *)h)->e
+	                       : (le_engine *)(void *)h;
+	int level = ds->site.level;
+
+	if (level >= __atomic_load_n(&h->keep, __ATOMIC_RELAXED)) {
+		if (level >= e->bt_trigger)
+			le__bt_trigger(e, h);
+		return 0;
+	}
+	le__fieldset fs = {0};
+	if (h->kind) {
+		const le_logger *lg = (const le_logger *)(const void *)h;
+		fs.pre = lg->field;
+		fs.pre_len = lg->field_len;
+	}
+	if (e->cfg.source_location)
+		fs.site = &ds->site;
+	bt_keepd(e, h, ds, fs.pre_len || fs.site ? &fs : NULL, fmt, ap);
+	return 1;
+}
+
 /*
  * What a level macro with a literal format calls (logengine.h).  Here,
  * not in log.c with the others, so that the root logger's call is one
@@ -495,6 +640,12 @@ int le_logd_at(struct le__head *h, le__dsite *ds, const char *fmt, ...)
 	if (!h || !ds)
 		return LE_EINVAL;
 	va_start(ap, fmt);
+	if (__builtin_expect(__atomic_load_n(&h->level, __ATOMIC_RELAXED) <
+	                     __atomic_load_n(&h->keep, __ATOMIC_RELAXED), 0) &&
+	    bt_call(h, ds, fmt, ap)) {
+		va_end(ap);
+		return 0;
+	}
 	le_engine *e0 = (le_engine *)(void *)h;
 	if (h->kind == 0 && !e0->cfg.source_location) {
 		/* The common case in this frame: a registered site of a plan

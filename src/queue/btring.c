@@ -1,0 +1,175 @@
+/*
+ * btring.c -- the flight recorder's ring (btring.h draws its layout and
+ * the protocol between producers and readers).
+ */
+#define _GNU_SOURCE
+#include "queue/btring.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include "base/internal.h"
+#include "base/os.h"
+#include "record/format.h"
+
+static uint32_t round_cap(uint32_t cap)
+{
+	uint32_t c = 16;
+	while (c < cap && c < (1u << 24))
+		c <<= 1;
+	return c;
+}
+
+static void put_header(unsigned char *m, uint32_t cap, uint32_t shard)
+{
+	memcpy(m, LE_BT_MAGIC, 8);
+	le__put32(m + 8, LE_BT_VERSION);
+	le__put32(m + 12, LE_BT_HDR);
+	le__put32(m + 16, cap);
+	le__put32(m + 20, LE_BT_ENTRY);
+	le__put32(m + 24, shard);
+	le__put32(m + 28, 1);
+}
+
+int le__btring_open(le__btring *r, const char *path, uint32_t cap,
+                    uint32_t shard, unsigned mode)
+{
+	memset(r, 0, sizeof *r);
+	r->fd = -1;
+	r->cap = round_cap(cap);
+	r->map_len = LE_BT_HDR + (size_t)r->cap * LE_BT_ENTRY;
+	int flags = MAP_PRIVATE | MAP_ANONYMOUS;
+	if (path) {
+		r->fd = le__open_in(path, LE_IN_SHARD, O_RDWR | O_CREAT,
+		                    (mode_t)mode);
+		if (r->fd < 0)
+			return r->fd;
+		int rc = le__ftruncate(r->fd, 0);
+		if (rc == 0)
+			rc = le__ftruncate(r->fd, r->map_len);
+		/* blocks now: a store into a hole of a full disk would be a
+		 * SIGBUS in a producer */
+		if (rc == 0)
+			rc = le__prealloc(r->fd, 0, r->map_len);
+		if (rc < 0 && rc != -EOPNOTSUPP) {
+			le__close(r->fd);
+			r->fd = -1;
+			return rc;
+		}
+		flags = MAP_SHARED;
+	}
+	void *m = mmap(NULL, r->map_len, PROT_READ | PROT_WRITE, flags, r->fd,
+	               0);
+	if (m == MAP_FAILED) {
+		int rc = -errno;
+		if (r->fd >= 0)
+			le__close(r->fd);
+		r->fd = -1;
+		return rc;
+	}
+	r->map = m;
+	put_header(m, r->cap, shard);
+	r->claims = (_Atomic uint64_t *)(void *)((unsigned char *)m +
+	                                         LE_BT_CLAIMS_OFF);
+	r->ent = (le__btent *)(void *)((unsigned char *)m + LE_BT_HDR);
+	return 0;
+}
+
+void le__btring_close(le__btring *r)
+{
+	if (!r->map)
+		return;
+	le__put32((unsigned char *)r->map + 28, 0);
+	munmap(r->map, r->map_len);
+	if (r->fd >= 0)
+		le__close(r->fd);
+	r->map = NULL;
+	r->fd = -1;
+}
+
+le__btent *le__btring_claim(le__btring *r, uint64_t *gen)
+{
+	/* relaxed: the number only picks the entry; the CAS below orders */
+	uint64_t n = atomic_fetch_add_explicit(r->claims, 1,
+	                                       memory_order_relaxed);
+	le__btent *e = &r->ent[n & (r->cap - 1)];
+	uint64_t want = (n + 1) << 2 | LE_BT_WRITING;
+	uint64_t old = atomic_load_explicit(&e->gen, memory_order_relaxed);
+
+	/* acquire: this producer's stores to the entry stay after the CAS,
+	 * so a reader whose CAS 2 -> 3 came first copied the old bytes */
+	if ((old & 3) == LE_BT_WRITING || (old >> 2) >= n + 1 ||
+	    !atomic_compare_exchange_strong_explicit(&e->gen, &old, want,
+	                                             memory_order_acquire,
+	                                             memory_order_relaxed)) {
+		atomic_fetch_add_explicit(&r->dropped, 1, memory_order_relaxed);
+		return NULL;
+	}
+	if ((old & 3) == LE_BT_KEPT) /* the oldest, never written out */
+		atomic_fetch_add_explicit(&r->dropped, 1, memory_order_relaxed);
+	*gen = want;
+	return e;
+}
+
+/* Copy entry n (claim number) into *copy and take it.  @return 1, or 0
+ * when it is not a kept entry of that number or is not selected. */
+static int take_one(le__btring *r, uint64_t n, le__btwant_fn want,
+                    void *arg, le__btent *copy)
+{
+	le__btent *e = &r->ent[n & (r->cap - 1)];
+	uint64_t g = atomic_load_explicit(&e->gen, memory_order_acquire);
+
+	if (g != ((n + 1) << 2 | LE_BT_KEPT))
+		return 0;
+	memcpy((unsigned char *)copy + sizeof copy->gen,
+	       (unsigned char *)e + sizeof e->gen,
+	       LE_BT_ENTRY_HDR - sizeof e->gen);
+	if (copy->len > LE_BT_PAYLOAD_MAX)
+		return 0;
+	memcpy(copy->payload, e->payload, copy->len);
+	if (want && !want(copy, arg))
+		return 0;
+	return atomic_compare_exchange_strong_explicit(
+		&e->gen, &g, (g & ~3ull) | LE_BT_OUT, memory_order_acq_rel,
+		memory_order_relaxed);
+}
+
+/* The claim number the newest `max` selected entries start at. */
+static uint64_t start_of(le__btring *r, uint64_t end, uint32_t max,
+                         le__btwant_fn want, void *arg, le__btent *copy)
+{
+	uint64_t lo = end > r->cap ? end - r->cap : 0, n = end;
+	uint32_t k = 0;
+
+	while (n > lo && k < max) {
+		le__btent *e = &r->ent[(n - 1) & (r->cap - 1)];
+		uint64_t g = atomic_load_explicit(&e->gen, memory_order_acquire);
+		if (g == (n << 2 | LE_BT_KEPT)) {
+			memcpy((unsigned char *)copy + sizeof copy->gen,
+			       (unsigned char *)e + sizeof e->gen,
+			       LE_BT_ENTRY_HDR - sizeof e->gen);
+			k += !want || want(copy, arg);
+		}
+		n--;
+	}
+	return n;
+}
+
+uint64_t le__btring_take(le__btring *r, uint32_t max, le__btwant_fn want,
+                         le__btvisit_fn fn, void *arg, le__btent *copy)
+{
+	if (!r->map)
+		return 0;
+	uint64_t end = atomic_load_explicit(r->claims, memory_order_acquire);
+	uint64_t n = start_of(r, end, max ? max : r->cap, want, arg, copy), k = 0;
+
+	for (; n < end; n++) {
+		if (!take_one(r, n, want, arg, copy))
+			continue;
+		fn(copy, arg);
+		k++;
+	}
+	return k;
+}

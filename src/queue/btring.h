@@ -1,0 +1,103 @@
+/*
+ * btring.h -- the flight recorder's ring: one per shard, the records a
+ * logger keeps below its threshold (engine/backtrace.c), in a shared file
+ * mapping DIR/shard-NNN/BACKTRACE so that they outlive the process
+ * (docs/FORMAT.md, "Backtrace file"):
+ *
+ *     0   8  magic "LOGENGBT"
+ *     8   4  version 1
+ *    12   4  header bytes, 128
+ *    16   4  entries (a power of two)
+ *    20   4  entry bytes, 256
+ *    24   4  shard number
+ *    28   4  open: 1 while an engine has it, 0 after a clean close
+ *    64   8  claims: entries ever claimed (the next claim's number)
+ *   128      entries, each:
+ *              0  8  gen: (claim number + 1) << 2 | state
+ *              8  8  ts: the producer's stamp (as a queue slot's)
+ *             16  4  len: payload bytes (at most 232)
+ *             20  2  logger: its index in the engine's table (0 root)
+ *             22  1  level
+ *             23  1  flags (a queue slot's: TRUNCATED, FIELDS, DEFERRED)
+ *             24     payload, as a queue slot's
+ *
+ * Entry states: 1 being written, 2 kept (not yet written out), 3 written
+ * out.  A producer claims number n with a fetch-and-add on claims, then
+ * takes entry n % entries with one CAS from a state other than 1 and an
+ * older number; losing that CAS (an older producer still writing there,
+ * or a newer claim already in) drops its own record.  It publishes with a
+ * release store of state 2.  A reader takes an entry by CAS 2 -> 3 after
+ * copying it: a producer that overwrote the entry meanwhile changed gen
+ * first, so the CAS fails and the copy is discarded; the copy's loads
+ * come before the CAS (release) and the producer's stores after its CAS
+ * (acquire), so a successful CAS means the copy saw no overwrite.
+ */
+#ifndef LE_BTRING_H
+#define LE_BTRING_H
+
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define LE_BT_MAGIC "LOGENGBT"
+#define LE_BT_VERSION 1u
+#define LE_BT_HDR 128u
+#define LE_BT_ENTRY 256u
+#define LE_BT_ENTRY_HDR 24u
+#define LE_BT_PAYLOAD_MAX (LE_BT_ENTRY - LE_BT_ENTRY_HDR)
+#define LE_BT_CLAIMS_OFF 64u
+
+enum { LE_BT_WRITING = 1, LE_BT_KEPT = 2, LE_BT_OUT = 3 };
+
+typedef struct le__btent {
+	_Atomic uint64_t gen;     /* [atomic] (n + 1) << 2 | state */
+	uint64_t ts;
+	uint32_t len;
+	uint16_t logger;
+	uint8_t level;
+	uint8_t flags;
+	unsigned char payload[LE_BT_PAYLOAD_MAX];
+} le__btent;
+
+typedef struct le__btring {
+	_Atomic uint64_t *claims;  /* [atomic] producers fetch-and-add */
+	le__btent *ent;            /* [const] cap entries */
+	uint32_t cap;              /* [const] a power of two */
+	_Atomic uint64_t dropped;  /* [atomic] kept entries overwritten, and
+	                              records that lost their entry */
+	void *map;
+	size_t map_len;
+	int fd;                    /* -1: anonymous */
+} le__btring;
+
+/* Open the ring of shard `shard`: path NULL, anonymous; else the file,
+ * made anew for cap entries (rounded up to a power of two, at least 16).
+ * mode: the file's, as le_config.file_mode.  @return 0 or -errno. */
+int le__btring_open(le__btring *r, const char *path, uint32_t cap,
+                    uint32_t shard, unsigned mode);
+/* Mark the file closed cleanly (nothing kept in it is a dead process's)
+ * and unmap it. */
+void le__btring_close(le__btring *r);
+
+/* Keep one record: len <= LE_BT_PAYLOAD_MAX bytes of payload at p.  The
+ * caller fills *payload itself when p is NULL (then calls
+ * le__btring_publish).  @return the entry to publish, or NULL when it
+ * lost its entry (counted in dropped). */
+le__btent *le__btring_claim(le__btring *r, uint64_t *gen);
+static inline void le__btring_publish(le__btent *e, uint64_t gen)
+{
+	/* release: the entry's bytes before its state (see the top) */
+	atomic_store_explicit(&e->gen, (gen & ~3ull) | LE_BT_KEPT,
+	                      memory_order_release);
+}
+
+/* Visit the kept entries in claim order, at most `max` of those `want`
+ * selects (the newest ones), each copied into *copy then taken (state 3)
+ * before fn sees it.  want(NULL arg) selects all.  @return entries
+ * visited. */
+typedef int (*le__btwant_fn)(const le__btent *e, void *arg);
+typedef void (*le__btvisit_fn)(const le__btent *e, void *arg);
+uint64_t le__btring_take(le__btring *r, uint32_t max, le__btwant_fn want,
+                         le__btvisit_fn fn, void *arg, le__btent *copy);
+
+#endif
