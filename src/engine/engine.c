@@ -191,6 +191,8 @@ static int shard_init(le_engine *e, uint32_t i)
 		sh->w.next_seq = 1;
 	}
 	rc = le__recover_queue(sh);
+	if (rc == 0 && sh->store && e->cfg.mapped_queue)
+		rc = le__bt_recover(sh); /* backtrace.c: while SITES is the dead one's */
 	if (rc == 0 && sh->store && e->cfg.mapped_queue) {
 		/* A file a previous engine left is made anew once drained:
 		 * whatever its words and positions say (a process that died
@@ -221,6 +223,7 @@ static void shard_free(le__shard *sh, int forked)
 	le__writer_free(sh);
 	le__ring_close(&sh->ring);
 	le__sitetab_close(&sh->sites);
+	free(sh->bt_dead.buf); /* le_open failed before queueing it */
 	if (sh->e && !forked)
 		pthread_mutex_destroy(&sh->prog.fail_mu);
 }

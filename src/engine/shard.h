@@ -140,6 +140,7 @@ typedef struct le__shard {
 	/* The flight recorder's ring (backtrace.c), opened with the first
 	 * recorder; valid once e->bt_ready is set. */
 	le__btring bt;
+	le__btdead bt_dead;          /* [le_open] a dead process's, to queue */
 } le__shard;
 
 struct le_engine {
@@ -200,6 +201,8 @@ struct le_engine {
 	                                   before a recorder is published */
 	int bt_trigger;                 /* [const] backtrace_trigger */
 	_Atomic uint64_t bt_written;    /* [atomic] le_stats.backtrace_written */
+	_Atomic uint64_t bt_lost;       /* [atomic] kept records the queue
+	                                   had no room for when written out */
 };
 
 /* le__signal.sleeping: a sleeping writer waits for the producers (or

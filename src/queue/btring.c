@@ -13,6 +13,9 @@
 #include "base/internal.h"
 #include "base/os.h"
 #include "record/format.h"
+#include "queue/queue.h"
+
+#include <sys/stat.h>
 
 static uint32_t round_cap(uint32_t cap)
 {
@@ -22,8 +25,11 @@ static uint32_t round_cap(uint32_t cap)
 	return c;
 }
 
-static void put_header(unsigned char *m, uint32_t cap, uint32_t shard)
+static void put_header(unsigned char *m, uint32_t cap, uint32_t shard,
+                       uint32_t unit)
 {
+	le__put32(m + 32, unit);
+	le__put64(m + 40, le__boot_id());
 	memcpy(m, LE_BT_MAGIC, 8);
 	le__put32(m + 8, LE_BT_VERSION);
 	le__put32(m + 12, LE_BT_HDR);
@@ -34,7 +40,7 @@ static void put_header(unsigned char *m, uint32_t cap, uint32_t shard)
 }
 
 int le__btring_open(le__btring *r, const char *path, uint32_t cap,
-                    uint32_t shard, unsigned mode)
+                    uint32_t shard, uint32_t unit, unsigned mode)
 {
 	memset(r, 0, sizeof *r);
 	r->fd = -1;
@@ -70,10 +76,63 @@ int le__btring_open(le__btring *r, const char *path, uint32_t cap,
 		return rc;
 	}
 	r->map = m;
-	put_header(m, r->cap, shard);
+	put_header(m, r->cap, shard, unit);
+	r->unit = unit;
+	r->boot = le__boot_id();
 	r->claims = (_Atomic uint64_t *)(void *)((unsigned char *)m +
 	                                         LE_BT_CLAIMS_OFF);
 	r->ent = (le__btent *)(void *)((unsigned char *)m + LE_BT_HDR);
+	return 0;
+}
+
+/* Does the header at m (len bytes of file) describe a ring of shard
+ * `shard` of exactly that size, left open? */
+static int header_ok(const unsigned char *m, size_t len, uint32_t shard)
+{
+	uint32_t cap = le__get32(m + 16);
+
+	return !memcmp(m, LE_BT_MAGIC, 8) &&
+	       le__get32(m + 8) == LE_BT_VERSION &&
+	       le__get32(m + 12) == LE_BT_HDR &&
+	       le__get32(m + 20) == LE_BT_ENTRY && cap >= 16 &&
+	       !(cap & (cap - 1)) &&
+	       len == LE_BT_HDR + (size_t)cap * LE_BT_ENTRY &&
+	       le__get32(m + 24) == shard && le__get32(m + 28) == 1;
+}
+
+int le__btring_attach(le__btring *r, const char *path, uint32_t shard)
+{
+	struct stat st;
+
+	memset(r, 0, sizeof *r);
+	r->fd = le__open_in(path, LE_IN_SHARD, O_RDWR, 0);
+	if (r->fd < 0)
+		return r->fd == -ENOENT ? 0 : r->fd;
+	if (fstat(r->fd, &st) < 0 || (size_t)st.st_size < LE_BT_HDR)
+		goto none;
+	r->map_len = (size_t)st.st_size;
+	r->map = mmap(NULL, r->map_len, PROT_READ | PROT_WRITE, MAP_SHARED,
+	              r->fd, 0);
+	if (r->map == MAP_FAILED) {
+		r->map = NULL;
+		goto none;
+	}
+	const unsigned char *m = r->map;
+	if (!header_ok(m, r->map_len, shard)) {
+		munmap(r->map, r->map_len);
+		r->map = NULL;
+		goto none;
+	}
+	r->cap = le__get32(m + 16);
+	r->unit = le__get32(m + 32);
+	r->boot = le__get64(m + 40);
+	r->claims = (_Atomic uint64_t *)(void *)((unsigned char *)r->map +
+	                                         LE_BT_CLAIMS_OFF);
+	r->ent = (le__btent *)(void *)((unsigned char *)r->map + LE_BT_HDR);
+	return 1;
+none:
+	le__close(r->fd);
+	r->fd = -1;
 	return 0;
 }
 

@@ -11,6 +11,8 @@
  *    20   4  entry bytes, 256
  *    24   4  shard number
  *    28   4  open: 1 while an engine has it, 0 after a clean close
+ *    32   4  clock unit of the stamps: 1 ns since the epoch, 2 TSC ticks
+ *    40   8  boot: FNV-1a of the kernel's boot_id (queue.h)
  *    64   8  claims: entries ever claimed (the next claim's number)
  *   128      entries, each:
  *              0  8  gen: (claim number + 1) << 2 | state
@@ -68,13 +70,34 @@ typedef struct le__btring {
 	void *map;
 	size_t map_len;
 	int fd;                    /* -1: anonymous */
+	uint32_t unit;             /* [const] the stamps' clock unit */
+	uint64_t boot;             /* [const] the boot they were taken in */
 } le__btring;
+
+/* A dead process's kept records made standalone (engine/backtrace.c),
+ * held from the shard's recovery until its queue takes them: records
+ * back to back, each u64 ts | u32 len | u8 level | u8 flags | u16 0 |
+ * payload. */
+typedef struct le__btdead {
+	unsigned char *buf;        /* malloc'd */
+	size_t len, cap;
+	uint32_t n;                /* records in buf */
+	uint32_t lost;             /* entries that did not check (level,
+	                              flags, field block) */
+} le__btdead;
+#define LE_BT_DEAD_HDR 16u
 
 /* Open the ring of shard `shard`: path NULL, anonymous; else the file,
  * made anew for cap entries (rounded up to a power of two, at least 16).
  * mode: the file's, as le_config.file_mode.  @return 0 or -errno. */
 int le__btring_open(le__btring *r, const char *path, uint32_t cap,
-                    uint32_t shard, unsigned mode);
+                    uint32_t shard, uint32_t unit, unsigned mode);
+/* Map the ring a previous engine left at path, as it is.  @return 1 when
+ * it was not closed cleanly (its process died: r is open, its kept
+ * entries that process's), 0 when there is nothing to write out (no
+ * file, closed cleanly, a header that does not check: another shard's,
+ * size or geometry not its own), or -errno. */
+int le__btring_attach(le__btring *r, const char *path, uint32_t shard);
 /* Mark the file closed cleanly (nothing kept in it is a dead process's)
  * and unmap it. */
 void le__btring_close(le__btring *r);
