@@ -17,6 +17,7 @@
  *     except handles, which are released by their own close function.
  *   - Threads: le_write(), le_logf(), le_logf_kv(), the level macros,
  *     le_logger_get(), le_set_level(), le_get_level(), le_reopen(),
+ *     le_set_backtrace(), le_dump_backtrace(),
  *     le_flush() and le_stats_get() may be called from any number of
  *     threads at once.  le_close() is like
  *     free(): call it once, after every other call on the engine has
@@ -242,10 +243,12 @@ typedef struct le_config {
 	                             (time, level, payload), LE_STREAM_JSON */
 	uint32_t stream_buffer_bytes; /* lines waiting for the reader. 1 MiB */
 	uint32_t crash_flush_ms;  /* > 0: on SIGSEGV, SIGBUS, SIGABRT, SIGFPE
-	                             or SIGILL, write out what is queued,
-	                             waiting at most this long, then run the
-	                             handler that was there before (chained)
-	                             or the default action.  0: no handler. 0 */
+	                             or SIGILL, write out what is queued (and
+	                             first every flight recorder's kept
+	                             records, le_set_backtrace), waiting at
+	                             most this long, then run the handler
+	                             that was there before (chained) or the
+	                             default action.  0: no handler. 0 */
 	/* Levels, loggers, the stream's file, syslog: 0 or NULL is each
 	 * one's default (src/engine/abi.c), and the order leaves no padding. */
 	uint32_t max_loggers;     /* named loggers (le_logger_get) and names
@@ -665,7 +668,9 @@ LE_API le_engine *le_get_default(void);
  * (levels or LOGENGINE_LEVEL) and the item, counts it in
  * le_stats.config_errors, and le_errmsg() says the same once it returned
  * 0.  A service never fails to start over a typo in its level.
- * le_set_level changes thresholds at run time.
+ * le_set_level changes thresholds at run time.  le_config.backtrace and
+ * then LOGENGINE_BACKTRACE set flight recorders (le_set_backtrace) in the
+ * same syntax and with the same reports: LOGENGINE_BACKTRACE=debug.
  */
 
 #define LE_LOGGER_NAME_MAX 127
@@ -1228,6 +1233,8 @@ typedef struct le_live {
 	 * records only); submit, the duration of a sampled le_write /
 	 * le_logf call (one in LE_LIVE_SUBMIT_SAMPLE per thread). */
 	le_live_hist write, sync, queue_wait, submit;
+	uint64_t backtrace_written; /* this shard's kept records written out
+	                               as recorded history (le_set_backtrace) */
 } le_live;
 
 /**

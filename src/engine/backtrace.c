@@ -117,7 +117,7 @@ static int queue_kept(le_engine *e, le__shard *sh, int level, uint8_t flags,
 	memcpy((unsigned char *)s + offsetof(le__slot, level), &lfr,
 	       sizeof lfr);
 	le__slot_publish(s);
-	atomic_fetch_add_explicit(&e->bt_written, 1, memory_order_relaxed);
+	atomic_fetch_add_explicit(&sh->bt_written, 1, memory_order_relaxed);
 	return 1;
 drop:
 	atomic_fetch_add_explicit(&e->bt_lost, 1, memory_order_relaxed);

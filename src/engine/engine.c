@@ -532,7 +532,8 @@ int le__stats_get(le_engine *e, le_stats *o)
 	o->archived_bytes_in = atomic_load(&e->archiver.bytes_in);
 	o->archived_bytes_out = atomic_load(&e->archiver.bytes_out);
 	o->config_errors = e->config_errors;
-	o->backtrace_written = atomic_load(&e->bt_written);
+	for (uint32_t i = 0; i < e->nshards; i++)
+		o->backtrace_written += atomic_load(&e->shards[i].bt_written);
 	o->backtrace_dropped = le__bt_dropped(e);
 	for (int k = 0; k < LE_LINEKINDS; k++)
 		if (e->lines[k])

@@ -141,6 +141,7 @@ typedef struct le__shard {
 	 * recorder; valid once e->bt_ready is set. */
 	le__btring bt;
 	le__btdead bt_dead;          /* [le_open] a dead process's, to queue */
+	_Atomic uint64_t bt_written; /* [atomic] its kept records queued */
 } le__shard;
 
 struct le_engine {
@@ -200,7 +201,6 @@ struct le_engine {
 	                                   open: set (release) under log_mu
 	                                   before a recorder is published */
 	int bt_trigger;                 /* [const] backtrace_trigger */
-	_Atomic uint64_t bt_written;    /* [atomic] le_stats.backtrace_written */
 	_Atomic uint64_t bt_lost;       /* [atomic] kept records the queue
 	                                   had no room for when written out */
 };
