@@ -148,30 +148,6 @@ void le__btring_close(le__btring *r)
 	r->fd = -1;
 }
 
-le__btent *le__btring_claim(le__btring *r, uint64_t *gen)
-{
-	/* relaxed: the number only picks the entry; the CAS below orders */
-	uint64_t n = atomic_fetch_add_explicit(r->claims, 1,
-	                                       memory_order_relaxed);
-	le__btent *e = &r->ent[n & (r->cap - 1)];
-	uint64_t want = (n + 1) << 2 | LE_BT_WRITING;
-	uint64_t old = atomic_load_explicit(&e->gen, memory_order_relaxed);
-
-	/* acquire: this producer's stores to the entry stay after the CAS,
-	 * so a reader whose CAS 2 -> 3 came first copied the old bytes */
-	if ((old & 3) == LE_BT_WRITING || (old >> 2) >= n + 1 ||
-	    !atomic_compare_exchange_strong_explicit(&e->gen, &old, want,
-	                                             memory_order_acquire,
-	                                             memory_order_relaxed)) {
-		atomic_fetch_add_explicit(&r->dropped, 1, memory_order_relaxed);
-		return NULL;
-	}
-	if ((old & 3) == LE_BT_KEPT) /* the oldest, never written out */
-		atomic_fetch_add_explicit(&r->dropped, 1, memory_order_relaxed);
-	*gen = want;
-	return e;
-}
-
 /* Copy entry n (claim number) into *copy and take it.  @return 1, or 0
  * when it is not a kept entry of that number or is not selected. */
 static int take_one(le__btring *r, uint64_t n, le__btwant_fn want,

@@ -102,11 +102,33 @@ int le__btring_attach(le__btring *r, const char *path, uint32_t shard);
  * and unmap it. */
 void le__btring_close(le__btring *r);
 
-/* Keep one record: len <= LE_BT_PAYLOAD_MAX bytes of payload at p.  The
- * caller fills *payload itself when p is NULL (then calls
- * le__btring_publish).  @return the entry to publish, or NULL when it
- * lost its entry (counted in dropped). */
-le__btent *le__btring_claim(le__btring *r, uint64_t *gen);
+/* The producer's side, inline on the hot path: claim an entry (*gen its
+ * word), fill it, then le__btring_publish.  @return the entry, or NULL
+ * when the record lost its entry (counted in dropped). */
+static inline le__btent *le__btring_claim(le__btring *r, uint64_t *gen)
+{
+	/* relaxed: the number only picks the entry; the CAS below orders */
+	uint64_t n = atomic_fetch_add_explicit(r->claims, 1,
+	                                       memory_order_relaxed);
+	le__btent *e = &r->ent[n & (r->cap - 1)];
+	uint64_t want = (n + 1) << 2 | LE_BT_WRITING;
+	uint64_t old = atomic_load_explicit(&e->gen, memory_order_relaxed);
+
+	/* acquire: this producer's stores to the entry stay after the CAS,
+	 * so a reader whose CAS 2 -> 3 came first copied the old bytes */
+	if ((old & 3) == LE_BT_WRITING || (old >> 2) >= n + 1 ||
+	    !atomic_compare_exchange_strong_explicit(&e->gen, &old, want,
+	                                             memory_order_acquire,
+	                                             memory_order_relaxed)) {
+		atomic_fetch_add_explicit(&r->dropped, 1, memory_order_relaxed);
+		return NULL;
+	}
+	if ((old & 3) == LE_BT_KEPT) /* the oldest, never written out */
+		atomic_fetch_add_explicit(&r->dropped, 1, memory_order_relaxed);
+	*gen = want;
+	return e;
+}
+
 static inline void le__btring_publish(le__btent *e, uint64_t gen)
 {
 	/* release: the entry's bytes before its state (see the top) */
