@@ -8,6 +8,10 @@
  *                       together (0: pause)
  *   log LEVEL TEXT...   one record (level 0..5) into every directory, then
  *                       le_flush; answers {"logged":...}
+ *   kept N              N le_debug records on each engine's root (kept
+ *                       when LOGENGINE_BACKTRACE=debug), then
+ *                       le_dump_backtrace and le_flush; answers
+ *                       {"kept":N,"written":W}, W written out in all
  *   stats               {"records":N,"seconds":S,"rate":R}: what the
  *                       pacing thread wrote so far, over its running time
  *   close               stop, le_close_stats each engine, answer
@@ -108,6 +112,20 @@ static void close_all(void)
 	printf("],\"refused\":%" PRIu64 "}\n", atomic_load(&refused));
 }
 
+/* The "kept" command: below-threshold records for the flight recorder. */
+static void kept(int n)
+{
+	int w = 0;
+	for (int i = 0; i < ndirs; i++) {
+		for (int k = 0; k < n; k++)
+			le_debug(eng[i], "kept %d", k);
+		int rc = le_dump_backtrace(eng[i]);
+		w += rc > 0 ? rc : 0;
+		le_flush(eng[i], 5000);
+	}
+	printf("{\"kept\":%d,\"written\":%d}\n", n, w);
+}
+
 int main(int argc, char **argv)
 {
 	unsigned shards = 2, queue = 0;
@@ -160,6 +178,8 @@ int main(int argc, char **argv)
 				le_flush(eng[i], 5000);
 			}
 			printf("{\"logged\":\"%s\"}\n", text);
+		} else if (!strncmp(line, "kept ", 5)) {
+			kept(atoi(line + 5));
 		} else if (!strcmp(line, "stats")) {
 			stats_line();
 		} else if (!strcmp(line, "close")) {
