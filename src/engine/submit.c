@@ -554,6 +554,30 @@ static inline void bt_put_name(const struct le__head *h, unsigned char *p,
 	memcpy(p + 4, lg->field, lg->field_len);
 }
 
+/* A deferred record into an entry: [name] site number, then the
+ * arguments, from a (read before) or straight from ap (a fixed-size
+ * plan); alen bytes of them. */
+static inline void bt_keep_block(le_engine *e, le__shard *sh,
+                                 const struct le__head *h,
+                                 const le__dsite *ds, uint32_t id,
+                                 uint32_t fb, const le__dargs *a, va_list ap,
+                                 size_t alen)
+{
+	uint64_t gen;
+	le__btent *en = bt_claim(e, sh, &gen);
+	if (!en)
+		return;
+	bt_put_name(h, en->payload, fb);
+	le__put32(en->payload + fb, id);
+	if (a)
+		le__dargs_put(le__dsite_plan(ds), a, en->payload + fb + 4);
+	else
+		le__dargs_copy(le__dsite_plan(ds), ap, en->payload + fb + 4);
+	bt_publish(e, h, en, gen, ds->site.level,
+	           (uint8_t)(LE_REC_DEFERRED | (fb ? LE_REC_FIELDS : 0)),
+	           fb + 4 + alen);
+}
+
 /* bt_keepd's case of arguments with strings or '*': read once, kept when
  * they fit an entry, else as text. */
 static int bt_keep_args(le_engine *e, le__shard *sh, const struct le__head *h,
@@ -574,16 +598,7 @@ static int bt_keep_args(le_engine *e, le__shard *sh, const struct le__head *h,
 		return rc;
 	}
 	va_end(ap2);
-	uint64_t gen;
-	le__btent *en = bt_claim(e, sh, &gen);
-	if (!en)
-		return 0;
-	bt_put_name(h, en->payload, fb);
-	le__put32(en->payload + fb, id);
-	le__dargs_put(plan, &a, en->payload + fb + 4);
-	bt_publish(e, h, en, gen, ds->site.level,
-	           (uint8_t)(LE_REC_DEFERRED | (fb ? LE_REC_FIELDS : 0)),
-	           fb + 4 + alen);
+	bt_keep_block(e, sh, h, ds, id, fb, &a, ap, alen);
 	return 0;
 }
 
@@ -629,16 +644,7 @@ bt_keepd(struct le__head *h, le__dsite *ds, const char *fmt, va_list ap)
 		                    ap);
 	}
 	/* the common case: a plan of fixed size, straight from ap */
-	uint64_t gen;
-	le__btent *en = bt_claim(e, sh, &gen);
-	if (!en)
-		return 0;
-	bt_put_name(h, en->payload, fb);
-	le__put32(en->payload + fb, id);
-	le__dargs_copy(plan, ap, en->payload + fb + 4);
-	bt_publish(e, h, en, gen, ds->site.level,
-	           (uint8_t)(LE_REC_DEFERRED | (fb ? LE_REC_FIELDS : 0)),
-	           fb + 4 + plan->fixed);
+	bt_keep_block(e, sh, h, ds, id, fb, NULL, ap, plan->fixed);
 	return 0;
 }
 

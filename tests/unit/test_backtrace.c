@@ -46,13 +46,11 @@ static void add_text(const le_record *r, void *arg)
 	struct text *t = arg;
 	size_t pos = 0;
 	le_field f;
-	char lg[160] = "";
+	char lg[160];
+	t_logger_tag(r, lg, sizeof lg);
+	/* the marking field is reported as the flag, never as a field */
 	while (le_record_field(r, &pos, &f) == 1)
-		if (f.key_len == 6 && !memcmp(f.key, "logger", 6))
-			snprintf(lg, sizeof lg, "[%.*s]", (int)f.v.str.len,
-			         (const char *)f.v.str.ptr);
-		else if (f.key_len == 12 && !memcmp(f.key, "le.backtrace", 12))
-			CHECK(0); /* the marking field is the flag's */
+		CHECK(f.key_len != 12 || memcmp(f.key, "le.backtrace", 12));
 	int bt = !!(r->flags & LE_REC_BACKTRACE);
 	t->marked += bt;
 	t->n += (size_t)snprintf(t->s + t->n, sizeof t->s - t->n, "%s%.*s%s%s",
