@@ -250,6 +250,14 @@ TEST(environment_sets_recorders_and_bad_items_are_reported)
 
 TEST(null_handles_and_bad_levels_are_refused)
 {
+	le_config c;
+	le_engine *bad = NULL;
+	le_config_init(&c);
+	c.dir = t_tmpdir(dir);
+	c.backtrace_trigger = 9;
+	CHECK_EQ(le_open(&bad, &c), LE_EINVAL);
+	CHECK(strstr(le_errmsg(), "backtrace_trigger") != NULL);
+	t_rmrf(dir);
 	CHECK_EQ(le_set_backtrace(NULL, LE_DEBUG, 0), LE_EINVAL);
 	CHECK_EQ(le_dump_backtrace(NULL), LE_EINVAL);
 	le_engine *e = open_bt(NULL, 0, 1);
