@@ -529,6 +529,12 @@ typedef struct le_stats {
 	                               that failed (at le_open, then each
 	                               retry) */
 	uint64_t live_pages_off;    /* shards without a live page (STATS) */
+	uint64_t level_records[LE_FATAL + 1]; /* records the writers took
+	                               from the queue, by level (index
+	                               LE_TRACE .. LE_FATAL): accepted less
+	                               dropped_full and queue_records, each
+	                               then written or lost (dropped_io);
+	                               markers and recovered_records not */
 	uint64_t backtrace_written; /* kept records handed to the queue as
 	                               recorded history (le_set_backtrace) */
 	uint64_t backtrace_dropped; /* kept records lost before being
@@ -1233,6 +1239,10 @@ typedef struct le_live {
 	 * records only); submit, the duration of a sampled le_write /
 	 * le_logf call (one in LE_LIVE_SUBMIT_SAMPLE per thread). */
 	le_live_hist write, sync, queue_wait, submit;
+	/* This shard's share of le_stats.level_records: records its writer
+	 * took from the queue, by level (index LE_TRACE .. LE_FATAL); 0 in
+	 * the page of an engine older than this field. */
+	uint64_t level_records[LE_FATAL + 1];
 	uint64_t backtrace_written; /* this shard's kept records written out
 	                               as recorded history (le_set_backtrace) */
 } le_live;

@@ -148,6 +148,9 @@ int list_shards(const char *dir, unsigned char *has);
 /* Is dir a log directory?  When not, say what it is and what was
  * expected, on stderr.  @return 0, or EXIT_USAGE after the message. */
 int check_log_dir(const char *dir);
+/* The same for a follower (serve): an empty directory, or one whose
+ * engine has made its LOCK and not yet its shards, will be one. */
+int check_log_dir_to_come(const char *dir);
 /* Segment indexes of shard `shard` of dir, ascending (*out malloc'd).  A
  * shard directory that is a symbolic link (into another log, whose files
  * a vacuum would then delete) or not a directory is refused: LE_EUNSAFE,

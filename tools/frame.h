@@ -15,9 +15,22 @@
  *                ring_bytes,ring_size,segments,disk_bytes,
  *                write_p50_ns,write_p99_ns,fsync_p50_ns,fsync_p99_ns,
  *                failing],...]},...],
- *    "tail":[[dir,shard,seq,ts_ms,level,flags,"message"],...],
+ *     "levels":[trace,debug,info,warn,error,fatal]},...],
+ *    "tail":[[dir,shard,seq,ts_ms,level,flags,"message","logger",
+ *             {fields}],...],
  *    "skipped":N, ...serve's own fields}
  * state: 0 none, 1 running, 2 stale, 3 stopped (closed), 4 dead.
+ * levels: records the engine's writers took, by level (all shards).
+ * logger: "" for the root; fields: the record's fields as an object
+ * (the logger among them), {} without, null when above TAIL_FIELDS.
+ *
+ * History (GET /history.json): each frame also leaves a sample of every
+ * directory in a ring of HIST_N, the last HIST_KEEP_S seconds, so that a
+ * page opened now starts with them.  Its memory is fixed at start:
+ * HIST_N x (1 + HIST_WORDS x directories) words.
+ *   {"interval_ms":1000,"keep_s":900,"fields":[...HIST_WORDS names],
+ *    "dirs":["PATH",...],"samples":[[t_ms,[words of dir 0],...],...]}
+ * oldest first; the counters are cumulative (the page takes rates).
  */
 #ifndef LE_TOOLS_FRAME_H
 #define LE_TOOLS_FRAME_H
@@ -28,14 +41,28 @@
 #define TAIL_MSG 240         /* bytes of a message kept */
 #define TAIL_PER_SHARD 64    /* records read per shard per frame */
 #define TAIL_PER_FRAME 64    /* newest records a frame carries */
+#define TAIL_LOGGER 64       /* bytes of a logger name kept */
+#define TAIL_FIELDS 768      /* bytes of a record's fields as JSON kept */
+
+#define HIST_INTERVAL_MS 1000 /* a sample a frame */
+#define HIST_KEEP_S 900       /* 15 minutes */
+#define HIST_N (HIST_KEEP_S * 1000 / HIST_INTERVAL_MS)
+/* A directory's words in a sample: written, bytes_written, dropped,
+ * queue_records, write_p99_ns (the slowest shard's), errors (records
+ * of level error and fatal). */
+#define HIST_WORDS 6
 
 struct tail_rec {
 	uint16_t dir, shard;
 	int8_t level;
 	uint8_t flags;
 	uint16_t len;
+	uint8_t logger_len;
+	int16_t fields_len;   /* -1: above TAIL_FIELDS */
 	uint64_t seq, ts_ns;
 	char msg[TAIL_MSG];
+	char logger[TAIL_LOGGER];
+	char fields[TAIL_FIELDS]; /* a JSON object */
 };
 
 struct tail_pos {
@@ -57,6 +84,9 @@ struct frames {
 	struct tail_rec ring[TAIL_RING];
 	unsigned ring_head, ring_n; /* oldest at ring_head */
 	unsigned fresh;          /* of the newest, added by this frame */
+	uint64_t *hist;          /* [HIST_N][1 + ndirs * HIST_WORDS] */
+	unsigned hist_head, hist_n; /* oldest at hist_head */
+	char scratch[LE_FIELDS_TEXT_MAX(TAIL_FIELDS)]; /* fields as text */
 };
 
 int frames_init(struct frames *f, char **dirs, int ndirs);
@@ -66,7 +96,13 @@ void frames_free(struct frames *f);
  * (may be NULL) is more JSON members, written before the closing brace. */
 void frames_build(struct frames *f, struct buf *out, const char *extra);
 
-/* The ring (oldest first) as {"tail":[...]}. */
-void frames_tail_json(const struct frames *f, struct buf *out);
+/* The ring (oldest first) as {"tail":[...]}; with logger (not NULL),
+ * only the records of that logger and of its children ("net" takes
+ * "net" and "net.http"; "" the root logger's alone). */
+void frames_tail_json(const struct frames *f, struct buf *out,
+                      const char *logger);
+
+/* The history ring as JSON (above). */
+void frames_history_json(const struct frames *f, struct buf *out);
 
 #endif

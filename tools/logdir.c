@@ -133,6 +133,38 @@ int check_log_dir(const char *dir)
 	return EXIT_USAGE;
 }
 
+/* Is dir empty (its entries but . and ..)?  @return 1, 0, or 0 when it
+ * cannot be read (check_log_dir then says why). */
+static int dir_empty(const char *dir)
+{
+	DIR *d = opendir(dir);
+	struct dirent *de;
+	int empty = d != NULL;
+
+	while (empty && (de = readdir(d)) != NULL)
+		empty = !strcmp(de->d_name, ".") || !strcmp(de->d_name, "..");
+	if (d)
+		closedir(d);
+	return empty;
+}
+
+int check_log_dir_to_come(const char *dir)
+{
+	struct stat st;
+	char lock[4096];
+
+	if (stat(dir, &st) < 0) {
+		fprintf(stderr, "%s: %s: %s: give a logengine log directory (one "
+		        "with LOCK and shard-NNN/), or an empty directory an "
+		        "engine is to write\n", prog, dir, strerror(errno));
+		return EXIT_USAGE;
+	}
+	snprintf(lock, sizeof lock, "%s/LOCK", dir);
+	if (S_ISDIR(st.st_mode) && (dir_empty(dir) || access(lock, F_OK) == 0))
+		return 0;
+	return check_log_dir(dir);
+}
+
 /* ---- the lock ---- */
 
 /* Is there a flock on (dev, ino) in /proc/locks?  @return 1, 0, -1 when

@@ -11,7 +11,10 @@
  *                  other request leaves the page)
  *   GET /events    server-sent events: one frame a second (frame.h)
  *   GET /tail      the newest records the frames carried, for a page
- *                  that has just loaded
+ *                  that has just loaded (?logger=NAME: that logger's
+ *                  and its children's only)
+ *   GET /history.json  the last 15 minutes of each directory, a sample
+ *                  a frame (frame.h), for a page that has just loaded
  *
  * Threads: libmicrohttpd's one epoll loop, which holds every connection
  * (thousands cost a few KiB each, not a thread each); the frame builder,
@@ -93,7 +96,10 @@ static const char serve_usage[] =
 	"  --basic-auth-file FILE  require HTTP basic auth: USER:HASH lines,\n"
 	"                      HASH from crypt(3) (bcrypt $2b$/$2y$, $6$, $y$)\n"
 	"GET /metrics (Prometheus), / (dashboard), /events (server-sent\n"
-	"events, one frame a second), /tail (newest records, JSON).\n";
+	"events, one frame a second), /tail (newest records, JSON;\n"
+	"?logger=NAME), /history.json (the last 15 minutes, a sample a\n"
+	"second).  DIR: a log directory, or an empty one an engine is to\n"
+	"write.\n";
 
 #ifndef LE_HAVE_MHD
 
@@ -132,6 +138,7 @@ static int forwarder_lag(const char *dir, const le_live *l,
                                 * pages, segment files, TLS */
 #define FRAME_MAX (8u << 20)   /* a frame larger than this is cut */
 #define METRICS_MAX (64u << 20)
+#define HISTORY_MAX (16u << 20) /* 64 directories' 15 minutes fit */
 
 /* The dashboard, built into the binary (no file to find at run time). */
 __asm__(".section .rodata\n"
@@ -661,9 +668,6 @@ static const struct fam shard_fams[] = {
 	  "Bytes of the shard's segment files."),
 	F("writes_failing", "gauge", failing, INT,
 	  "1 while the shard's writes fail and are retried."),
-	F("shard_state", "gauge", state, INT,
-	  "The shard's live page: 0 none, 1 running, 2 stale, 3 stopped, "
-	  "4 dead."),
 	F("live_page_age_seconds", "gauge", age_ns, NS,
 	  "Time since the shard's writer last published its live page."),
 };
@@ -713,6 +717,11 @@ static const struct {
 	{"logengine_submit_latency_seconds",
 	 "Duration of a le_write or le_logf call (one in 1024 per thread).",
 	 offsetof(le_live, submit)},
+};
+
+/* The level names of logengine_records_total, LE_TRACE .. LE_FATAL. */
+static const char *const level_names[LE_FATAL + 1] = {
+	"trace", "debug", "info", "warn", "error", "fatal",
 };
 
 /* Label value: backslash, double quote and newline escaped. */
@@ -787,6 +796,45 @@ static void hist(struct buf *b, const char *name, const char *dir, int shard,
 	snprintf(n, sizeof n, "%s_count", name);
 	labels(b, n, dir, shard, NULL);
 	buf_printf(b, "%" PRIu64 "\n", h->count);
+}
+
+/* logengine_records_total{level}: per shard, what its writer counted. */
+static void level_metrics(struct buf *b, const struct live_dir *d, int nd)
+{
+	char more[32];
+	head(b, "logengine_records_total", "counter",
+	     "Records the shard's writer took from the queue, by level (those "
+	     "dropped as the queue was full never reach it: "
+	     "logengine_records_dropped_total).");
+	for (int k = 0; k < nd; k++)
+		for (unsigned i = 0; i < d[k].n; i++)
+			for (int lv = 0; lv <= LE_FATAL; lv++) {
+				snprintf(more, sizeof more, ",level=\"%s\"",
+				         level_names[lv]);
+				labels(b, "logengine_records_total", d[k].path,
+				       (int)i, more);
+				buf_printf(b, "%" PRIu64 "\n",
+				           d[k].cur[i].level_records[lv]);
+			}
+}
+
+/* logengine_shard_state{state}: 1 for the shard's state, 0 for the
+ * others, as Prometheus has an enumeration. */
+static void state_metrics(struct buf *b, const struct live_dir *d, int nd)
+{
+	char more[32];
+	head(b, "logengine_shard_state", "gauge",
+	     "The shard's state, from its live page: 1 for the state it is in "
+	     "(none, running, stale, stopped, dead), 0 for the others.");
+	for (int k = 0; k < nd; k++)
+		for (unsigned i = 0; i < d[k].n; i++)
+			for (int st = LE_LIVE_NONE; st <= LE_LIVE_DEAD; st++) {
+				snprintf(more, sizeof more, ",state=\"%s\"",
+				         live_state_name(st));
+				labels(b, "logengine_shard_state", d[k].path,
+				       (int)i, more);
+				buf_printf(b, "%d\n", d[k].cur[i].state == st);
+			}
 }
 
 /* The connections' gauges and counters, in /metrics. */
@@ -882,6 +930,8 @@ static void metrics(struct buf *b, struct live_dir *d, int nd)
 	shard_families(b, d, nd, shard_fams,
 	               sizeof shard_fams / sizeof *shard_fams);
 	shard_families(b, d, nd, bt_fams, sizeof bt_fams / sizeof *bt_fams);
+	level_metrics(b, d, nd);
+	state_metrics(b, d, nd);
 	for (size_t f = 0; f < sizeof dir_fams / sizeof *dir_fams; f++) {
 		head(b, dir_fams[f].name, dir_fams[f].type, dir_fams[f].help);
 		for (int k = 0; k < nd; k++)
@@ -1231,7 +1281,19 @@ static enum MHD_Result get_tail(struct MHD_Connection *c)
 	struct buf b;
 	buf_init(&b, 1u << 20);
 	pthread_mutex_lock(&srv.build_mu);
-	frames_tail_json(&srv.frames, &b);
+	frames_tail_json(&srv.frames, &b,
+	                 MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND,
+	                                             "logger"));
+	pthread_mutex_unlock(&srv.build_mu);
+	return send_buf(c, &b, "application/json");
+}
+
+static enum MHD_Result get_history(struct MHD_Connection *c)
+{
+	struct buf b;
+	buf_init(&b, HISTORY_MAX);
+	pthread_mutex_lock(&srv.build_mu);
+	frames_history_json(&srv.frames, &b);
 	pthread_mutex_unlock(&srv.build_mu);
 	return send_buf(c, &b, "application/json");
 }
@@ -1267,8 +1329,10 @@ static enum MHD_Result route(struct MHD_Connection *c, const char *url,
 		return get_events(c);
 	if (!strcmp(url, "/tail"))
 		return get_tail(c);
+	if (!strcmp(url, "/history.json"))
+		return get_history(c);
 	return text(c, MHD_HTTP_NOT_FOUND,
-	            "not found: /, /metrics, /events, /tail\n");
+	            "not found: /, /metrics, /events, /tail, /history.json\n");
 }
 
 /* libmicrohttpd's handler: called when a request's head is complete
@@ -1437,6 +1501,9 @@ static int serve_args(int argc, char **argv, struct opts *o, char **dirs)
 	}
 	if (!srv.ndirs)
 		return usage("%s", "missing DIR");
+	for (int k = 0; k < srv.ndirs; k++)
+		if (check_log_dir_to_come(dirs[k]))
+			return 2;
 	if (!o->cert != !o->key)
 		return usage("%s", "--tls-cert and --tls-key go together");
 	if (parse_listen(o->addr, &o->l) < 0)

@@ -506,6 +506,8 @@ int le__stats_get(le_engine *e, le_stats *o)
 	for (uint32_t i = 0; i < e->nshards; i++) {
 		le__shard *sh = &e->shards[i];
 		o->accepted += atomic_load(&sh->prog.consumed);
+		for (int k = 0; k <= LE_FATAL; k++)
+			o->level_records[k] += atomic_load(&sh->prog.by_level[k]);
 		o->dropped_full += atomic_load(&sh->sig.dropped_full);
 		o->recovered_records += atomic_load(&sh->prog.recovered);
 		o->abandoned_slots += atomic_load(&sh->prog.abandoned);

@@ -53,6 +53,7 @@ typedef struct le__batch {
 	size_t taken[LE_SINKS_MAX];  /* per sink: how many of recs it took */
 	uint32_t slots;              /* ring slots among recs (not markers) */
 	uint64_t slot_bytes;         /* their payload bytes (the budget's) */
+	uint32_t by_level[LE_FATAL + 1]; /* those slots by level */
 	uint64_t bytes;              /* frame bytes, at most: max_pending */
 	uint64_t since;              /* mono ns when its first record came */
 	int has_marker;

@@ -22,6 +22,8 @@ static void fill(le__shard *sh, uint64_t *w, uint64_t cpu_ns)
 	memset(w, 0, LE_SP_WORDS * sizeof *w);
 	w[LE_SP_NSHARDS] = e->nshards;
 	w[LE_SP_CONSUMED] = LOAD(sh->prog.consumed);
+	for (int k = 0; k <= LE_FATAL; k++)
+		w[LE_SP_LEVEL + k] = LOAD(sh->prog.by_level[k]);
 	w[LE_SP_DROPPED_FULL] = LOAD(sh->sig.dropped_full);
 	w[LE_SP_RECOVERED] = LOAD(sh->prog.recovered);
 	w[LE_SP_ABANDONED] = LOAD(sh->prog.abandoned);

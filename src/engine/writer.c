@@ -244,6 +244,7 @@ static int collect(le__shard *sh, size_t max)
 		if (sl->flags & LE_REC_DEFERRED)
 			find_site(sh, &b->recs[n - 1], rd);
 		bytes += LE_FRAME_FIXED_MAX + plen;
+		b->by_level[level]++; /* level <= LE_FATAL: checked above */
 		slots++;
 		slot_bytes += plen;
 		rd += sbytes;
@@ -354,6 +355,21 @@ static void ring_memory(le__shard *sh, uint64_t now)
 
 /* ---- commit, sync, release ---- */
 
+/* The batch's slots by level into the shard's counters, with consumed:
+ * the writer counts them here, once a batch, so that the producer's
+ * le_write pays nothing for them.  Relaxed: le_stats_get and the live
+ * page read each counter alone, as a snapshot one batch out of step. */
+static void add_levels(le__shard *sh)
+{
+	const le__batch *b = &sh->batch;
+
+	for (int k = 0; k <= LE_FATAL; k++)
+		if (b->by_level[k])
+			atomic_fetch_add_explicit(&sh->prog.by_level[k],
+			                          b->by_level[k],
+			                          memory_order_relaxed);
+}
+
 static void release(le__shard *sh)
 {
 	le_engine *e = sh->e;
@@ -378,6 +394,7 @@ static void release(le__shard *sh)
 		 * a le_stats_get in between never sees them in neither. */
 		atomic_fetch_add_explicit(&sh->prog.consumed, b->slots,
 		                          memory_order_release);
+		add_levels(sh);
 		le__budget_give(&e->budget, b->slots, b->slot_bytes);
 		if (atomic_load(&e->block_waiters)) {
 			atomic_fetch_add(&e->space_seq, 1);
@@ -387,6 +404,7 @@ static void release(le__shard *sh)
 	b->n = 0;
 	memset(b->taken, 0, sizeof b->taken);
 	b->slots = 0;
+	memset(b->by_level, 0, sizeof b->by_level);
 	b->slot_bytes = b->bytes = 0;
 	b->has_marker = 0;
 	atomic_store(&sh->prog.done_pos, sh->w.rd);

@@ -166,6 +166,11 @@ static void to_record(le_tail *t, const le__frame *f, uint64_t off,
 	rec->len = f->len;
 	rec->file = t->path;
 	rec->offset = off;
+	rec->host = NULL; /* a local log's: as le_reader_next's */
+	rec->origin_shard = 0;
+	rec->origin_seq = 0;
+	rec->fields = f->fields;
+	rec->fields_len = f->fields_len;
 	if (f->flags & LE_REC_DEFERRED) {
 		/* the text, or one that says why there is none */
 		long n = le__dcache_text(&t->dc, t->scan.fd, t->seg,

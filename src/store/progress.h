@@ -12,6 +12,8 @@
 #include <stdatomic.h>
 #include <stdint.h>
 
+#include "logengine.h"
+
 /* A failure that touched records at ring positions [lo, hi): lost, or
  * written and then a sync failed.  le_flush reports the ones that touch
  * the records it waits for; le_close, those no le_flush reported. */
@@ -33,6 +35,7 @@ typedef struct le__progress {
 	_Atomic uint64_t durable_pos;
 	_Atomic uint64_t flush_req;  /* position a le_flush waits for (max) */
 	_Atomic uint64_t consumed;   /* records released from the ring */
+	_Atomic uint64_t by_level[LE_FATAL + 1]; /* of those, by level */
 	_Atomic uint64_t recovered;  /* records drained from a dead process */
 	_Atomic uint64_t abandoned;  /* claimed, never published slots */
 	_Atomic uint64_t damaged;    /* a dead process's records dropped or

@@ -8,6 +8,8 @@
  *                       together (0: pause)
  *   log LEVEL TEXT...   one record (level 0..5) into every directory, then
  *                       le_flush; answers {"logged":...}
+ *   logger NAME TEXT... one WARN record of logger NAME with the fields
+ *                       user="ann" attempt=3, the same way
  *   kept N              N le_debug records on each engine's root (kept
  *                       when LOGENGINE_BACKTRACE=debug), then
  *                       le_dump_backtrace and le_flush; answers
@@ -103,11 +105,15 @@ static void close_all(void)
 		       ",\"written\":%" PRIu64 ",\"dropped\":%" PRIu64
 		       ",\"bytes_written\":%" PRIu64 ",\"markers\":%" PRIu64
 		       ",\"segments_created\":%" PRIu64 ",\"syncs\":%" PRIu64
-		       ",\"checkpoints\":%" PRIu64 ",\"truncated\":%" PRIu64 "}",
+		       ",\"checkpoints\":%" PRIu64 ",\"truncated\":%" PRIu64
+		       ",\"levels\":[",
 		       i ? "," : "", dirs[i], rc, st.accepted, st.written,
 		       st.dropped, st.bytes_written, st.markers,
 		       st.segments_created, st.syncs, st.checkpoints,
 		       st.truncated);
+		for (int lv = LE_TRACE; lv <= LE_FATAL; lv++)
+			printf("%s%" PRIu64, lv ? "," : "", st.level_records[lv]);
+		printf("]}");
 	}
 	printf("],\"refused\":%" PRIu64 "}\n", atomic_load(&refused));
 }
@@ -175,6 +181,17 @@ int main(int argc, char **argv)
 			const char *text = line + 6;
 			for (int i = 0; i < ndirs; i++) {
 				le_write(eng[i], 0, lvl, text, strlen(text));
+				le_flush(eng[i], 5000);
+			}
+			printf("{\"logged\":\"%s\"}\n", text);
+		} else if (!strncmp(line, "logger ", 7) && strchr(line + 7, ' ')) {
+			char *text = strchr(line + 7, ' ');
+			*text++ = '\0';
+			for (int i = 0; i < ndirs; i++) {
+				le_logger *lg = le_logger_get(eng[i], line + 7);
+				le_warn_kv(lg, LE_FIELDS(LE_STR("user", "ann"),
+				                         LE_I64("attempt", 3)),
+				           "%s", text);
 				le_flush(eng[i], 5000);
 			}
 			printf("{\"logged\":\"%s\"}\n", text);

@@ -1,7 +1,10 @@
 #!/usr/bin/python3
 """test_metrics.py -- `logengine serve`'s /metrics against the real
-consumers: promtool's checker, the counters le_stats gives at close, and
-a prometheus server that scrapes it while a producer writes."""
+consumers: promtool's checker, the counters le_stats gives at close (by
+level too, and the shards' states as labels), a prometheus server that
+scrapes it while a producer writes, and an alert rule on the error rate
+(promtool checks it) that fires in that prometheus once errors are
+logged, and not before."""
 
 import json
 import os
@@ -47,7 +50,8 @@ def metrics_pass_promtool_check():
                 "logengine_bytes_written_total", "logengine_queue_records",
                 "logengine_queue_bytes", "logengine_segments",
                 "logengine_disk_bytes", "logengine_write_latency_seconds",
-                "logengine_fsync_latency_seconds"):
+                "logengine_fsync_latency_seconds", "logengine_records_total",
+                "logengine_shard_state"):
         assert text.count("# HELP %s " % fam) == 1, fam
         assert text.count("# TYPE %s " % fam) == 1, fam
     s = parse_metrics(text)
@@ -97,8 +101,18 @@ def metrics_equal_le_stats_at_close_for_two_directories():
         assert s[("logengine_up", (("dir", d),))] == 0
         assert s[("logengine_queue_records", (("dir", d),))] == 0
         for shard in ("0", "1"):
-            assert s[("logengine_shard_state",
-                      (("dir", d), ("shard", shard)))] == 3  # stopped
+            for state in ("none", "running", "stale", "stopped", "dead"):
+                assert s[("logengine_shard_state",
+                          (("dir", d), ("shard", shard),
+                           ("state", state)))] == (state == "stopped")
+        levels = ("trace", "debug", "info", "warn", "error", "fatal")
+        for lv, want in zip(levels, st["levels"]):
+            got = metric_sum(s, "logengine_records_total", dir=d, level=lv)
+            assert got == want, "%s %s: /metrics %d, le_stats %d" % (
+                d, lv, got, want)
+        assert sum(st["levels"]) == st["accepted"] - \
+            metric_sum(s, "logengine_records_dropped_total", dir=d) + \
+            metric_sum(s, "logengine_records_dropped_io_total", dir=d)
         assert st["accepted"] == st["written"] + st["dropped"]
         dropped += st["dropped"]
     assert dropped > 0, "no drops: the test did not check them"
@@ -134,15 +148,56 @@ scrape_configs:
       - targets: ['127.0.0.1:%d']
 """
 
+# An alert on the error rate, as an operator writes one.
+ALERT_RULES = """
+groups:
+  - name: logengine
+    rules:
+      - alert: LogengineErrors
+        expr: sum by (dir) (rate(logengine_records_total{level="error"}[30s])) > 0
+        labels:
+          severity: page
+        annotations:
+          summary: "{{ $labels.dir }} logs errors"
+"""
 
-def prom_query(port, q):
-    url = "http://127.0.0.1:%d/api/v1/query?%s" % (
-        port, urllib.parse.urlencode({"query": q}))
-    st, _, body = http_get(url)
+
+def prom_get(port, path):
+    st, _, body = http_get("http://127.0.0.1:%d%s" % (port, path))
     r = json.loads(body)
     assert r["status"] == "success", body
-    res = r["data"]["result"]
+    return r["data"]
+
+
+def prom_query(port, q):
+    res = prom_get(port, "/api/v1/query?" + urllib.parse.urlencode(
+        {"query": q}))["result"]
     return float(res[0]["value"][1]) if res else None
+
+
+def prometheus(work, target, rules=None):
+    """A prometheus scraping target every second (evaluating rules, a
+    file, as often), ready.  @return its port."""
+    cfg = os.path.join(work, "prometheus.yml")
+    with open(cfg, "w") as f:
+        f.write(PROM_CONFIG % target)
+        if rules:
+            f.write("rule_files:\n  - %s\n" % rules)
+    port = free_port()
+    log = open(os.path.join(work, "prometheus.log"), "w")
+    start(["prometheus", "--config.file=" + cfg,
+           "--storage.tsdb.path=" + os.path.join(work, "tsdb"),
+           "--web.listen-address=127.0.0.1:%d" % port], stdout=log,
+          stderr=log)
+    log.close()
+
+    def ready():
+        try:
+            return http_get("http://127.0.0.1:%d/-/ready" % port)[0] == 200
+        except OSError:
+            return False
+    wait_until("prometheus ready", ready, timeout=30)
+    return port
 
 
 @test
@@ -152,22 +207,7 @@ def prometheus_rate_of_written_records_matches_the_producers():
     work = tmpdir()
     prod = Producer(dirs, rate=10000)
     serve = Serve(dirs)
-    cfg = os.path.join(work, "prometheus.yml")
-    with open(cfg, "w") as f:
-        f.write(PROM_CONFIG % serve.port)
-    port = free_port()
-    log = open(os.path.join(work, "prometheus.log"), "w")
-    start(["prometheus", "--config.file=" + cfg,
-           "--storage.tsdb.path=" + os.path.join(work, "tsdb"),
-           "--web.listen-address=127.0.0.1:%d" % port], stdout=log,
-          stderr=log)
-
-    def ready():
-        try:
-            return http_get("http://127.0.0.1:%d/-/ready" % port)[0] == 200
-        except OSError:
-            return False
-    wait_until("prometheus ready", ready, timeout=30)
+    port = prometheus(work, serve.port)
     # a 10 s window whole, and a few scrapes more
     q = "sum(rate(logengine_records_written_total[10s]))"
     wait_until("12 s of scrapes", lambda: (prom_query(
@@ -177,11 +217,43 @@ def prometheus_rate_of_written_records_matches_the_producers():
     got = prom_query(port, q)
     want = prod.cmd("stats")["rate"]
     prod.close()
-    log.close()
     assert got is not None, "prometheus has no rate"
     assert abs(got - want) <= 0.2 * want, \
         "prometheus %.0f/s, producer %.0f/s" % (got, want)
     print("  prometheus rate %.0f/s, producer %.0f/s" % (got, want))
+
+
+def firing(port, name):
+    return [a for a in prom_get(port, "/api/v1/alerts")["alerts"]
+            if a["labels"]["alertname"] == name and a["state"] == "firing"]
+
+
+@test
+def prometheus_alert_on_the_error_rate_fires_when_errors_are_logged():
+    need("observe")
+    work = tmpdir()
+    d = os.path.join(work, "a")
+    rules = os.path.join(work, "rules.yml")
+    with open(rules, "w") as f:
+        f.write(ALERT_RULES)
+    r = subprocess.run(["promtool", "check", "rules", rules],
+                       capture_output=True, text=True)
+    assert r.returncode == 0 and "SUCCESS" in r.stdout, r.stdout + r.stderr
+    prod = Producer([d], rate=200)  # info records only
+    serve = Serve([d])
+    port = prometheus(work, serve.port, rules)
+    wait_until("the rule loaded and a few scrapes", lambda: prom_get(
+        port, "/api/v1/rules")["groups"] and (prom_query(
+            port, "count_over_time(logengine_up[15s])") or 0) >= 3,
+        timeout=30, every=0.5)
+    assert not firing(port, "LogengineErrors"), "fired without errors"
+    for i in range(3):
+        prod.cmd("log 4 payment %d failed" % i)
+    alerts = wait_until("the alert firing", lambda: firing(
+        port, "LogengineErrors"), timeout=30, every=0.5)
+    assert alerts[0]["labels"]["dir"] == d, alerts
+    assert alerts[0]["labels"]["severity"] == "page", alerts
+    prod.close()
 
 
 if __name__ == "__main__":

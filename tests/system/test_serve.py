@@ -14,8 +14,8 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from systest import (CLI, Producer, Serve, on_pty, parse_metrics, run, test,
-                     tmpdir, wait_until)
+from systest import (CLI, Producer, Serve, need, on_pty, parse_metrics, run,
+                     test, tmpdir, wait_until)
 
 
 @test
@@ -29,6 +29,26 @@ def serve_refuses_an_address_that_is_not_loopback():
     r = subprocess.run([CLI, "serve", "--listen", "nonsense", d],
                        capture_output=True, text=True, timeout=10)
     assert r.returncode == 2 and "ADDR:PORT" in r.stderr, r.stderr
+
+
+@test
+def serve_refuses_a_directory_that_is_not_a_log():
+    need("observe")
+    d = tmpdir()
+    other = os.path.join(d, "photos")
+    os.makedirs(other)
+    with open(os.path.join(other, "cat.jpg"), "w") as f:
+        f.write("x")
+    for bad, want in ((os.path.join(d, "nonexistent"),
+                       "No such file or directory: give a logengine log "
+                       "directory"),
+                      (other, "is not a logengine log directory"),
+                      (os.path.join(other, "cat.jpg"), "is not a directory")):
+        r = subprocess.run([CLI, "serve", "--listen", "127.0.0.1:0", bad],
+                           capture_output=True, text=True, timeout=10)
+        assert r.returncode == 2, (bad, r)
+        assert bad in r.stderr and want in r.stderr, r.stderr
+        assert "listening" not in r.stdout, r.stdout
 
 
 @test
@@ -90,14 +110,21 @@ class Stream:
         self.s.close()
 
 
-@test
-def events_come_once_a_second_with_the_new_records():
+def serving_a_producer(rate):
+    """A producer at rate into DIR/a and serve on it, once serve sees
+    the engine run.  @return (dir, producer, serve)."""
     d = os.path.join(tmpdir(), "a")
-    prod = Producer([d], rate=20)
+    prod = Producer([d], rate=rate)
     serve = Serve([d])
     # the writers publish their first page as they start: wait for it
     wait_until("the engine seen running", lambda: parse_metrics(
         serve.metrics())[("logengine_up", (("dir", d),))] == 1)
+    return d, prod, serve
+
+
+@test
+def events_come_once_a_second_with_the_new_records():
+    d, prod, serve = serving_a_producer(20)
     st = Stream(serve.port)
     assert st.status() == 200
     st.read_for(3.5)
@@ -111,6 +138,54 @@ def events_come_once_a_second_with_the_new_records():
     assert len(recs) >= 20, len(recs)  # ~20 a second
     assert all(r[6].startswith("GET /api/items/") for r in recs)
     st.close()
+    prod.close()
+
+
+@test
+def history_holds_the_samples_taken_before_a_client_asked():
+    d = os.path.join(tmpdir(), "a")
+    prod = Producer([d], rate=100)
+    serve = Serve([d])
+
+    def enough():
+        s = json.loads(serve.get("/history.json")[2])["samples"]
+        return s if len(s) >= 4 and s[-1][1][0] > 0 else None
+    # nobody has asked anything before: the server samples on its own
+    got = wait_until("four samples with records", enough, timeout=15)
+    h = json.loads(serve.get("/history.json")[2])
+    assert h["interval_ms"] == 1000 and h["keep_s"] == 900, h
+    assert h["dirs"] == [d] and h["fields"][0] == "written", h
+    ts = [s[0] for s in got]
+    # one a second (the builder's clock catches up after a stall)
+    assert ts == sorted(ts) and \
+        500 <= (ts[-1] - ts[0]) / (len(ts) - 1) <= 2000, ts
+    written = [s[1][0] for s in got]
+    assert written == sorted(written) and written[-1] > written[0], written
+    assert abs(ts[-1] / 1000 - time.time()) < 5, ts[-1]
+    prod.close()
+
+
+@test
+def tail_shows_logger_and_fields_and_filters_by_logger():
+    _, prod, serve = serving_a_producer(20)
+    prod.cmd("logger net.http refused at the door")
+    prod.cmd("logger network not a child of net")
+    prod.cmd("logger db slow query")
+
+    def tail(q=""):
+        return json.loads(serve.get("/tail" + q)[2])["tail"]
+    wait_until("the three records in the tail", lambda: sum(
+        r[7] in ("net.http", "network", "db") for r in tail()) == 3)
+    rec = [r for r in tail() if r[7] == "net.http"][0]
+    assert rec[6] == "refused at the door" and rec[4] == 3, rec
+    assert rec[8] == {"logger": "net.http", "user": "ann", "attempt": 3}, rec
+    plain = [r for r in tail() if not r[7]]
+    assert plain and plain[0][8] == {}, plain[:1]
+    assert [r[7] for r in tail("?logger=net")] == ["net.http"]
+    assert [r[7] for r in tail("?logger=net.http")] == ["net.http"]
+    assert [r[6] for r in tail("?logger=db")] == ["slow query"]
+    root = tail("?logger=")
+    assert root and all(r[7] == "" for r in root), root[:3]
     prod.close()
 
 

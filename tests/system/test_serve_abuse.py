@@ -326,9 +326,9 @@ class TlsServe:
 
 @test
 def tls_serves_https_and_a_plain_client_gets_nothing():
-    d = tmpdir()
+    d, log = tmpdir(), tmpdir()  # the secrets outside the log directory
     cert, key = make_cert(d)
-    serve = TlsServe(d, "--tls-cert", cert, "--tls-key", key)
+    serve = TlsServe(log, "--tls-cert", cert, "--tls-key", key)
     assert "https://127.0.0.1:" in serve.line, serve.line
     ctx = ssl.create_default_context(cafile=cert)
     c = http.client.HTTPSConnection("127.0.0.1", serve.port, context=ctx,
@@ -336,7 +336,8 @@ def tls_serves_https_and_a_plain_client_gets_nothing():
     c.request("GET", "/metrics")
     r = c.getresponse()
     assert r.status == 200
-    assert ("logengine_up", (("dir", d),)) in parse_metrics(r.read().decode())
+    assert ("logengine_up", (("dir", log),)) in parse_metrics(
+        r.read().decode())
     c.close()
     c = http.client.HTTPConnection("127.0.0.1", serve.port, timeout=10)
     try:
@@ -368,7 +369,7 @@ def basic_auth_answers_401_without_the_right_password_and_200_with_it():
     users = os.path.join(d, "users")
     with open(users, "w") as f:
         f.write("# scrapers\nprom:%s\n" % hash_password("s3cret"))
-    serve = TlsServe(d, "--basic-auth-file", users)
+    serve = TlsServe(tmpdir(), "--basic-auth-file", users)
     st, www = auth_get(serve.port)
     assert st == 401 and www and www.startswith("Basic"), (st, www)
     assert auth_get(serve.port, "prom", "wrong")[0] == 401
@@ -388,7 +389,7 @@ def a_flood_of_wrong_passwords_does_not_hold_up_a_scraper_whose_password_matched
     users = os.path.join(d, "users")
     with open(users, "w") as f:
         f.write("prom:%s\n" % hash_password("s3cret", rounds=1 << 12))
-    serve = TlsServe(d, "--basic-auth-file", users)
+    serve = TlsServe(tmpdir(), "--basic-auth-file", users)
     assert auth_get(serve.port, "prom", "s3cret")[0] == 200  # now cached
     stop, refused = threading.Event(), [0]
 
@@ -427,7 +428,7 @@ def a_basic_auth_file_with_a_plain_password_is_refused_at_start():
     with open(users, "w") as f:
         f.write("prom:s3cret\n")
     r = subprocess.run([CLI, "serve", "--listen", "127.0.0.1:0",
-                        "--basic-auth-file", users, d],
+                        "--basic-auth-file", users, tmpdir()],
                        capture_output=True, text=True, timeout=10)
     assert r.returncode == 2 and "USER:HASH" in r.stderr, r
 

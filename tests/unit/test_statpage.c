@@ -49,11 +49,11 @@ TEST(page_header_matches_format_md_vector)
 	static const unsigned char want[64] = {
 		0x4c, 0x4f, 0x47, 0x45, 0x4e, 0x47, 0x53, 0x54, /* LOGENGST */
 		0x01, 0x00, 0x00, 0x00, 0x00, 0x10, 0x00, 0x00,
-		0x02, 0x00, 0x00, 0x00, 0xd8, 0x00, 0x00, 0x00,
+		0x02, 0x00, 0x00, 0x00, 0xdf, 0x00, 0x00, 0x00,
 		0x80, 0x00, 0x00, 0x00, 0xc0, 0x07, 0x00, 0x00,
 		0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
 		0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
-		0xf5, 0x44, 0xc6, 0x19,
+		0x04, 0x5a, 0xa8, 0x1d,
 	};
 	unsigned char *m = aligned_alloc(4096, LE_SP_BYTES);
 	memset(m, 0xaa, LE_SP_BYTES);
@@ -263,6 +263,35 @@ TEST(closed_engine_page_holds_le_stats_at_close)
 	t_rmrf(dir);
 }
 
+/* Records by level: counted by the writers (not le_write), the same in
+ * le_stats and in the shards' pages, and summing to the records taken. */
+TEST(records_by_level_reach_le_stats_and_the_pages)
+{
+	char dir[256];
+	le_stats st;
+	le_live l;
+	uint64_t page[LE_FATAL + 1] = {0}, sum = 0;
+
+	t_tmpdir(dir);
+	le_engine *e = open_engine(dir, 2);
+	for (int lv = LE_TRACE; lv <= LE_FATAL; lv++)
+		for (int i = 0; i < 10 * (lv + 1); i++)
+			CHECK_RC(le_write(e, (uint64_t)i, lv, "r", 1));
+	CHECK_RC(le_close_stats(e, &st));
+	for (unsigned i = 0; i < 2; i++) {
+		CHECK_RC(le_live_read(dir, i, &l));
+		for (int lv = LE_TRACE; lv <= LE_FATAL; lv++)
+			page[lv] += l.level_records[lv];
+	}
+	for (int lv = LE_TRACE; lv <= LE_FATAL; lv++) {
+		CHECK_EQ(st.level_records[lv], (uint64_t)(10 * (lv + 1)));
+		CHECK_EQ(page[lv], st.level_records[lv]);
+		sum += st.level_records[lv];
+	}
+	CHECK_EQ(sum, st.accepted - st.dropped_full);
+	t_rmrf(dir);
+}
+
 TEST(running_engine_page_is_fresh_and_advances)
 {
 	char dir[256];
@@ -450,6 +479,7 @@ int main(int argc, char **argv)
 	RUN(writer_killed_mid_publication_leaves_the_page_readable);
 	RUN(page_of_another_version_is_refused);
 	RUN(closed_engine_page_holds_le_stats_at_close);
+	RUN(records_by_level_reach_le_stats_and_the_pages);
 	RUN(running_engine_page_is_fresh_and_advances);
 	RUN(sampled_calls_fill_the_submit_and_queue_wait_histograms);
 	RUN(live_handle_reads_the_pages_and_follows_a_directory_made_anew);

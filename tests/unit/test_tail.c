@@ -115,6 +115,35 @@ TEST(tail_goes_on_into_the_next_segment)
 	t_rmrf(dir);
 }
 
+/* A record's fields come with it, as from le_reader_next (a tail that
+ * left them unset handed a follower garbage to read them from). */
+TEST(tail_record_carries_its_fields_and_its_logger)
+{
+	char dir[256], text[1024];
+	le_record r;
+	le_tail *t;
+
+	t_tmpdir(dir);
+	le_engine *e = open_engine(dir, 0);
+	le_logger *lg = le_logger_get(e, "net.http");
+	le_warn_kv(lg, LE_FIELDS(LE_I64("status", 503)), "refused");
+	CHECK_RC(le_write(e, 0, LE_INFO, "plain", 5));
+	CHECK_RC(le_flush(e, -1));
+	CHECK_RC(le_tail_open(&t, dir, 0, 1, 0));
+	memset(&r, 0xa5, sizeof r);
+	CHECK_EQ(le_tail_next(t, &r), 1);
+	CHECK(r.fields_len > 0 && r.host == NULL);
+	CHECK(le_record_fields_format(&r, LE_STREAM_TEXT, text,
+	                              sizeof text) > 0);
+	CHECK(strstr(text, "logger=net.http") && strstr(text, "status=503"));
+	memset(&r, 0xa5, sizeof r);
+	CHECK_EQ(le_tail_next(t, &r), 1);
+	CHECK(r.fields == NULL && r.fields_len == 0);
+	le_tail_close(t);
+	CHECK_RC(le_close(e));
+	t_rmrf(dir);
+}
+
 static char *seg_path(char *buf, const char *dir, int index)
 {
 	snprintf(buf, 512, "%s/shard-000/%016x.seg", dir, index);
@@ -225,5 +254,6 @@ int main(int argc, char **argv)
 	RUN(tail_goes_on_into_the_next_segment);
 	RUN(tail_steps_over_damage_and_stops_before_a_frame_cut_short);
 	RUN(tail_waits_for_a_new_segment_s_header);
+	RUN(tail_record_carries_its_fields_and_its_logger);
 	return t_done();
 }
