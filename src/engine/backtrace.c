@@ -65,16 +65,9 @@ static int rings_open(le_engine *e)
 struct out {
 	le_engine *e;
 	le__shard *sh;
-	uint16_t logger;
-	int all;
+	int logger;          /* -1: every logger's */
 	uint64_t written;
 };
-
-static int wanted(const le__btent *en, void *arg)
-{
-	const struct out *o = arg;
-	return o->all || en->logger == o->logger;
-}
 
 /*
  * Queue one kept record into sh without waiting: payload p (len bytes,
@@ -124,22 +117,23 @@ drop:
 	return 0;
 }
 
-static void put(const le__btent *en, void *arg)
+static void put(const le__btcopy *c, void *arg)
 {
 	struct out *o = arg;
-	o->written += (uint64_t)queue_kept(o->e, o->sh, en->level, en->flags,
-	                                   en->ts, en->payload, en->len);
+	o->written += (uint64_t)queue_kept(o->e, o->sh, LE_BT_LEVEL(c->meta),
+	                                   LE_BT_FLAGS(c->meta), c->ts,
+	                                   c->payload, LE_BT_LEN(c->meta));
 }
 
 /* Write out the kept records of one ring (at most max, the newest) that
  * o selects, into its shard's queue.  @return how many were taken. */
 static uint64_t dump_shard(struct out *o, le__shard *sh, uint32_t max)
 {
-	le__btent copy;
+	le__btcopy copy;
 	uint64_t before = o->written;
 
 	o->sh = sh;
-	le__btring_take(&sh->bt, max, wanted, put, o, &copy);
+	le__btring_take(&sh->bt, max, o->logger, 0, put, o, &copy);
 	if (o->written > before)
 		le__wake_after(sh);
 	return o->written - before;
@@ -166,7 +160,7 @@ int le_dump_backtrace(le_engine *e)
 	e = le__engine_or_default(e); /* dflt.c */
 	if (!e)
 		return LE_EINVAL;
-	struct out o = {.e = e, .all = 1};
+	struct out o = {.e = e, .logger = -1};
 	if (!atomic_load_explicit(&e->bt_ready, memory_order_acquire) ||
 	    atomic_load_explicit(&e->closing, memory_order_relaxed))
 		return 0;
@@ -209,7 +203,7 @@ void le__bt_crash(le_engine *e, int sig)
 	static const char post[] = "; the records before this are the "
 	                           "flight recorder's";
 	char msg[sizeof pre + 20 + sizeof post];
-	struct out o = {.e = e, .all = 1};
+	struct out o = {.e = e, .logger = -1};
 
 	if (!atomic_load_explicit(&e->bt_ready, memory_order_acquire))
 		return;
@@ -279,35 +273,36 @@ static int dead_room(le__btdead *d, size_t need)
 /* One kept entry of a dead process's ring, made a payload that needs no
  * call site (a deferred one its text), added to the shard's list.  One
  * whose level, flags or field block do not check is counted lost. */
-static void dead_add(const le__btent *en, void *arg)
+static void dead_add(const le__btcopy *c, void *arg)
 {
 	struct dead *x = arg;
 	le__btdead *d = &x->sh->bt_dead;
-	uint8_t flags = en->flags & (LE_REC_TRUNCATED | LE_REC_FIELDS);
-	size_t fb = 0, n = en->len;
+	uint32_t len = LE_BT_LEN(c->meta);
+	uint8_t level = LE_BT_LEVEL(c->meta), in = LE_BT_FLAGS(c->meta);
+	uint8_t flags = in & (LE_REC_TRUNCATED | LE_REC_FIELDS);
+	size_t fb = 0, n = len;
 	const char *why;
 
-	if (en->level > LE_FATAL || (en->flags & ~LE_SLOT_KNOWN_FLAGS))
+	if (level > LE_FATAL || (in & ~LE_SLOT_KNOWN_FLAGS))
 		goto lost;
-	if (en->flags & LE_REC_FIELDS) {
-		uint32_t b = en->len >= 4 ? le__get32(en->payload) : UINT32_MAX;
-		if (b > en->len - 4 ||
-		    le__fields_check(en->payload + 4, b, &why) < 0)
+	if (in & LE_REC_FIELDS) {
+		uint32_t b = len >= 4 ? le__get32(c->payload) : UINT32_MAX;
+		if (b > len - 4 || le__fields_check(c->payload + 4, b, &why) < 0)
 			goto lost;
 		fb = 4 + b;
 	}
 	if (dead_room(d, LE_BT_DEAD_HDR + fb + BT_TEXT_MAX) < 0)
 		goto lost;
 	unsigned char *h = d->buf + d->len, *q = h + LE_BT_DEAD_HDR;
-	memcpy(q, en->payload, fb);
-	if (en->flags & LE_REC_DEFERRED)
-		n = fb + dead_text(x->sh, en->payload + fb, en->len - fb,
+	memcpy(q, c->payload, fb);
+	if (in & LE_REC_DEFERRED)
+		n = fb + dead_text(x->sh, c->payload + fb, len - fb,
 		                   (char *)q + fb, BT_TEXT_MAX, &flags);
 	else
-		memcpy(q + fb, en->payload + fb, en->len - fb);
-	le__put64(h, x->zero_ts ? 0 : en->ts);
+		memcpy(q + fb, c->payload + fb, len - fb);
+	le__put64(h, x->zero_ts ? 0 : c->ts);
 	le__put32(h + 8, (uint32_t)n);
-	h[12] = en->level;
+	h[12] = level;
 	h[13] = flags;
 	h[14] = h[15] = 0;
 	d->len += LE_BT_DEAD_HDR + n;
@@ -321,14 +316,14 @@ int le__bt_recover(le__shard *sh)
 {
 	char path[LE_PATH_MAX + 16];
 	le__btring r;
-	le__btent copy;
+	le__btcopy copy;
 	le_engine *e = sh->e;
 
 	snprintf(path, sizeof path, "%s/BACKTRACE", sh->dir);
 	if (le__btring_attach(&r, path, sh->id) <= 0)
 		return 0; /* nothing a dead process kept (or unreadable) */
 	struct dead x = {sh, r.unit != BT_UNIT(e) || r.boot != le__boot_id()};
-	le__btring_take(&r, 0, NULL, dead_add, &x, &copy);
+	le__btring_take(&r, 0, -1, 1, dead_add, &x, &copy);
 	le__btring_close(&r);
 	return 0;
 }

@@ -504,12 +504,10 @@ static inline void bt_publish(le_engine *e, const struct le__head *h,
                               le__btent *en, uint64_t gen, int level,
                               uint8_t flags, size_t len)
 {
-	en->ts = le__stamp(e->use_tsc);
-	en->len = (uint32_t)len;
-	en->logger = h->kind ? ((const le_logger *)(const void *)h)->index : 0;
-	en->level = (uint8_t)level;
-	en->flags = flags;
-	le__btring_publish(en, gen);
+	uint16_t lg = h->kind ? ((const le_logger *)(const void *)h)->index : 0;
+	le__btring_publish(en, gen, le__stamp(e->use_tsc),
+	                   le__btmeta((uint32_t)len, lg, (uint8_t)level,
+	                              flags));
 }
 
 /* Keep a record as its text (fields first), cut to the entry: a format

@@ -148,32 +148,39 @@ void le__btring_close(le__btring *r)
 	r->fd = -1;
 }
 
-/* Copy entry n (claim number) into *copy and take it.  @return 1, or 0
- * when it is not a kept entry of that number or is not selected. */
-static int take_one(le__btring *r, uint64_t n, le__btwant_fn want,
-                    void *arg, le__btent *copy)
+/* Take entry n (claim number) if it is kept (or, dead, being read) and
+ * of `logger` (-1: any), and copy it into *copy.  @return 1, or 0. */
+static int take_one(le__btring *r, uint64_t n, int logger, int dead,
+                    le__btcopy *copy)
 {
 	le__btent *e = &r->ent[n & (r->cap - 1)];
 	uint64_t g = atomic_load_explicit(&e->gen, memory_order_acquire);
+	uint64_t mine = (n + 1) << 2;
 
-	if (g != ((n + 1) << 2 | LE_BT_KEPT))
+	if (g != (mine | LE_BT_KEPT) && !(dead && g == (mine | LE_BT_READING)))
 		return 0;
-	memcpy((unsigned char *)copy + sizeof copy->gen,
-	       (unsigned char *)e + sizeof e->gen,
-	       LE_BT_ENTRY_HDR - sizeof e->gen);
-	if (copy->len > LE_BT_PAYLOAD_MAX)
+	uint64_t meta = atomic_load_explicit(&e->meta, memory_order_relaxed);
+	if (logger >= 0 && LE_BT_LOGGER(meta) != (uint16_t)logger)
 		return 0;
-	memcpy(copy->payload, e->payload, copy->len);
-	if (want && !want(copy, arg))
+	/* acquire: the producer's bytes, published before state 2 */
+	if (!atomic_compare_exchange_strong_explicit(
+		    &e->gen, &g, mine | LE_BT_READING, memory_order_acquire,
+		    memory_order_relaxed))
 		return 0;
-	return atomic_compare_exchange_strong_explicit(
-		&e->gen, &g, (g & ~3ull) | LE_BT_OUT, memory_order_acq_rel,
-		memory_order_relaxed);
+	copy->ts = e->ts;
+	copy->meta = atomic_load_explicit(&e->meta, memory_order_relaxed);
+	uint32_t len = LE_BT_LEN(copy->meta);
+	if (len <= LE_BT_PAYLOAD_MAX)
+		memcpy(copy->payload, e->payload, len);
+	/* release: the copy is done before a producer takes the entry */
+	atomic_store_explicit(&e->gen, mine | LE_BT_OUT, memory_order_release);
+	return len <= LE_BT_PAYLOAD_MAX;
 }
 
-/* The claim number the newest `max` selected entries start at. */
+/* The claim number the newest `max` kept entries of `logger` (-1: any)
+ * start at: a look at each entry's state and meta words alone. */
 static uint64_t start_of(le__btring *r, uint64_t end, uint32_t max,
-                         le__btwant_fn want, void *arg, le__btent *copy)
+                         int logger)
 {
 	uint64_t lo = end > r->cap ? end - r->cap : 0, n = end;
 	uint32_t k = 0;
@@ -181,27 +188,25 @@ static uint64_t start_of(le__btring *r, uint64_t end, uint32_t max,
 	while (n > lo && k < max) {
 		le__btent *e = &r->ent[(n - 1) & (r->cap - 1)];
 		uint64_t g = atomic_load_explicit(&e->gen, memory_order_acquire);
-		if (g == (n << 2 | LE_BT_KEPT)) {
-			memcpy((unsigned char *)copy + sizeof copy->gen,
-			       (unsigned char *)e + sizeof e->gen,
-			       LE_BT_ENTRY_HDR - sizeof e->gen);
-			k += !want || want(copy, arg);
-		}
+		uint64_t m = atomic_load_explicit(&e->meta, memory_order_relaxed);
+		k += g == (n << 2 | LE_BT_KEPT) &&
+		     (logger < 0 || LE_BT_LOGGER(m) == (uint16_t)logger);
 		n--;
 	}
 	return n;
 }
 
-uint64_t le__btring_take(le__btring *r, uint32_t max, le__btwant_fn want,
-                         le__btvisit_fn fn, void *arg, le__btent *copy)
+uint64_t le__btring_take(le__btring *r, uint32_t max, int logger, int dead,
+                         le__btvisit_fn fn, void *arg, le__btcopy *copy)
 {
 	if (!r->map)
 		return 0;
 	uint64_t end = atomic_load_explicit(r->claims, memory_order_acquire);
-	uint64_t n = start_of(r, end, max ? max : r->cap, want, arg, copy), k = 0;
+	uint64_t n = max ? start_of(r, end, max, logger)
+	                 : end > r->cap ? end - r->cap : 0, k = 0;
 
 	for (; n < end; n++) {
-		if (!take_one(r, n, want, arg, copy))
+		if (!take_one(r, n, logger, dead, copy))
 			continue;
 		fn(copy, arg);
 		k++;

@@ -17,22 +17,26 @@
  *   128      entries, each:
  *              0  8  gen: (claim number + 1) << 2 | state
  *              8  8  ts: the producer's stamp (as a queue slot's)
- *             16  4  len: payload bytes (at most 232)
- *             20  2  logger: its index in the engine's table (0 root)
- *             22  1  level
- *             23  1  flags (a queue slot's: TRUNCATED, FIELDS, DEFERRED)
+ *             16  8  meta, one word: len (u32, payload bytes, at most
+ *                    232) | logger (u16, its entry in the engine's
+ *                    table, 0 the root) | level (u8) | flags (u8, a
+ *                    queue slot's: TRUNCATED, FIELDS, DEFERRED)
  *             24     payload, as a queue slot's
  *
- * Entry states: 1 being written, 2 kept (not yet written out), 3 written
- * out.  A producer claims number n with a fetch-and-add on claims, then
- * takes entry n % entries with one CAS from a state other than 1 and an
- * older number; losing that CAS (an older producer still writing there,
- * or a newer claim already in) drops its own record.  It publishes with a
- * release store of state 2.  A reader takes an entry by CAS 2 -> 3 after
- * copying it: a producer that overwrote the entry meanwhile changed gen
- * first, so the CAS fails and the copy is discarded; the copy's loads
- * come before the CAS (release) and the producer's stores after its CAS
- * (acquire), so a successful CAS means the copy saw no overwrite.
+ * Entry states (gen 0: never used): 0 being read, 1 being written, 2
+ * kept (not yet written out), 3 written out.  A producer claims number n
+ * with a fetch-and-add on claims, then takes entry n % entries with one
+ * CAS (acquire) from state 2 or 3 of an older number; an entry being
+ * written or read, or holding a newer number, makes it drop its own
+ * record instead (counted): it never waits.  It fills the entry and
+ * publishes with a release store of state 2.  A reader takes an entry by
+ * CAS 2 -> 0 (acquire: it sees the producer's bytes), copies it, and
+ * stores state 3 (release: a producer's later CAS sees the copy done).
+ * So no byte of an entry is ever written while it is read.  meta is one
+ * atomic word so that a reader may look at an entry's logger before
+ * taking it.  A process that died leaves states 0 and 1 behind: the
+ * next le_open writes out state 0 (its record was not yet queued) and
+ * state 2, never state 1 (a record half written).
  */
 #ifndef LE_BTRING_H
 #define LE_BTRING_H
@@ -49,17 +53,26 @@
 #define LE_BT_PAYLOAD_MAX (LE_BT_ENTRY - LE_BT_ENTRY_HDR)
 #define LE_BT_CLAIMS_OFF 64u
 
-enum { LE_BT_WRITING = 1, LE_BT_KEPT = 2, LE_BT_OUT = 3 };
+enum { LE_BT_READING = 0, LE_BT_WRITING = 1, LE_BT_KEPT = 2, LE_BT_OUT = 3 };
 
 typedef struct le__btent {
 	_Atomic uint64_t gen;     /* [atomic] (n + 1) << 2 | state */
-	uint64_t ts;
-	uint32_t len;
-	uint16_t logger;
-	uint8_t level;
-	uint8_t flags;
-	unsigned char payload[LE_BT_PAYLOAD_MAX];
+	uint64_t ts;              /* [owner] its producer's, then its reader's */
+	_Atomic uint64_t meta;    /* [atomic] le__btmeta */
+	unsigned char payload[LE_BT_PAYLOAD_MAX]; /* [owner] as ts */
 } le__btent;
+
+/* An entry's meta word, and its parts. */
+static inline uint64_t le__btmeta(uint32_t len, uint16_t logger,
+                                  uint8_t level, uint8_t flags)
+{
+	return (uint64_t)len | (uint64_t)logger << 32 |
+	       (uint64_t)level << 48 | (uint64_t)flags << 56;
+}
+#define LE_BT_LEN(m) ((uint32_t)(m))
+#define LE_BT_LOGGER(m) ((uint16_t)((m) >> 32))
+#define LE_BT_LEVEL(m) ((uint8_t)((m) >> 48))
+#define LE_BT_FLAGS(m) ((uint8_t)((m) >> 56))
 
 typedef struct le__btring {
 	_Atomic uint64_t *claims;  /* [atomic] producers fetch-and-add */
@@ -114,9 +127,11 @@ static inline le__btent *le__btring_claim(le__btring *r, uint64_t *gen)
 	uint64_t want = (n + 1) << 2 | LE_BT_WRITING;
 	uint64_t old = atomic_load_explicit(&e->gen, memory_order_relaxed);
 
-	/* acquire: this producer's stores to the entry stay after the CAS,
-	 * so a reader whose CAS 2 -> 3 came first copied the old bytes */
-	if ((old & 3) == LE_BT_WRITING || (old >> 2) >= n + 1 ||
+	/* acquire: a reader's copy (its store of state 3) is done before
+	 * this producer's stores to the entry */
+	if ((old & 3) < LE_BT_KEPT && old != 0)
+		old = 1; /* being written or read: not ours to take */
+	if (old == 1 || (old >> 2) >= n + 1 ||
 	    !atomic_compare_exchange_strong_explicit(&e->gen, &old, want,
 	                                             memory_order_acquire,
 	                                             memory_order_relaxed)) {
@@ -129,20 +144,29 @@ static inline le__btent *le__btring_claim(le__btring *r, uint64_t *gen)
 	return e;
 }
 
-static inline void le__btring_publish(le__btent *e, uint64_t gen)
+static inline void le__btring_publish(le__btent *e, uint64_t gen,
+                                      uint64_t ts, uint64_t meta)
 {
+	e->ts = ts;
+	atomic_store_explicit(&e->meta, meta, memory_order_relaxed);
 	/* release: the entry's bytes before its state (see the top) */
 	atomic_store_explicit(&e->gen, (gen & ~3ull) | LE_BT_KEPT,
 	                      memory_order_release);
 }
 
-/* Visit the kept entries in claim order, at most `max` of those `want`
- * selects (the newest ones), each copied into *copy then taken (state 3)
- * before fn sees it.  want(NULL arg) selects all.  @return entries
- * visited. */
-typedef int (*le__btwant_fn)(const le__btent *e, void *arg);
-typedef void (*le__btvisit_fn)(const le__btent *e, void *arg);
-uint64_t le__btring_take(le__btring *r, uint32_t max, le__btwant_fn want,
-                         le__btvisit_fn fn, void *arg, le__btent *copy);
+/* A kept entry as a reader copied it. */
+typedef struct le__btcopy {
+	uint64_t ts, meta;
+	unsigned char payload[LE_BT_PAYLOAD_MAX];
+} le__btcopy;
+
+/* Visit the kept entries in claim order, at most `max` (0: all) of the
+ * newest of logger `logger` (-1: every logger's), each taken (state 3)
+ * and copied into *copy before fn sees it.  dead: the ring of a process
+ * that died, whose entries being read are taken too.  No lock, no
+ * allocation: the crash handler calls this.  @return entries visited. */
+typedef void (*le__btvisit_fn)(const le__btcopy *c, void *arg);
+uint64_t le__btring_take(le__btring *r, uint32_t max, int logger, int dead,
+                         le__btvisit_fn fn, void *arg, le__btcopy *copy);
 
 #endif
