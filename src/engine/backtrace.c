@@ -324,7 +324,7 @@ int le__bt_recover(le__shard *sh)
 		return 0; /* nothing a dead process kept (or unreadable) */
 	struct dead x = {sh, r.unit != BT_UNIT(e) || r.boot != le__boot_id()};
 	le__btring_take(&r, 0, -1, 1, dead_add, &x, &copy);
-	le__btring_close(&r);
+	le__btring_close(&r, 1);
 	return 0;
 }
 
@@ -391,7 +391,7 @@ int le__bt_open(le_engine *e)
 void le__bt_close(le_engine *e)
 {
 	for (uint32_t i = 0; e->shards && i < e->nshards; i++)
-		le__btring_close(&e->shards[i].bt);
+		le__btring_close(&e->shards[i].bt, !e->forked);
 }
 
 uint64_t le__bt_dropped(le_engine *e)

@@ -20,7 +20,8 @@ int le__bt_open(le_engine *e);
  * le__bt_open to queue.  @return 0. */
 struct le__shard;
 int le__bt_recover(struct le__shard *sh);
-/* Close each shard's ring (its file marked closed cleanly). */
+/* Close each shard's ring (its file marked closed cleanly, unless this
+ * is a fork child's copy of the engine). */
 void le__bt_close(le_engine *e);
 /* A record at or above backtrace_trigger on the logger of h, which has
  * a recorder: write that logger's kept records out first. */

@@ -136,11 +136,12 @@ none:
 	return 0;
 }
 
-void le__btring_close(le__btring *r)
+void le__btring_close(le__btring *r, int clean)
 {
 	if (!r->map)
 		return;
-	le__put32((unsigned char *)r->map + 28, 0);
+	if (clean)
+		le__put32((unsigned char *)r->map + 28, 0);
 	munmap(r->map, r->map_len);
 	if (r->fd >= 0)
 		le__close(r->fd);

@@ -111,9 +111,10 @@ int le__btring_open(le__btring *r, const char *path, uint32_t cap,
  * file, closed cleanly, a header that does not check: another shard's,
  * size or geometry not its own), or -errno. */
 int le__btring_attach(le__btring *r, const char *path, uint32_t shard);
-/* Mark the file closed cleanly (nothing kept in it is a dead process's)
- * and unmap it. */
-void le__btring_close(le__btring *r);
+/* Unmap the ring; clean: mark the file closed cleanly first (nothing kept
+ * in it is a dead process's).  A fork child's copy passes 0: the mapping
+ * is its parent's too. */
+void le__btring_close(le__btring *r, int clean);
 
 /* The producer's side, inline on the hot path: claim an entry (*gen its
  * word), fill it, then le__btring_publish.  @return the entry, or NULL

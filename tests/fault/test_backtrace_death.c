@@ -180,6 +180,47 @@ TEST(segv_with_crash_handler_writes_kept_records_before_dying)
 		one_death(BY_SEGV_HANDLED, 0);
 }
 
+/* A fork child's le_close frees its copy of the engine and leaves the
+ * parent's ring as it was: the parent's kill -9 still has its kept
+ * records written. */
+TEST(fork_child_close_leaves_the_parents_ring_to_recover)
+{
+	t_tmpdir(dir);
+	atomic_store(done, 0);
+	pid_t pid = fork();
+	if (pid == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		le_config c;
+		le_config_init(&c);
+		c.dir = dir;
+		c.backtrace = "debug";
+		le_engine *e;
+		if (le_open(&e, &c) != 0)
+			_exit(2);
+		for (long k = 0; k < 10; k++)
+			le_debug(e, "k %ld", k);
+		pid_t g = fork();
+		if (g == 0)
+			_exit(le_close(e) == 0 ? 0 : 3);
+		int gst;
+		waitpid(g, &gst, 0);
+		atomic_store(done, WIFEXITED(gst) && !WEXITSTATUS(gst) ? 1 : -1);
+		for (;;)
+			pause();
+	}
+	int st;
+	while (atomic_load(done) == 0 && waitpid(pid, &st, WNOHANG) == 0)
+		sched_yield();
+	CHECK_EQ(atomic_load(done), 1);
+	kill(pid, SIGKILL);
+	waitpid(pid, &st, 0);
+	reopen_dir();
+	struct seen s = {0};
+	CHECK(read_all(dir, LE_RECOVER_ABSOLUTE, check, &s) >= 0);
+	CHECK(s.n == 10 && s.first == 0 && s.died == 1 && !s.order_bad);
+	t_rmrf(dir);
+}
+
 /* A clean le_close leaves nothing to write: the next le_open writes no
  * recorded history and no death. */
 TEST(clean_close_leaves_no_history_to_write)
@@ -211,6 +252,7 @@ int main(int argc, char **argv)
 	RUN(kill9_kept_records_are_written_by_logengine_recover);
 	RUN(segv_without_handler_kept_records_are_written_by_le_open);
 	RUN(segv_with_crash_handler_writes_kept_records_before_dying);
+	RUN(fork_child_close_leaves_the_parents_ring_to_recover);
 	RUN(clean_close_leaves_no_history_to_write);
 	return t_done();
 }
