@@ -52,6 +52,8 @@ static int rings_open(le_engine *e)
 		if (rc < 0) {
 			le__seterr("backtrace: cannot map the ring of shard %u: "
 			           "%s", i, le_strerror(rc));
+			while (i--) /* none, or all: a later call tries again */
+				le__btring_close(&e->shards[i].bt, 1);
 			return rc;
 		}
 	}
