@@ -724,9 +724,14 @@ LE_API int le_set_level(le_engine *e, const char *name, int level);
  * "{backtrace}"), with the level and order they were logged with:
  *   - when that logger logs a record at or above
  *     le_config.backtrace_trigger (LE_ERROR): its own kept records (not
- *     those of its parent or children), the newest `records` of them,
- *     before the trigger in its shard;
- *   - on le_dump_backtrace.
+ *     those of its parent or children), at most `records` of the newest
+ *     from each shard, before the trigger in its shard;
+ *   - on le_dump_backtrace;
+ *   - from the crash handler (le_config.crash_flush_ms), before the
+ *     queue is flushed, then a record naming the signal;
+ *   - after the process died without le_close (kill -9, the OOM killer,
+ *     a crash without the handler): by the next le_open of the
+ *     directory or `logengine recover`, then a record saying it died.
  * A record taken from the ring is written once.  Records formatted at
  * the call (a format that is not a literal, the _kv forms) are kept as
  * their text.  A kept record is cut to its entry (232 bytes of payload,
@@ -740,8 +745,8 @@ LE_API int le_set_level(le_engine *e, const char *name, int level);
  * those of every logger below it without a recorder of its own (as
  * thresholds are inherited).  level LE_TRACE..LE_FATAL, LE_OFF (keep
  * none), or -1 (inherit again; not for the root).  records: how many of
- * its newest kept records a trigger writes, 0: as many as the rings hold
- * (le_config.backtrace_records per shard).  lg NULL: the default engine's
+ * its newest kept records a trigger writes from each shard, 0: as many as
+ * the rings hold (le_config.backtrace_records per shard).  lg NULL: the default engine's
  * root.  Takes a lock, like le_set_level.
  * @return 0, LE_EINVAL (bad level; le_errmsg() says so), or -errno /
  * LE_ENOMEM when the rings cannot be made (the first recorder makes them).
