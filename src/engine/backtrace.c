@@ -14,6 +14,7 @@
 #define _GNU_SOURCE
 #include "engine/backtrace.h"
 
+#include <errno.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -322,7 +323,9 @@ int le__bt_recover(le__shard *sh)
 	le_engine *e = sh->e;
 
 	snprintf(path, sizeof path, "%s/BACKTRACE", sh->dir);
-	if (le__btring_attach(&r, path, sh->id) <= 0)
+	int rc = le__btring_attach(&r, path, sh->id);
+	sh->bt_dead.seen = rc != -ENOENT;
+	if (rc <= 0)
 		return 0; /* nothing a dead process kept (or unreadable) */
 	struct dead x = {sh, r.unit != BT_UNIT(e) || r.boot != le__boot_id()};
 	le__btring_take(&r, 0, -1, 1, dead_add, &x, &copy);
@@ -365,6 +368,8 @@ static void unlink_rings(le_engine *e)
 	if (!e->cfg.store || !e->cfg.mapped_queue)
 		return;
 	for (uint32_t i = 0; i < e->nshards; i++) {
+		if (!e->shards[i].bt_dead.seen)
+			continue; /* no system call for a file never made */
 		snprintf(path, sizeof path, "%s/BACKTRACE", e->shards[i].dir);
 		le__unlink(path);
 	}

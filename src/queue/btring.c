@@ -107,7 +107,7 @@ int le__btring_attach(le__btring *r, const char *path, uint32_t shard)
 	memset(r, 0, sizeof *r);
 	r->fd = le__open_in(path, LE_IN_SHARD, O_RDWR, 0);
 	if (r->fd < 0)
-		return r->fd == -ENOENT ? 0 : r->fd;
+		return r->fd;
 	if (fstat(r->fd, &st) < 0 || (size_t)st.st_size < LE_BT_HDR)
 		goto none;
 	r->map_len = (size_t)st.st_size;

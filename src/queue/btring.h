@@ -97,6 +97,7 @@ typedef struct le__btdead {
 	uint32_t n;                /* records in buf */
 	uint32_t lost;             /* entries that did not check (level,
 	                              flags, field block) */
+	int seen;                  /* the shard had a BACKTRACE file */
 } le__btdead;
 #define LE_BT_DEAD_HDR 16u
 
@@ -107,9 +108,9 @@ int le__btring_open(le__btring *r, const char *path, uint32_t cap,
                     uint32_t shard, uint32_t unit, unsigned mode);
 /* Map the ring a previous engine left at path, as it is.  @return 1 when
  * it was not closed cleanly (its process died: r is open, its kept
- * entries that process's), 0 when there is nothing to write out (no
- * file, closed cleanly, a header that does not check: another shard's,
- * size or geometry not its own), or -errno. */
+ * entries that process's), 0 when there is nothing to write out (closed
+ * cleanly, a header that does not check: another shard's, size or
+ * geometry not its own), or -errno (-ENOENT: no file). */
 int le__btring_attach(le__btring *r, const char *path, uint32_t shard);
 /* Unmap the ring; clean: mark the file closed cleanly first (nothing kept
  * in it is a dead process's).  A fork child's copy passes 0: the mapping
