@@ -160,14 +160,14 @@ $(BUILD)/obj/tools/serve.o: tools/dashboard.html
 $(BUILD)/logengine: $(TOOL_OBJ) $(LIB_A)
 	$(CC) $(PUBFLAGS) $(CFLAGS) -o $@ $(TOOL_OBJ) $(LIB_A) $(TOOL_LIBS) $(LDLIBS)
 
-$(BUILD)/tests/%: tests/%.c $(FEATURES) tests/harness.h tests/logtest.h $(wildcard tests/unit/*.h) \
+$(BUILD)/tests/%: tests/%.c $(FEATURES) tests/harness.h tests/tool.h tests/logtest.h $(wildcard tests/unit/*.h) \
                   $(wildcard tests/system/*.h) $(LIB_INT)
 	@mkdir -p $(dir $@)
 	$(CC) $(BASEFLAGS) $(CFLAGS) -Itests -o $@ $< $(LIB_INT) $(LDLIBS)
 
 # Against real nats-servers (libnats: deps.sh nats; without it, the
 # binary only says its tests are skipped).
-$(BUILD)/tests/system/test_forward $(BUILD)/tests/system/test_hostile_cli: $(BUILD)/tests/system/%: tests/system/%.c $(FEATURES) tests/harness.h \
+$(BUILD)/tests/system/test_forward $(BUILD)/tests/system/test_hostile_cli: $(BUILD)/tests/system/%: tests/system/%.c $(FEATURES) tests/harness.h tests/tool.h \
                    tests/logtest.h $(wildcard tests/system/*.h) $(LIB_INT)
 	@mkdir -p $(dir $@)
 	$(CC) $(BASEFLAGS) $(CFLAGS) $$($(NATS_HAVE) || echo -DLE_NO_NATS) \
@@ -175,12 +175,12 @@ $(BUILD)/tests/system/test_forward $(BUILD)/tests/system/test_hostile_cli: $(BUI
 		$$($(NATS_HAVE) && echo -lnats) $(LDLIBS)
 
 # Tests of tools/ code, linked with it.
-$(BUILD)/tests/unit/test_progress: tests/unit/test_progress.c tools/progress.c tools/progress.h tests/harness.h $(LIB_INT)
+$(BUILD)/tests/unit/test_progress: tests/unit/test_progress.c tools/progress.c tools/progress.h tests/harness.h tests/tool.h $(LIB_INT)
 	@mkdir -p $(dir $@)
 	$(CC) $(BASEFLAGS) $(CFLAGS) -Itests -Itools -o $@ $< tools/progress.c $(LIB_INT) $(LDLIBS)
 
 # The dashboard's frames, built in process.
-$(BUILD)/tests/system/test_frames: tests/system/test_frames.c tools/frame.c tools/livedir.c $(wildcard tools/*.h) tests/harness.h $(LIB_INT)
+$(BUILD)/tests/system/test_frames: tests/system/test_frames.c tools/frame.c tools/livedir.c $(wildcard tools/*.h) tests/harness.h tests/tool.h $(LIB_INT)
 	@mkdir -p $(dir $@)
 	$(CC) $(BASEFLAGS) $(CFLAGS) -Itests -Itools -o $@ $< tools/frame.c tools/livedir.c $(LIB_INT) $(LDLIBS)
 
@@ -220,10 +220,12 @@ $(BUILD)/bench: $(BENCH_OBJ) $(LIB_A)
 	$(CXX) $(SAN) -o $@ $(BENCH_OBJ) $(LIB_A) $(BENCH_LIBS)
 
 # The scripts/deps.sh groups the suite's tests need: make check installs
-# them first when run as root; otherwise a test whose tool is missing says
-# "skipped" (and CI, LE_FAIL_ON_SKIP=1, fails).  A test that needs a new
-# tool adds its group here.
-CHECK_DEPS = bench fuzz packaging json nats observe syslog archive
+# them first when run as root (waiting for another apt's lock; one line a
+# group, apt's output in $(BUILD)/deps.log); otherwise a test whose tool is
+# missing says "skipped" with the reason (and CI, LE_FAIL_ON_SKIP=1,
+# fails).  A test that needs a new tool adds its group here.
+CHECK_DEPS = bench fuzz packaging json nats observe syslog archive journal
+export DEPS_LOG ?= $(abspath $(BUILD))/deps.log
 
 # The suite runs in a make of its own, started after deps.sh, so that it
 # sees what deps.sh installed: the benchmark driver is built when spdlog
@@ -286,7 +288,7 @@ bench: deps-bench all $(BUILD)/bench
 PERF_TOOLS := $(BUILD)/submit-latency $(BUILD)/trickle-cost $(BUILD)/writer-cost \
               $(BUILD)/durable-cost $(BUILD)/write-limit \
               $(BUILD)/journal-gen $(BUILD)/level-cost $(BUILD)/archive-cost \
-              $(BUILD)/burst-floor
+              $(BUILD)/burst-floor $(BUILD)/every-cost
 .PHONY: perf-tools bench-journal
 perf-tools: $(PERF_TOOLS) $(BUILD)/uring-cost
 
@@ -413,7 +415,7 @@ uninstall:
 # Shipping to NATS JetStream, measured (perf/forward-bench.c; needs
 # nats-server and libnats: deps nats).  FORWARD_FLAGS=--quick for a short run.
 FORWARD_FLAGS ?=
-$(BUILD)/forward-bench: perf/forward-bench.c perf/ship_bench.h tests/system/natsrv.h $(LIB_INT)
+$(BUILD)/forward-bench: perf/forward-bench.c perf/ship_bench.h tests/system/natsrv.h tests/tool.h $(LIB_INT)
 	$(CC) $(BASEFLAGS) $(CFLAGS) -Itests/system -o $@ $< $(LIB_INT) -lnats $(LDLIBS)
 
 .PHONY: bench-forward deps-nats
@@ -429,7 +431,7 @@ bench-forward: deps-nats
 # "--hosts 8 --records 2000 --runs 1" for a short run, --shards N, --live
 # for the collector running alongside the forwarders.
 HOSTS_FLAGS ?=
-$(BUILD)/many-hosts: perf/many-hosts.c perf/ship_bench.h tests/system/natsrv.h $(LIB_INT)
+$(BUILD)/many-hosts: perf/many-hosts.c perf/ship_bench.h tests/system/natsrv.h tests/tool.h $(LIB_INT)
 	$(CC) $(BASEFLAGS) $(CFLAGS) -Itests/system -o $@ $< $(LIB_INT) -lnats $(LDLIBS)
 
 .PHONY: bench-hosts

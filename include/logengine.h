@@ -16,8 +16,9 @@
  *     it in le_close().  Nothing it returns needs to be freed by the caller,
  *     except handles, which are released by their own close function.
  *   - Threads: le_write(), le_logf(), le_logf_kv(), the level macros,
- *     le_logger_get(), le_set_level(), le_get_level(), le_reopen(),
- *     le_set_backtrace(), le_dump_backtrace(),
+ *     le_logger_get(), le_set_level(), le_get_level(),
+ *     le_set_ratelimit(), le_get_ratelimit(), le_set_backtrace(),
+ *     le_dump_backtrace(), le_reopen(),
  *     le_flush() and le_stats_get() may be called from any number of
  *     threads at once.  le_close() is like
  *     free(): call it once, after every other call on the engine has
@@ -100,8 +101,8 @@ LE_API const char *le_strerror(int rc);
 
 /**
  * @return a description of the most recent failure of le_open(),
- * le_reader_open(), le_logger_get() or le_set_level() in the calling
- * thread, naming the configuration field or
+ * le_reader_open(), le_logger_get(), le_set_level() or
+ * le_set_ratelimit() in the calling thread, naming the configuration field or
  * file involved ("queue_capacity: must be between 1 and 16777216").  Empty
  * string when there was none.  Thread-local storage, valid until the next
  * call into the library from the same thread.
@@ -199,7 +200,15 @@ typedef struct le_config {
 	                             hand (see le_config_init) */
 	const char *dir;          /* log directory; must exist unless create_dir */
 	int create_dir;           /* 1: mkdir dir (one level) if missing. 0 */
-	unsigned shards;          /* writer threads / shard dirs, 1..256. 1 */
+	unsigned shards;          /* writer threads / shard dirs, 1..256.
+	                             Each shard has a writer thread, a sync
+	                             thread (durability other than
+	                             LE_SYNC_NONE) and keeps 2 descriptors
+	                             (its segment and checkpoint; the engine
+	                             1 more): 256 shards fit ulimit -n 1024.
+	                             le_open out of descriptors fails with
+	                             -EMFILE, le_errmsg saying how many the
+	                             shards need and the limit. 1 */
 	uint32_t queue_capacity;  /* max records queued, all shards. 8192 */
 	uint64_t queue_capacity_bytes; /* max payload bytes queued.  Each
 	                             shard's ring is sized to hold it, and
@@ -210,13 +219,27 @@ typedef struct le_config {
 	int overflow;             /* enum le_overflow. LE_OVERFLOW_DROP */
 	int oversize;             /* enum le_oversize. LE_OVERSIZE_TRUNCATE */
 	uint32_t fields;          /* LE_FIELD_* bit set. LE_FIELD_ALL */
-	uint64_t segment_bytes;   /* rotate past this size. 64 MiB */
+	uint64_t segment_bytes;   /* rotate past this size.  The open
+	                             segment's blocks are reserved ahead of
+	                             the writes as the rate asks: 64 KiB
+	                             first, doubled while each lasts under a
+	                             second, up to 8 MiB; cut at close.
+	                             64 MiB */
 	uint32_t segment_max_age_ms; /* rotate older segments; 0 = never. 0 */
 	uint64_t retention_bytes; /* keep at most this much per shard; 0 = all */
 	uint32_t batch_size;      /* records per write, at most; at most
 	                             queue_capacity / 4.  0: 2048, or
 	                             queue_capacity / 4 if less. 0 */
-	uint32_t flush_ms;        /* max time a record waits to be written. 50 */
+	uint32_t flush_ms;        /* max time a record waits to be written.
+	                             An idle shard (nothing logged for the
+	                             longest of checkpoint_ms, sync_ms and
+	                             1 s, plus twice this) sleeps up to 10 s
+	                             (1 s with segment_max_age_ms or the
+	                             retention or archive settings by age)
+	                             and its next record wakes it (one futex
+	                             call in that le_write): the promise
+	                             holds, and an idle shard's threads wake
+	                             at most once in 10 s. 50 */
 	uint32_t max_pending_bytes; /* bytes per write, at most (a batch is
 	                             written sooner once its payload is a
 	                             quarter of queue_capacity_bytes). 1 MiB */
@@ -228,7 +251,15 @@ typedef struct le_config {
 	                             DIR/shard-NNN/QUEUE, so records le_write
 	                             accepted survive a kill -9 of the process
 	                             and the next le_open writes them out.
-	                             0: process memory.  1 */
+	                             The file is sparse: it gets its blocks
+	                             as the queue first reaches them (64 KiB
+	                             at le_open, doubled ahead of the
+	                             producers by the writer, or by a
+	                             producer that outruns it), so a quiet
+	                             shard's QUEUE holds tens of KiB on disk
+	                             and in memory.  A full disk then refuses
+	                             records (LE_EFULL, counted as dropped),
+	                             never a SIGBUS.  0: process memory.  1 */
 	int store;                /* 1: segment files in dir (default).  0: no
 	                             segment store (dir unused): the stream
 	                             is the only output. */
@@ -327,9 +358,11 @@ typedef struct le_config {
 	                             their arguments and formatted later (the
 	                             level macros with a literal format): each
 	                             shard's SITES file holds this many
-	                             descriptors, 1 to 65536; a site past them
-	                             formats at the call (the text is the same
-	                             either way).  LE_DEFERRED_OFF: every call
+	                             descriptors, 1 to 65536 (a sparse file:
+	                             its area gets blocks as descriptors
+	                             come); a site past them, or met once the
+	                             disk was full, formats at the call (the
+	                             text is the same either way).  LE_DEFERRED_OFF: every call
 	                             formats at the call.  0: 4096 */
 	uint32_t archive_keep_segments; /* compress each shard's sealed
 	                             segments beyond its newest this many
@@ -535,6 +568,11 @@ typedef struct le_stats {
 	                               dropped_full and queue_records, each
 	                               then written or lost (dropped_io);
 	                               markers and recovered_records not */
+	uint64_t suppressed;        /* calls of the rate-limited macros
+	                               (le_info_every ...) suppressed, as
+	                               their summaries reported them */
+	uint64_t suppressed_summaries; /* "N similar records suppressed"
+	                               records written */
 	uint64_t backtrace_written; /* kept records handed to the queue as
 	                               recorded history (le_set_backtrace) */
 	uint64_t backtrace_dropped; /* kept records lost before being
@@ -923,6 +961,100 @@ LE_API int le_logf_kv(le_engine *e, int level, const le_field *f, size_t n,
 #define le_error_kv(log, ...) LE__LOG_KV(log, LE_ERROR, __VA_ARGS__)
 #define le_fatal_kv(log, ...) LE__LOG_KV(log, LE_FATAL, __VA_ARGS__)
 
+/*
+ * Rate limits per call site.
+ *
+ *   for (;;) {
+ *           if (recv(fd, buf, sizeof buf, 0) < 0)
+ *                   le_warn_every(net, 1000, 10, "recv: %d", errno);
+ *   }
+ *
+ * A _every macro is its level macro with a limit: at most `burst`
+ * records of that call site pass per window of `interval_ms`
+ * milliseconds; the calls past them are counted and not logged (their
+ * arguments are not evaluated).  The window opens with the first
+ * record that passes.  When it has ended, the next call that passes
+ * first logs, on the same logger and at the same level, a summary:
+ *
+ *   37 similar records suppressed at net/recv.c:42
+ *
+ * with the fields suppressed=37 (an integer) and site="net/recv.c:42"
+ * (and logger=, as every record of a named logger), then its own record.
+ * A site that falls silent keeps its count until then, or until
+ * le_close, which writes every pending summary (a process that ends
+ * without le_close loses those counts: they are in its memory, not in
+ * the queue).  le_stats.suppressed and the live page (`logengine stats
+ * --live`, `logengine serve`'s dashboard, and its /metrics as
+ * logengine_records_suppressed_total) count what the summaries
+ * reported.
+ *
+ * Each call site keeps its window in a static of its own: two sites are
+ * limited apart, and one site is one window whatever logger it is given
+ * (the summary names the logger of the window's first record).
+ * interval_ms <= 0 lets every record pass.
+ *
+ * Cost.  A suppressed call loads the threshold, the site's state and a
+ * clock the engine's writers keep (a word they store at each pass, at
+ * least every flush_ms; no clock is read by the call), and adds one to a
+ * count: no lock, no system call, no allocation.  Under 5 ns
+ * (docs/BENCHMARKS.md).  So a window ends when that clock passes its
+ * end: never early, and late by flush_ms (and a millisecond) at most.
+ *
+ * Threads.  Any number of threads may share a site.  The records let
+ * through per window are at most burst + (threads racing at the window's
+ * start - 1): a thread that took its place in the old window as the new
+ * one opened is counted in the new one.  Suppressed calls are counted
+ * exactly: each is in exactly one summary, a call that races with a
+ * summary being in the next one.
+ *
+ * Limits per logger.  An operator can override the limits written in
+ * the code without a rebuild, per logger and inherited by children like
+ * thresholds: le_set_ratelimit at run time, and at le_open the
+ * environment variable LOGENGINE_RATELIMIT, in LOGENGINE_LEVEL's syntax
+ * with BURST/INTERVAL for a level:
+ *
+ *   LOGENGINE_RATELIMIT=20/1s,net=5/10s,net.http=off
+ *
+ * (INTERVAL in ms, or with a unit ms, s or m; "off" lets every record of
+ * a logger's _every sites pass).  A logger's limit in force applies to
+ * each of its _every call sites, each site with a window of its own; a
+ * logger with none in force (the default) uses the one at the call.  A
+ * bad item is reported and left out as LOGENGINE_LEVEL's are
+ * (le_stats.config_errors, a line on stderr, le_errmsg()).  A new limit
+ * applies from each site's next window.
+ */
+#define le_log_every(log, lvl, interval_ms, burst, ...)                       \
+	LE__LOG_EVERY(log, lvl, interval_ms, burst, __VA_ARGS__)
+#define le_trace_every(log, ...) le_log_every(log, LE_TRACE, __VA_ARGS__)
+#define le_debug_every(log, ...) le_log_every(log, LE_DEBUG, __VA_ARGS__)
+#define le_info_every(log, ...) le_log_every(log, LE_INFO, __VA_ARGS__)
+#define le_warn_every(log, ...) le_log_every(log, LE_WARN, __VA_ARGS__)
+#define le_error_every(log, ...) le_log_every(log, LE_ERROR, __VA_ARGS__)
+#define le_fatal_every(log, ...) le_log_every(log, LE_FATAL, __VA_ARGS__)
+
+/**
+ * Set the rate limit of the _every call sites of `name` (NULL or "":
+ * the root) and of every logger below it without one of its own:
+ * interval_ms > 0 and burst >= 0, at most burst records per site per
+ * window (burst 0: only the summaries); interval_ms 0: no limit, every
+ * record passes; interval_ms -1: remove the name's own setting (it
+ * inherits again; the root's: each site's own limit, at the call).
+ * Takes a lock; each site uses the new limit from its next window.
+ * @return 0, LE_EINVAL (bad name or values; le_errmsg() says which), or
+ * LE_ENOMEM (all max_loggers entries in use).
+ */
+LE_API int le_set_ratelimit(le_engine *e, const char *name, int interval_ms,
+                            int burst);
+
+/**
+ * The rate limit in force for `name`, inherited or its own.
+ * @return 1 and *interval_ms, *burst set (interval_ms 0: no limit); 0
+ * when none is set (each site's own limit applies); LE_EINVAL for a bad
+ * name or e NULL without a default engine.
+ */
+LE_API int le_get_ratelimit(le_engine *e, const char *name, int *interval_ms,
+                            int *burst);
+
 /* ---------------------------------------------------------------------- */
 /* Reader: iterate the records of a log directory, oldest first, merged
  * across shards by timestamp.  Uses only the files; it may run while an
@@ -1173,8 +1305,10 @@ LE_API int le_queue_pending(const char *dir, unsigned shard,
  * shard's writer thread publishes the shard's counters, its share of the
  * queue, its disk use and four latency histograms in DIR/shard-NNN/STATS,
  * a 4 KiB page (docs/INTERFACES.md) it rewrites every LE_LIVE_PERIOD_MS at
- * most (and at least once per flush_ms while idle), and once more, marked
- * closed, as le_close finishes.  The application's threads never touch
+ * most (and at least once per flush_ms while records come; an idle shard
+ * publishes as it goes to sleep, with its period set to the idle sleep,
+ * see le_config.flush_ms), and once more, marked closed, as le_close
+ * finishes.  The application's threads never touch
  * it.  Readers take no lock and send no signal: the page is double
  * buffered, each copy under a sequence counter. */
 
@@ -1248,6 +1382,9 @@ typedef struct le_live {
 	 * took from the queue, by level (index LE_TRACE .. LE_FATAL); 0 in
 	 * the page of an engine older than this field. */
 	uint64_t level_records[LE_FATAL + 1];
+	/* Engine-wide, as le_stats.suppressed: calls of the rate-limited
+	 * macros suppressed, as their summaries reported them. */
+	uint64_t suppressed;
 	uint64_t backtrace_written; /* this shard's kept records written out
 	                               as recorded history (le_set_backtrace) */
 } le_live;
@@ -1970,6 +2107,120 @@ LE_API int le_logd_at(struct le__head *h, le__dsite *site,
 			}                                                     \
 		}                                                             \
 	} while (0)
+
+/* Rate-limited call sites (the _every macros).  One per call, static,
+ * zero but for its le__dsite until its first record.  The quick test
+ * (le__rl_skip) is inline; everything else is le_every_at's
+ * (src/engine/ratelimit.c), which says who writes what. */
+typedef struct le__rsite {
+	le__dsite d;            /* the site of its records (deferred) */
+	uint64_t deadline;      /* [atomic] le_every_clock value at which the
+	                           window ends; 0: none open */
+	uint64_t full_until;    /* [atomic] the deadline of the window whose
+	                           burst is spent (0: none): calls before it
+	                           are suppressed by the inline test */
+	uintptr_t owner;        /* [atomic] the thread that counts in `own` */
+	uint64_t own;           /* [owner] its suppressed calls, cumulative */
+	uint64_t other;         /* [atomic] other threads', cumulative */
+	uint64_t told;          /* [lock] of those, in a summary already */
+	uint64_t gen;           /* [lock, atomic] the engine it is registered
+	                           with (le__rlreg.gen) */
+	struct le__head *head;  /* [lock] the logger of the window's first */
+	uint32_t passed;        /* [atomic] records let through this window */
+	uint32_t burst;         /* [atomic] this window's burst */
+	uint32_t lock;          /* [atomic] 1 while a window opens */
+} le__rsite;
+
+/* The engine's coarse clock: CLOCK_MONOTONIC ns as the writers last
+ * stored it (at each pass, at least every flush_ms). */
+LE_API extern uint64_t le_every_clock;
+
+/* The slow path: open a window or count the call.  @return 1: log it. */
+LE_API int le_every_at(struct le__head *h, le__rsite *s, long interval_ms,
+                       long burst);
+
+#if (defined(__GNUC__) && __GNUC__ >= 11 && defined(__x86_64__)) ||          \
+        (defined(__clang__) && defined(__x86_64__))
+#define LE__SELF() ((uintptr_t)__builtin_thread_pointer())
+#else
+#define LE__SELF() ((uintptr_t)0) /* no owner: every count is atomic */
+#endif
+
+#if defined(__GNUC__) || defined(__clang__)
+/* Count one suppressed call of s.  The owner counts with a load and a
+ * store (no other thread writes `own`); any other thread with an atomic
+ * add.  Relaxed throughout: the counts are read by whoever writes the
+ * next summary, and a call racing with that summary is in the one after
+ * it. */
+static inline void le__rl_count(le__rsite *s, uintptr_t me)
+{
+	if (me && __atomic_load_n(&s->owner, __ATOMIC_RELAXED) == me)
+		__atomic_store_n(&s->own,
+		                 __atomic_load_n(&s->own, __ATOMIC_RELAXED) + 1,
+		                 __ATOMIC_RELAXED);
+	else
+		__atomic_fetch_add(&s->other, 1, __ATOMIC_RELAXED);
+}
+
+/* A call of a site whose burst is spent, in a window the coarse clock
+ * has not seen end: count it and @return 1. */
+static inline int le__rl_skip(le__rsite *s)
+{
+	if (__atomic_load_n(&le_every_clock, __ATOMIC_RELAXED) >=
+	    __atomic_load_n(&s->full_until, __ATOMIC_RELAXED))
+		return 0;
+	le__rl_count(s, LE__SELF());
+	return 1;
+}
+#else
+static inline int le__rl_skip(le__rsite *s)
+{
+	(void)s;
+	return 0; /* le_every_at decides and counts */
+}
+#endif
+
+#define LE__RL_PASS(ms, burst)                                                \
+	(!le__rl_skip(&le__r_) &&                                             \
+	 le_every_at(le__h_, &le__r_, (long)(ms), (long)(burst)))
+
+#ifndef __cplusplus
+#define LE__RSITE(lvl, ...)                                                   \
+	{LE__DSITE(lvl, __VA_ARGS__), 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}
+#define LE__LOG_EVERY(log, lvl, ms, burst, ...)                               \
+	do {                                                                  \
+		if ((lvl) >= (LE_MIN_LEVEL)) {                                \
+			LE__HEAD_OR_DEFAULT(log);                             \
+			if (LE__LEVEL(le__h_) <= (lvl)) {                     \
+				static le__rsite le__r_ =                     \
+					LE__RSITE(lvl, __VA_ARGS__);          \
+				if (!LE__RL_PASS(ms, burst))                  \
+					break;                                \
+				if (LE__LITERAL(LE__FIRST(__VA_ARGS__)))      \
+					le_logd_at(le__h_, &le__r_.d,        \
+					           __VA_ARGS__);              \
+				else                                          \
+					le_log_at(le__h_, &le__r_.d.site,    \
+					          __VA_ARGS__);               \
+			}                                                     \
+		}                                                             \
+	} while (0)
+#else
+#define LE__LOG_EVERY(log, lvl, ms, burst, ...)                               \
+	do {                                                                  \
+		if ((lvl) >= (LE_MIN_LEVEL)) {                                \
+			LE__HEAD_OR_DEFAULT(log);                             \
+			if (LE__LEVEL(le__h_) <= (lvl)) {                     \
+				static le__rsite le__r_ = {                   \
+					{LE__SITE(lvl), 0, {0}, 3, 0, 0, {0}},\
+					0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};     \
+				if (LE__RL_PASS(ms, burst))                   \
+					le_log_at(le__h_, &le__r_.d.site,    \
+					          __VA_ARGS__);               \
+			}                                                     \
+		}                                                             \
+	} while (0)
+#endif
 
 #ifndef __cplusplus
 /* A le_engine * or a le_logger * compiles, and NULL (a void *): the

@@ -12,9 +12,13 @@
  *   }
  *
  * A test fails by a CHECK* (prints file:line and the values) or by dying.
- * It is skipped, never passed, when a tool it needs is not installed
- * (T_SKIP, t_need: make check installs them when run as root; CI fails on
- * any skip).  argv[1], when given, runs only tests whose name contains it.
+ * It is skipped, never passed, when what it needs is not there, and says
+ * why on its "skip NAME: reason" line: a tool not installed (t_need,
+ * t_need_tool: make check installs them when run as root), more open
+ * files than the hard limit allows (t_need_fds).  Root, which installs
+ * the tools and may raise the limit, lacks neither: CI skips nothing (and
+ * fails on any skip).  argv[1], when given, runs only tests whose name
+ * contains it.
  *
  * A binary whose tests share nothing (each makes its own directory, picks
  * free ports, measures no time or CPU another process could steal) says so
@@ -30,10 +34,12 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/types.h>
@@ -41,6 +47,8 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+
+#include "tool.h"
 
 #define TEST(name) static void name(void)
 
@@ -90,17 +98,8 @@
 /* Exit status of a skipped test's child (as automake's). */
 #define T_SKIP_STATUS 77
 
-/* Skip the running test: `tool` (a command, or the packages of a
- * scripts/deps.sh group) is not installed. */
-#define T_SKIP(tool)                                                          \
-	do {                                                                  \
-		printf("skipped: %s not installed (run scripts/deps.sh as "   \
-		       "root)\n", (tool));                                    \
-		fflush(stdout);                                               \
-		_exit(T_SKIP_STATUS);                                         \
-	} while (0)
-
 static int t_passed, t_failed, t_skipped;
+static const char *t_name; /* the test being started, for its child */
 static const char *t_filter;
 static int t_timeout_s = 120;
 static int t_jobs = 1; /* tests at once: 1 unless t_allow_jobs() */
@@ -125,8 +124,7 @@ static inline void t_report(const char *name, int st, struct timespec t0)
 		t_passed++;
 		printf("ok   %s (%.0f ms)\n", name, ms);
 	} else if (WIFEXITED(st) && WEXITSTATUS(st) == T_SKIP_STATUS) {
-		t_skipped++;
-		printf("skip %s\n", name);
+		t_skipped++; /* the child printed its line, with the reason */
 	} else {
 		t_failed++;
 		if (WIFSIGNALED(st))
@@ -214,7 +212,7 @@ static inline void t_run_job(const char *name, void (*fn)(void))
 		perror("tmpfile");
 		_exit(2);
 	}
-	j->name = name;
+	j->name = t_name = name;
 	clock_gettime(CLOCK_MONOTONIC, &j->t0);
 	j->pid = t_start(fn, j->out);
 }
@@ -228,6 +226,7 @@ static inline void t_run(const char *name, void (*fn)(void))
 		return;
 	}
 	struct timespec t0;
+	t_name = name;
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	pid_t pid = t_start(fn, NULL);
 	int st = 0;
@@ -272,6 +271,72 @@ static inline int t_done(void)
 }
 
 /*
+ * Skip the running test, saying why on its one line "skip NAME: reason"
+ * (tests/run.sh lists these lines again under the suite's total).
+ */
+static inline void t_skip(const char *fmt, ...)
+#if defined(__GNUC__)
+	__attribute__((format(printf, 1, 2), noreturn))
+#endif
+	;
+
+static inline void t_skip(const char *fmt, ...)
+{
+	va_list ap;
+
+	printf("skip %s: ", t_name ? t_name : "?");
+	va_start(ap, fmt);
+	vprintf(fmt, ap);
+	va_end(ap);
+	printf("\n");
+	fflush(stdout);
+	_exit(T_SKIP_STATUS);
+}
+
+/* Skip the running test: `what` (a command, or the packages of a
+ * scripts/deps.sh group) is not installed. */
+#define T_SKIP(what) t_skip("%s not installed (scripts/deps.sh as root " \
+                            "installs it)", (what))
+
+/* The path of the program `tool` (on $PATH or in an sbin directory: see
+ * tool.h); the running test is skipped when it is not installed. */
+static inline const char *t_need_tool(const char *tool)
+{
+	const char *p = t_which(tool);
+	if (!p)
+		T_SKIP(tool);
+	return p;
+}
+
+/*
+ * Skip the running test unless this process may open n descriptors.  The
+ * soft limit (often 1024) is raised to the hard one first, as the
+ * logengine program does for itself, and by root, who may, the hard one
+ * to n as well: only an administrator's hard limit below n skips.
+ */
+static inline void t_need_fds(long n)
+{
+	struct rlimit rl;
+
+	CHECK(getrlimit(RLIMIT_NOFILE, &rl) == 0);
+	if (rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur >= (rlim_t)n)
+		return;
+	struct rlimit up = rl;
+	if (up.rlim_max != RLIM_INFINITY && up.rlim_max < (rlim_t)n)
+		up.rlim_max = (rlim_t)n;
+	up.rlim_cur = up.rlim_max;
+	if (setrlimit(RLIMIT_NOFILE, &up) != 0) {
+		rl.rlim_cur = rl.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &rl);
+	}
+	CHECK(getrlimit(RLIMIT_NOFILE, &rl) == 0);
+	if (rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < (rlim_t)n)
+		t_skip("needs %ld open files, the hard limit is %llu (ulimit "
+		       "-Hn, which root may raise)", n,
+		       (unsigned long long)rl.rlim_max);
+}
+
+/*
  * Skip the running test unless every package of `scripts/deps.sh GROUP`
  * is installed (asks `scripts/deps.sh --missing GROUP`, from the top of
  * the tree, which make check runs in).
@@ -295,6 +360,20 @@ static inline void t_need(const char *group)
 }
 
 /* ---- helpers for tests ---- */
+
+/* This process's resident set (VmRSS), in KiB. */
+static inline long t_rss_kib(void)
+{
+	FILE *f = fopen("/proc/self/status", "r");
+	char l[256];
+	long v = -1;
+	CHECK(f != NULL);
+	while (fgets(l, sizeof l, f))
+		if (!strncmp(l, "VmRSS:", 6))
+			v = atol(l + 6);
+	fclose(f);
+	return v;
+}
 
 /* A fresh empty directory under $TMPDIR (or /tmp); path in static storage
  * of the caller's choosing: buf must hold 256 bytes. */

@@ -118,4 +118,24 @@ static inline int t_flush_join(t_flusher *f)
 	return f->rc;
 }
 
+/* Wait until le_stats_get says ok(st), polling each millisecond; fail
+ * the test if it has not after ms milliseconds.  @return the ms it took. */
+static inline double t_stats_until(le_engine *e, int (*ok)(const le_stats *st),
+                                   int ms)
+{
+	struct timespec t0, t;
+	le_stats st;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (;;) {
+		le_stats_get(e, &st);
+		clock_gettime(CLOCK_MONOTONIC, &t);
+		double took = (double)(t.tv_sec - t0.tv_sec) * 1e3 +
+		              (double)(t.tv_nsec - t0.tv_nsec) / 1e6;
+		if (ok(&st))
+			return took;
+		CHECK(took < ms);
+		usleep(1000);
+	}
+}
+
 #endif

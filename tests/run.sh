@@ -1,9 +1,15 @@
 #!/bin/sh
 # Run the test binaries and scripts, show each one's output whole when it
 # ends, and add up their closing "N passed, N failed[, N skipped]" lines
-# into one line for the whole suite: "N passed, N failed, N skipped".
-# A test is skipped only when a tool it needs is not installed;
-# LE_FAIL_ON_SKIP=1 (CI) makes any skip a failure.
+# into one line for the whole suite: "N passed, N failed, N skipped",
+# after the "skip NAME: reason" lines of the skipped tests.  A test is
+# skipped only when what it needs is not there (a tool not installed,
+# more open files than the hard limit: tests/harness.h); LE_FAIL_ON_SKIP=1
+# (CI) makes any skip a failure.
+#
+# PATH is left as it is: a test finds the programs it runs with the
+# helpers of tests/tool.h and systest.py (which search the sbin
+# directories too), so a normal user's run proves that each one does.
 #
 #   sh tests/run.sh TEST... [--alone TEST...]
 #
@@ -63,6 +69,7 @@ finish() {
 	echo "== $t"
 	cat "$dir/$1.out"
 	echo "$ms $t" >>"$dir/times"
+	grep '^skip ' "$dir/$1.out" | sed "s|^skip |  ${t##*/}: |" >>"$dir/skips"
 	line=$(grep -E '^[0-9]+ passed, [0-9]+ failed(, [0-9]+ skipped)?$' \
 		"$dir/$1.out" | tail -n 1)
 	if [ -z "$line" ]; then
@@ -116,6 +123,10 @@ if [ -d "$(dirname "$times")" ]; then
 		cp "$dir/merged" "$times"
 fi
 
+if [ -s "$dir/skips" ]; then
+	echo "skipped, for want of what they need:"
+	cat "$dir/skips"
+fi
 echo "$passed passed, $failed failed, $skipped skipped"
 if [ "$skipped" -ne 0 ] && [ "${LE_FAIL_ON_SKIP:-0}" = 1 ]; then
 	echo "FAIL: $skipped test(s) skipped (LE_FAIL_ON_SKIP=1): install what they need with scripts/deps.sh as root"

@@ -23,9 +23,13 @@
  *             past --until; the cursor file is written every second and
  *             at the end.
  *
- * Never a pager.  stdout is one large buffer, flushed at the end, or
- * after each burst when following; a closed pipe (| head) ends the
- * command quietly with the status it had.
+ * On a terminal, as journalctl: lines coloured by level, and a pager
+ * (term.c), never when following.  stdout is one large buffer, flushed
+ * at the end, or after each burst when following; a closed pipe (| head,
+ * or q in the pager) ends the command quietly with the status it had.
+ *
+ * tail on a directory no engine has written yet (missing or empty) waits
+ * for it, checking every WAIT_DIR_MS, then follows.
  *
  * Exit status: 0; 1 a damaged segment or a sequence gap was met (warned
  * on stderr: reading stops at damage unless --mode skip); 2 usage, not a
@@ -54,13 +58,15 @@
 #define CHUNK_BYTES (16u << 20)
 #define CURSOR_SAVE_MS 1000
 #define DEFAULT_REORDER_MS 50
+#define WAIT_DIR_MS 100
 
 static const char cat_help[] =
 	"usage: logengine cat [OPTIONS] DIR [FIELD=VALUE...]\n"
 	"       logengine tail [OPTIONS] DIR [FIELD=VALUE...]   (cat -f -n 10)\n"
 	"\n"
 	"Print the records of the log in DIR, oldest first, merged across\n"
-	"shards by timestamp.\n"
+	"shards by timestamp; on a terminal, coloured by level and through\n"
+	"a pager.  tail on a DIR no engine has written yet waits for it.\n"
 	"\n"
 	"  -n, --lines[=N]       the last N records (10 without N; 'all');\n"
 	"                        +N: the first N\n"
@@ -88,13 +94,25 @@ static const char cat_help[] =
 	"  FIELD=VALUE           records whose FIELD is VALUE: SHARD, SEQ,\n"
 	"                        LEVEL (name or 0-5), PRIORITY (syslog 0-7),\n"
 	"                        MESSAGE (the whole payload), FLAGS (marker,\n"
-	"                        truncated).  One field given twice: either;\n"
-	"                        different fields: both; '+' between groups:\n"
-	"                        any group\n"
+	"                        truncated), logger (logger=db: that logger\n"
+	"                        alone), or any field of the records by its\n"
+	"                        key (user=bob).  One field given twice:\n"
+	"                        either; different fields: both; '+' between\n"
+	"                        groups: any group\n"
+	"  -t, --identifier=NAME\n"
+	"                        records of logger NAME and of the loggers\n"
+	"                        below it (NAME.x); repeat for more\n"
+	"  -u, --unit=NAME       the same as -t\n"
 	"  -o, --output=FORMAT   short (default), short-precise, short-iso,\n"
 	"                        short-iso-precise, short-unix, text, json,\n"
 	"                        json-pretty, cat (message only), raw (the\n"
-	"                        payload's bytes as they are)\n"
+	"                        payload's bytes as they are), verbose (every\n"
+	"                        field, one a line), export (journald's\n"
+	"                        export format: systemd-journal-remote)\n"
+	"      --output-fields=F,...  json, verbose, export: only these\n"
+	"                        fields (as the format names them)\n"
+	"      --no-color        no colours (also: NO_COLOR set; never when\n"
+	"                        stdout is not a terminal)\n"
 	"      --utc             times in UTC (JSON and text always are)\n"
 	"      --show-cursor     print the cursor after the last record ('--\n"
 	"                        cursor: C'), or in each JSON record\n"
@@ -111,9 +129,10 @@ static const char cat_help[] =
 	"                        match)\n"
 	"  -q, --quiet           no notes (torn tails, records skipped)\n"
 	"  -e, --pager-end       the end: -n 1000 unless -n says\n"
-	"      --no-pager        accepted; there is never a pager (and -a,\n"
-	"                        -l, -x, --no-hostname: records are always\n"
-	"                        shown in full)\n"
+	"      --no-pager        no pager ($LOGENGINE_PAGER, $PAGER or less,\n"
+	"                        on a terminal, never when following)\n"
+	"  -a, --all, -l, --full, --no-full, -x, --catalog, --no-hostname\n"
+	"                        accepted: records are always shown in full\n"
 	"  -h, --help            this text\n"
 	"\n"
 	"exit status: 0; 1 damage or a sequence gap was met (warned on\n"
@@ -130,6 +149,10 @@ struct jopts {
 	const char *grep;
 	regex_t re;
 	struct matches m;
+	struct loggers lg;       /* -t, -u */
+	int no_pager, no_color;
+	char **only;             /* --output-fields, split; owned */
+	size_t n_only;
 	int shard;
 	int fmt;
 	int mode, mode_given;
@@ -221,14 +244,18 @@ static int parse_lines(struct jopts *j, const char *v)
 		j->n = UINT64_MAX;
 		return 0;
 	}
+	const char *given = v;
 	if (*v == '+') {
 		j->head = 1;
 		v++;
 	}
 	errno = 0;
 	unsigned long long n = strtoull(v, &end, 10);
-	if (!*v || *end || errno || *v == '-')
-		return bad_value("-n", v, "expected a number, +N or 'all'");
+	if (!*v || *end || errno || *v == '-') {
+		fprintf(stderr, "%s: -n: '%s' is not a number (N, +N or 'all'; "
+		        "see '%s cat --help')\n", prog, given, prog);
+		return -1;
+	}
 	j->n = n;
 	return 0;
 }
@@ -240,10 +267,41 @@ static int is_number(const char *s)
 	return *s && strspn(s, "0123456789") == strlen(s);
 }
 
+/* A word after -n that cannot be DIR nor a match: nothing by its name,
+ * no '=', not '+' nor an option. */
+static int not_a_path(const char *s)
+{
+	struct stat st;
+	return *s != '-' && strcmp(s, "+") && !strchr(s, '=') &&
+	       stat(s, &st) < 0;
+}
+
+/* --output-fields=F,...: the names, split at commas (repeatable). */
+static int output_fields(struct jopts *j, const char *arg)
+{
+	char *copy = strdup(arg), *save = NULL;
+	if (!copy)
+		return usage_error("out of memory%s", "");
+	for (char *f = strtok_r(copy, ",", &save); f;
+	     f = strtok_r(NULL, ",", &save)) {
+		char **nv = realloc(j->only, (j->n_only + 1) * sizeof *nv);
+		if (!nv || !(nv[j->n_only] = strdup(f))) {
+			free(copy); /* the process ends on this error */
+			return usage_error("out of memory%s", "");
+		}
+		j->only = nv;
+		j->n_only++;
+	}
+	free(copy);
+	if (!j->only)
+		return bad_value("--output-fields", arg, "no field named");
+	return 0;
+}
+
 enum {
 	O_NO_FOLLOW = 1000, O_UTC, O_NO_PAGER, O_SHARD, O_SHOW_CURSOR,
 	O_AFTER_CURSOR, O_CURSOR_FILE, O_MODE, O_REORDER, O_CASE, O_NOOP,
-	O_BACKTRACE
+	O_NO_COLOR, O_OUTPUT_FIELDS, O_BACKTRACE
 };
 
 static const struct option long_opts[] = {
@@ -270,6 +328,10 @@ static const struct option long_opts[] = {
 	{"backtrace", required_argument, NULL, O_BACKTRACE},
 	{"directory", required_argument, NULL, 'D'},
 	{"pager-end", no_argument, NULL, 'e'},
+	{"identifier", required_argument, NULL, 't'},
+	{"unit", required_argument, NULL, 'u'},
+	{"output-fields", required_argument, NULL, O_OUTPUT_FIELDS},
+	{"no-color", no_argument, NULL, O_NO_COLOR},
 	/* journalctl habits with nothing to do here: records are always
 	 * shown in full (escaped), there is no catalog and no host name */
 	{"all", no_argument, NULL, 'a'},
@@ -287,9 +349,12 @@ static int one_opt(struct jopts *j, int c, char *arg, int argc, char **argv)
 	char *end;
 	switch (c) {
 	case 'n':
-		/* journalctl's -n takes its number as the next word too */
+		/* journalctl's -n takes its number as the next word too; a
+		 * word that is neither a number, a path nor a match was meant
+		 * as the number */
 		if (!arg && optind < argc && (is_number(argv[optind]) ||
-		                              !strcmp(argv[optind], "all")))
+		                              !strcmp(argv[optind], "all") ||
+		                              not_a_path(argv[optind])))
 			arg = argv[optind++];
 		return parse_lines(j, arg);
 	case 'r': j->reverse = 1; return 0;
@@ -323,7 +388,12 @@ static int one_opt(struct jopts *j, int c, char *arg, int argc, char **argv)
 		}
 		return 0;
 	case O_UTC: j->utc = 1; return 0;
-	case O_NO_PAGER:
+	case O_NO_PAGER: j->no_pager = 1; return 0;
+	case O_NO_COLOR: j->no_color = 1; return 0;
+	case 't':
+	case 'u':
+		return logger_add(&j->lg, arg);
+	case O_OUTPUT_FIELDS: return output_fields(j, arg);
 	case O_NOOP:
 	case 'a':
 	case 'l':
@@ -410,8 +480,8 @@ static int parse_journal_args(struct jopts *j, int argc, char **argv)
 	for (int i = 1; i < argc && strcmp(argv[i], "--"); i++)
 		if (!strcmp(argv[i], "--utc"))
 			j->utc = 1;
-	while ((c = getopt_long(argc, argv, "n::rfS:U:p:g:io:qD:healx", long_opts,
-	                        NULL)) != -1)
+	while ((c = getopt_long(argc, argv, "n::rfS:U:p:g:io:qD:healxt:u:",
+	                        long_opts, NULL)) != -1)
 		if ((rc = one_opt(j, c, optarg, argc, argv)) != 0)
 			return rc;
 	if (positional(j, argc, argv) < 0)
@@ -447,6 +517,8 @@ static int selected(const struct jopts *j, const le_record *r)
 		return 0;
 	if (j->m.n && !matches_record(&j->m, r))
 		return 0;
+	if (j->lg.n && !loggers_record(&j->lg, r))
+		return 0;
 	if (j->grep) {
 		regmatch_t pm = {0, (regoff_t)r->len};
 		/* REG_STARTEND: the payload is not NUL-terminated and may hold
@@ -466,7 +538,8 @@ static int past_until(const struct jopts *j, const le_record *r)
 
 static int has_filters(const struct jopts *j)
 {
-	return j->has_p || j->grep || j->m.n || j->has_until || j->backtrace;
+	return j->has_p || j->grep || j->m.n || j->lg.n || j->has_until ||
+	       j->backtrace;
 }
 
 /* ---- cursors ---- */
@@ -617,7 +690,8 @@ static void emit(struct ctx *cx, const le_record *rec)
 		                            &cx->cursor_cap) > 0;
 		cx->saved = 0;
 		if (cx->j->show_cursor && cx->have_cursor &&
-		    (cx->o.fmt == OUT_JSON || cx->o.fmt == OUT_JSON_PRETTY))
+		    (cx->o.fmt == OUT_JSON || cx->o.fmt == OUT_JSON_PRETTY ||
+		     cx->o.fmt == OUT_EXPORT || cx->o.fmt == OUT_VERBOSE))
 			cur = cx->cursor;
 	}
 	out_record(&cx->o, rec, cur);
@@ -683,9 +757,10 @@ static int run_forward(struct ctx *cx)
 	else
 		st = position(cx, r, !j->quiet);
 	/* A long read shows its progress on a terminal's stderr (never
-	 * when the records go to that same terminal, nor while following). */
+	 * when the records go to that same terminal or its pager, nor while
+	 * following). */
 	struct progress pg;
-	if (follow)
+	if (follow || pager_active())
 		progress_start_fd(&pg, -1, "cat", 0);
 	else
 		progress_start(&pg, "cat", j->dir, 1);
@@ -890,11 +965,36 @@ static void stop_on_signals(void)
 	sigaction(SIGHUP, &sa, NULL);
 }
 
+/* tail on a log not yet written: wait until an engine has made it (or a
+ * signal).  @return 0 to go on, 1 stopped by a signal. */
+static int wait_for_log(const struct jopts *j)
+{
+	struct timespec ts = {0, WAIT_DIR_MS * 1000000L};
+	if (!log_dir_pending(j->dir))
+		return 0;
+	if (!j->quiet)
+		fprintf(stderr, "%s: %s: no log yet: waiting for it to be "
+		        "written\n", prog, j->dir);
+	while (!stop_signal && log_dir_pending(j->dir))
+		nanosleep(&ts, NULL);
+	return stop_signal != 0;
+}
+
+/* Colours and the pager, as journalctl has them on a terminal. */
+static void terminal(struct jopts *j, struct ctx *cx)
+{
+	cx->o.color = term_color(j->no_color);
+	cx->o.only = j->only;
+	cx->o.n_only = j->n_only;
+	if (!j->follow)
+		pager_start(j->no_pager);
+}
+
 static int journal(int argc, char **argv, int tail)
 {
 	struct jopts j;
 	struct ctx cx;
-	int st;
+	int st = 0;
 
 	memset(&j, 0, sizeof j);
 	j.shard = -1;
@@ -914,8 +1014,13 @@ static int journal(int argc, char **argv, int tail)
 	cx.o.utc = j.utc;
 	if (j.grep)
 		setlocale(LC_CTYPE, ""); /* -i and classes beyond ASCII */
+	if (j.follow)
+		stop_on_signals();
+	if (j.follow && wait_for_log(&j))
+		goto out;
 	if ((st = check_log_dir(j.dir)) != 0)
 		goto out;
+	terminal(&j, &cx);
 	long pid;
 	cx.live = engine_live(j.dir, &pid);
 	warn_dead_queues(j.dir);
@@ -923,11 +1028,10 @@ static int journal(int argc, char **argv, int tail)
 		st = EXIT_USAGE;
 		goto out;
 	}
-	if (j.follow)
-		stop_on_signals();
 	st = j.reverse ? run_reverse(&cx) : run_forward(&cx);
 	if (cx.have_cursor && j.show_cursor && !out_failed() &&
-	    cx.o.fmt != OUT_JSON && cx.o.fmt != OUT_JSON_PRETTY)
+	    cx.o.fmt != OUT_JSON && cx.o.fmt != OUT_JSON_PRETTY &&
+	    cx.o.fmt != OUT_EXPORT && cx.o.fmt != OUT_VERBOSE)
 		printf("-- cursor: %s\n", cx.cursor);
 	save_cursor(&cx);
 out:
@@ -936,9 +1040,14 @@ out:
 	out_free(&cx.o);
 	if (j.grep)
 		regfree(&j.re);
+	for (size_t i = 0; i < j.n_only; i++)
+		free(j.only[i]);
+	free(j.only);
 	if (st == 0)
 		st = cx.status;
-	return out_finish(st);
+	st = out_finish(st);
+	pager_end();
+	return st;
 }
 
 int cmd_cat(int argc, char **argv)

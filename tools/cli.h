@@ -48,7 +48,8 @@ void fmt_size(char *buf, size_t cap, uint64_t bytes);
 /* The -o formats (output.c). */
 enum {
 	OUT_SHORT, OUT_SHORT_PRECISE, OUT_SHORT_ISO, OUT_SHORT_ISO_PRECISE,
-	OUT_SHORT_UNIX, OUT_TEXT, OUT_JSON, OUT_JSON_PRETTY, OUT_CAT, OUT_RAW
+	OUT_SHORT_UNIX, OUT_TEXT, OUT_JSON, OUT_JSON_PRETTY, OUT_CAT, OUT_RAW,
+	OUT_VERBOSE, OUT_EXPORT
 };
 enum { CACHE_RFC3339, CACHE_SHORT, CACHE_ISO, CACHE_N };
 struct out_cache {
@@ -61,8 +62,13 @@ struct out_cache {
 struct out {
 	int fmt;       /* OUT_* */
 	int utc;       /* text formats in UTC (JSON and text always are) */
+	int color;     /* colour text lines by level (a terminal) */
+	char **only;   /* --output-fields: the names kept; NULL: all */
+	size_t n_only;
 	char *buf;     /* the line being built */
 	size_t len, cap;
+	char *aux;     /* json-pretty, --output-fields: the fields object */
+	size_t aux_cap;
 	struct out_cache cache[CACHE_N];
 };
 /* @return OUT_* for a name, -1 if none. */
@@ -71,6 +77,35 @@ const char *out_names(void);
 /* Print r (and its cursor, in JSON, when not NULL) to stdout. */
 void out_record(struct out *o, const le_record *r, const char *cursor);
 void out_free(struct out *o);
+
+/* ---- the terminal (term.c) ---- */
+
+/* Colours on stdout?  Only on a terminal, never with --no-color
+ * (no_color) or NO_COLOR set to anything but "", nor TERM=dumb. */
+int term_color(int no_color);
+/* Start the pager, stdout into it, when stdout is a terminal and no_pager
+ * is 0: $LOGENGINE_PAGER, else $PAGER, else less; LESS=FRSXMK unless
+ * LESS is set.  A pager that cannot be started: output goes straight to
+ * the terminal. */
+void pager_start(int no_pager);
+/* @return 1 while a pager has the terminal (nothing else draws there). */
+int pager_active(void);
+/* Flush stdout into the pager, close it, and wait for the pager to
+ * exit (its user may still be reading).  No pager: nothing. */
+void pager_end(void);
+
+/* ---- journal export (export.c) ---- */
+
+/* Called for each field of a record as `-o export` and `-o verbose`
+ * write it: a journal field name and the value's bytes. */
+typedef void (*field_fn)(void *arg, const char *name, const void *val,
+                         size_t len);
+/* The fields of r, journal-named (docs/logengine.1, "EXPORT FORMAT"):
+ * PRIORITY, SYSLOG_IDENTIFIER, MESSAGE, LOGENGINE_*, then the record's
+ * typed fields.  Metadata (__REALTIME_TIMESTAMP) is the caller's. */
+void export_fields(const le_record *r, field_fn fn, void *arg);
+/* A record's field key as a journal field name into name (cap >= 66). */
+void journal_name(const char *key, size_t len, char *name, size_t cap);
 
 /* ---- selection (select.c) ---- */
 
@@ -101,6 +136,30 @@ int match_check_end(const struct matches *m);
  * alternatives and different fields must all match; "+" separates groups,
  * any of which may match.  No terms: everything matches. */
 int matches_record(const struct matches *m, const le_record *r);
+/* The syslog priority of a level (trace and debug 7 .. fatal 2); -1. */
+int level_priority(int level);
+/* A typed field's value as text: a string's or bytes' bytes as they are,
+ * a number as printf writes it, true/false.  The value is in *val
+ * (pointing into the record or into buf, cap >= 32), *len bytes. */
+void field_value(const le_field *f, char *buf, size_t cap,
+                 const void **val, size_t *len);
+
+/* "marker", "truncated", "marker,truncated" or "" in buf (cap >= 24).
+ * @return buf. */
+const char *flags_text(uint32_t flags, char *buf, size_t cap);
+
+/* -t/-u: loggers by name, each with its children ("db" takes "db" and
+ * "db.pool", not "dbx"). */
+#define MAX_LOGGERS 64
+struct loggers {
+	const char *name[MAX_LOGGERS];
+	int n;
+};
+/* @return 0, or -1 (message printed) when the list is full. */
+int logger_add(struct loggers *l, const char *name);
+/* @return 1 when r's logger is one of l's or below one; 1 when l is
+ * empty. */
+int loggers_record(const struct loggers *l, const le_record *r);
 
 /* ---- arguments ---- */
 
@@ -148,8 +207,12 @@ int list_shards(const char *dir, unsigned char *has);
 /* Is dir a log directory?  When not, say what it is and what was
  * expected, on stderr.  @return 0, or EXIT_USAGE after the message. */
 int check_log_dir(const char *dir);
-/* The same for a follower (serve): an empty directory, or one whose
- * engine has made its LOCK and not yet its shards, will be one. */
+/* Is dir a log not yet written: missing, or an empty directory, or one
+ * whose engine has made its LOCK or shard-NNN/ and no segment yet (a tail
+ * waits for it)?  @return 1 or 0. */
+int log_dir_pending(const char *dir);
+/* check_log_dir for a follower (serve): an existing directory that is
+ * a log not yet written (log_dir_pending) is accepted too. */
 int check_log_dir_to_come(const char *dir);
 /* Segment indexes of shard `shard` of dir, ascending (*out malloc'd).  A
  * shard directory that is a symbolic link (into another log, whose files

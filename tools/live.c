@@ -167,13 +167,18 @@ static void show_tty(struct live_dir *dirs, int ndirs, double interval)
 			continue;
 		}
 		const le_live *en = d->engine;
-		printf("%s  pid %d  %u shard%s  queue %s rec / %sB of %s / %sB\n",
+		printf("%s  pid %d  %u shard%s  queue %s rec / %sB of %s / %sB",
 		       live_state_name(d->state), en->pid, d->n,
 		       d->n == 1 ? "" : "s",
 		       human(q1, 16, (double)en->queue_records),
 		       human(q2, 16, (double)en->queue_bytes),
 		       human(q3, 16, (double)en->queue_capacity),
 		       human(q4, 16, (double)en->queue_capacity_bytes));
+		/* rate-limited call sites (le_*_every), once any suppressed */
+		if (en->suppressed)
+			printf("  suppressed %s",
+			       human(q1, 16, (double)en->suppressed));
+		printf("\n");
 		printf("%-6s %-8s %8s %8s %8s %9s %7s %6s %8s  %15s %15s\n",
 		       "shard", "state", "rec/s", "B/s", "drop/s", "dropped",
 		       "ring B", "segs", "disk B", "write p50/p99",

@@ -83,32 +83,34 @@ static int has_engine_files(const char *sd)
 	return found;
 }
 
-int check_log_dir(const char *dir)
+/* What dir is, for check_log_dir and log_dir_pending. */
+enum { DIR_LOG, DIR_MISSING, DIR_UNREADABLE, DIR_NOT_DIR, DIR_SHARD,
+       DIR_EMPTY, DIR_OTHER };
+
+/* Which of the above dir is; *err the errno of a failed stat/opendir. */
+static int classify_dir(const char *dir, int *err)
 {
 	struct stat st;
 	char path[4096];
-	int shards = 0, engine = 0, others = 0, lock = 0;
+	int shards = 0, engine = 0, others = 0, lock = 0, any = 0;
 
 	if (stat(dir, &st) < 0) {
-		fprintf(stderr, "%s: %s: %s\n", prog, dir, strerror(errno));
-		return EXIT_USAGE;
+		*err = errno;
+		return errno == ENOENT ? DIR_MISSING : DIR_UNREADABLE;
 	}
-	if (!S_ISDIR(st.st_mode)) {
-		fprintf(stderr, "%s: %s is not a directory: give a logengine log "
-		        "directory (one with shard-NNN/ subdirectories)\n", prog,
-		        dir);
-		return EXIT_USAGE;
-	}
+	if (!S_ISDIR(st.st_mode))
+		return DIR_NOT_DIR;
 	DIR *d = opendir(dir);
 	if (!d) {
-		fprintf(stderr, "%s: %s: %s\n", prog, dir, strerror(errno));
-		return EXIT_USAGE;
+		*err = errno;
+		return DIR_UNREADABLE;
 	}
 	struct dirent *de;
 	while ((de = readdir(d)) != NULL) {
 		const char *n = de->d_name;
 		if (!strcmp(n, ".") || !strcmp(n, ".."))
 			continue;
+		any = 1;
 		if (is_shard_name(n)) {
 			shards++;
 			snprintf(path, sizeof path, "%s/%s", dir, n);
@@ -121,48 +123,57 @@ int check_log_dir(const char *dir)
 	}
 	closedir(d);
 	if (shards && (engine || lock))
+		return DIR_LOG;
+	if (others || has_engine_files(dir))
+		return DIR_SHARD;
+	/* an engine opening it has made LOCK or shard-NNN/ and no more */
+	return !any || ((lock || shards) && !others) ? DIR_EMPTY : DIR_OTHER;
+}
+
+int check_log_dir(const char *dir)
+{
+	int err = 0;
+	switch (classify_dir(dir, &err)) {
+	case DIR_LOG:
 		return 0;
-	if (others || has_engine_files(dir)) {
+	case DIR_MISSING:
+	case DIR_UNREADABLE:
+		fprintf(stderr, "%s: %s: %s\n", prog, dir, strerror(err));
+		break;
+	case DIR_NOT_DIR:
+		fprintf(stderr, "%s: %s is not a directory: give a logengine log "
+		        "directory (one with shard-NNN/ subdirectories)\n", prog,
+		        dir);
+		break;
+	case DIR_SHARD:
 		fprintf(stderr, "%s: %s is a shard directory, not a log "
 		        "directory: give the directory that holds it (the one "
 		        "with LOCK and shard-NNN/)\n", prog, dir);
-		return EXIT_USAGE;
+		break;
+	default:
+		fprintf(stderr, "%s: %s is not a logengine log directory: no "
+		        "shard-NNN/ with segments\n", prog, dir);
 	}
-	fprintf(stderr, "%s: %s is not a logengine log directory: no "
-	        "shard-NNN/ with segments\n", prog, dir);
 	return EXIT_USAGE;
 }
 
-/* Is dir empty (its entries but . and ..)?  @return 1, 0, or 0 when it
- * cannot be read (check_log_dir then says why). */
-static int dir_empty(const char *dir)
+int log_dir_pending(const char *dir)
 {
-	DIR *d = opendir(dir);
-	struct dirent *de;
-	int empty = d != NULL;
-
-	while (empty && (de = readdir(d)) != NULL)
-		empty = !strcmp(de->d_name, ".") || !strcmp(de->d_name, "..");
-	if (d)
-		closedir(d);
-	return empty;
+	int err = 0, k = classify_dir(dir, &err);
+	return k == DIR_MISSING || k == DIR_EMPTY;
 }
 
 int check_log_dir_to_come(const char *dir)
 {
-	struct stat st;
-	char lock[4096];
+	int err = 0, k = classify_dir(dir, &err);
 
-	if (stat(dir, &st) < 0) {
+	if (k == DIR_MISSING || k == DIR_UNREADABLE) {
 		fprintf(stderr, "%s: %s: %s: give a logengine log directory (one "
 		        "with LOCK and shard-NNN/), or an empty directory an "
-		        "engine is to write\n", prog, dir, strerror(errno));
+		        "engine is to write\n", prog, dir, strerror(err));
 		return EXIT_USAGE;
 	}
-	snprintf(lock, sizeof lock, "%s/LOCK", dir);
-	if (S_ISDIR(st.st_mode) && (dir_empty(dir) || access(lock, F_OK) == 0))
-		return 0;
-	return check_log_dir(dir);
+	return k == DIR_EMPTY ? 0 : check_log_dir(dir);
 }
 
 /* ---- the lock ---- */

@@ -1,13 +1,15 @@
 /*
  * output.c -- a record as cat and tail print it, in each -o format.
  *
- * Every format is one record per line, except json-pretty.  Text formats
+ * Every format is one record per line, except json-pretty, verbose (a
+ * line per field) and export (journald's, export.c).  Text formats
  * escape control bytes, invalid UTF-8 and the backslash (\xNN, \\), so a
  * payload can never break a line; JSON escapes ", \ and control bytes,
  * and writes each byte that is not valid UTF-8 as \u00XX of its value, so
  * the output is always valid UTF-8 JSON.  raw is the payload's bytes
  * as they are, then a newline.  A record without a timestamp (the field
- * was off) shows "-" for its time, and null in JSON.
+ * was off) shows "-" for its time, and null in JSON.  On a terminal, text
+ * lines are coloured by level as journalctl colours by priority.
  *
  * A line is built in one buffer and written with one fwrite_unlocked; the
  * date part of a timestamp is formatted once per second of log time.
@@ -38,6 +40,8 @@ static const struct {
 	{"json-pretty", OUT_JSON_PRETTY},
 	{"cat", OUT_CAT},
 	{"raw", OUT_RAW},
+	{"verbose", OUT_VERBOSE},
+	{"export", OUT_EXPORT},
 };
 
 int out_parse(const char *name)
@@ -51,7 +55,7 @@ int out_parse(const char *name)
 const char *out_names(void)
 {
 	return "short, short-precise, short-iso, short-iso-precise, "
-	       "short-unix, text, json, json-pretty, cat, raw";
+	       "short-unix, text, json, json-pretty, cat, raw, verbose, export";
 }
 
 /* ---- the line buffer ----
@@ -377,11 +381,45 @@ static void add_fields(struct out *o, const le_record *r, int format)
 		o->len += (size_t)n;
 }
 
+/* ---- colours ----
+ *
+ * journalctl's, by syslog priority: emerg to err bold red, warning bold
+ * yellow, notice bold, info plain, debug grey.  Ours: fatal and error
+ * bold red, warn bold yellow, info plain, debug and trace grey (there is
+ * no notice level).  The line is coloured from the level on; the time
+ * is not. */
+#define GREY "\x1b[0;38;5;245m"
+#define BOLD_YELLOW "\x1b[0;1;33m"
+#define BOLD_RED "\x1b[0;1;31m"
+#define COLOR(c) {c, sizeof c - 1}
+static const struct {
+	const char *s;
+	size_t len;
+} colors[] = {
+	[LE_TRACE] = COLOR(GREY),
+	[LE_DEBUG] = COLOR(GREY),
+	[LE_INFO] = COLOR(""),
+	[LE_WARN] = COLOR(BOLD_YELLOW),
+	[LE_ERROR] = COLOR(BOLD_RED),
+	[LE_FATAL] = COLOR(BOLD_RED),
+};
+#define COLOR_OFF "\x1b[0m"
+
+/* Start the level's colour.  @return 1 when a colour was started. */
+static int color_on(struct out *o, int level)
+{
+	if (!o->color || level < 0 || level > LE_FATAL || !colors[level].len)
+		return 0;
+	add(o, colors[level].s, colors[level].len);
+	return 1;
+}
+
 static void text_line(struct out *o, const le_record *r)
 {
 	size_t at;
 	add_time(o, r->ts_ns);
 	addc(o, ' ');
+	int colored = color_on(o, r->level);
 	at = o->len;
 	if (r->level < 0)
 		adds(o, level_or_dash(r->level));
@@ -410,7 +448,27 @@ static void text_line(struct out *o, const le_record *r)
 		ADDL(o, "{backtrace} ");
 	add_escaped(o, r->payload, r->len, 0);
 	add_fields(o, r, LE_STREAM_TEXT);
+	if (colored)
+		ADDL(o, COLOR_OFF);
 	addc(o, '\n');
+}
+
+/* ---- --output-fields ---- */
+
+/* Is name (len bytes) one of --output-fields's?  All are without it. */
+static int keep_n(const struct out *o, const char *name, size_t len)
+{
+	if (!o->only)
+		return 1;
+	for (size_t i = 0; i < o->n_only; i++)
+		if (strlen(o->only[i]) == len && !memcmp(o->only[i], name, len))
+			return 1;
+	return 0;
+}
+
+static int keep(const struct out *o, const char *name)
+{
+	return keep_n(o, name, strlen(name));
 }
 
 /* The separators of a JSON object: compact or pretty. */
@@ -423,6 +481,92 @@ struct json_style {
 static const struct json_style compact = STYLE("{", ",", ":", "}\n");
 static const struct json_style pretty = STYLE("{\n\t", ",\n\t", " : ",
                                               "\n}\n");
+
+/* The end of the member of a compact JSON object that starts at t[i]:
+ * the ',' or '}' after it (values are scalars or strings). */
+static size_t member_end(const char *t, size_t len, size_t i)
+{
+	int in_str = 0;
+	for (; i < len; i++) {
+		if (in_str && t[i] == '\\')
+			i++;
+		else if (t[i] == '"')
+			in_str = !in_str;
+		else if (!in_str && (t[i] == ',' || t[i] == '}'))
+			break;
+	}
+	return i;
+}
+
+/* The end of the key ("...") of a member starting at t[i]: its ':'. */
+static size_t key_end(const char *t, size_t i)
+{
+	for (i++; t[i] != '"'; i++)
+		if (t[i] == '\\')
+			i++;
+	return i + 1;
+}
+
+/*
+ * The "fields" object of a record, in style js, with only the keys
+ * --output-fields names when it names some but not "fields".
+ * le_record_fields_format writes the compact object
+ * (,"fields":{"k":v,...}); it is copied member by member, so that
+ * json-pretty indents it and a filter leaves members out, while the
+ * values stay exactly as every other output writes them.
+ */
+static void json_typed_fields(struct out *o, const le_record *r,
+                              const struct json_style *js, int pretty_style)
+{
+	int all = keep(o, "fields");
+	if (!r->fields_len)
+		return;
+	if (!pretty_style && all) {
+		add_fields(o, r, LE_STREAM_JSON);
+		return;
+	}
+	size_t need = LE_FIELDS_TEXT_MAX(r->fields_len);
+	if (o->aux_cap < need) {
+		free(o->aux);
+		o->aux_cap = need;
+		o->aux = malloc(need);
+		if (!o->aux) {
+			fprintf(stderr, "%s: out of memory\n", prog);
+			exit(EXIT_USAGE);
+		}
+	}
+	int n = le_record_fields_format(r, LE_STREAM_JSON, o->aux, need);
+	const char *t = o->aux;
+	size_t len = n > 0 ? (size_t)n : 0, i = strlen(",\"fields\":{");
+	int first = 1;
+	reserve(o, 2 * len + 64);
+	while (i < len && t[i] != '}') {
+		size_t e = member_end(t, len, i), k = key_end(t, i);
+		if (!all && !keep_n(o, t + i + 1, k - i - 2)) {
+			i = e + 1;
+			continue;
+		}
+		if (first) {
+			add(o, js->sep, js->sep_len);
+			ADDL(o, "\"fields\"");
+			add(o, js->key_sep, js->key_sep_len);
+			addc(o, '{');
+		} else {
+			addc(o, ',');
+		}
+		if (pretty_style)
+			ADDL(o, "\n\t\t");
+		add(o, t + i, k - i);
+		add(o, js->key_sep, js->key_sep_len);
+		add(o, t + k + 1, e - k - 1);
+		first = 0;
+		i = e + 1;
+	}
+	if (!first && pretty_style)
+		ADDL(o, "\n\t}");
+	else if (!first)
+		addc(o, '}');
+}
 
 /* The fields of a JSON object, in the stream sink's order (INTERFACES.md,
  * "Stream lines"), then the cursor when there is one.  Inlined into each
@@ -438,7 +582,7 @@ static inline void json_fields(struct out *o, const le_record *r,
 		ADDL(o, "\"" k "\""); add(o, js->key_sep, js->key_sep_len); \
 	} while (0)
 	add(o, js->open, js->open_len);
-	KEY(1, "seq");
+	KEY(1, "seq"); /* seq, ts and the cursor are never filtered out */
 	add_u64(o, r->seq);
 	KEY(0, "ts");
 	if (r->ts_ns) {
@@ -448,17 +592,21 @@ static inline void json_fields(struct out *o, const le_record *r,
 	} else {
 		ADDL(o, "null");
 	}
-	KEY(0, "level");
-	if (r->level < 0) {
-		ADDL(o, "null");
-	} else {
-		addc(o, '"');
-		add_level(o, r->level);
-		addc(o, '"');
+	if (keep(o, "level")) {
+		KEY(0, "level");
+		if (r->level < 0) {
+			ADDL(o, "null");
+		} else {
+			addc(o, '"');
+			add_level(o, r->level);
+			addc(o, '"');
+		}
 	}
-	KEY(0, "shard");
-	add_u64(o, r->shard);
-	if (r->host) { /* host names are [A-Za-z0-9._-]: nothing to escape */
+	if (keep(o, "shard")) {
+		KEY(0, "shard");
+		add_u64(o, r->shard);
+	}
+	if (r->host && keep(o, "host")) { /* [A-Za-z0-9._-]: no escapes */
 		KEY(0, "host");
 		addc(o, '"');
 		adds(o, r->host);
@@ -468,23 +616,25 @@ static inline void json_fields(struct out *o, const le_record *r,
 		KEY(0, "origin_seq");
 		add_u64(o, r->origin_seq);
 	}
-	if (r->flags & LE_REC_TRUNCATED) {
+	if ((r->flags & LE_REC_TRUNCATED) && keep(o, "truncated")) {
 		KEY(0, "truncated");
 		ADDL(o, "true");
 	}
-	if (r->flags & LE_REC_MARKER) {
+	if ((r->flags & LE_REC_MARKER) && keep(o, "marker")) {
 		KEY(0, "marker");
 		ADDL(o, "true");
 	}
-	if (r->flags & LE_REC_BACKTRACE) {
+	if ((r->flags & LE_REC_BACKTRACE) && keep(o, "backtrace")) {
 		KEY(0, "backtrace");
 		ADDL(o, "true");
 	}
-	KEY(0, "msg");
-	addc(o, '"');
-	add_escaped(o, r->payload, r->len, 1);
-	addc(o, '"');
-	add_fields(o, r, LE_STREAM_JSON); /* ,"fields":{...} */
+	if (keep(o, "msg")) {
+		KEY(0, "msg");
+		addc(o, '"');
+		add_escaped(o, r->payload, r->len, 1);
+		addc(o, '"');
+	}
+	json_typed_fields(o, r, js, js == &pretty); /* ,"fields":{...} */
 	if (cursor) {
 		KEY(0, "cursor");
 		addc(o, '"');
@@ -493,6 +643,118 @@ static inline void json_fields(struct out *o, const le_record *r,
 	}
 	add(o, js->close, js->close_len);
 #undef KEY
+}
+
+/* ---- verbose and export ---- */
+
+/* Can a value go out as NAME=VALUE in the export format: valid UTF-8,
+ * no control character but TAB? */
+static int export_plain(const unsigned char *p, size_t len)
+{
+	for (size_t i = 0; i < len;) {
+		if (p[i] >= 0x80) {
+			size_t n = le_utf8_len(p + i, len - i);
+			if (!n)
+				return 0;
+			i += n;
+		} else if (p[i] < 0x20 && p[i] != '\t') {
+			return 0;
+		} else {
+			i++;
+		}
+	}
+	return 1;
+}
+
+/* One field in the export format: NAME=VALUE\n, or binary-safe: NAME\n,
+ * the length as 64-bit little endian, the bytes, \n. */
+static void export_field(void *arg, const char *name, const void *val,
+                         size_t len)
+{
+	struct out *o = arg;
+	if (!keep(o, name))
+		return;
+	reserve(o, strlen(name) + len + 16);
+	adds(o, name);
+	if (export_plain(val, len)) {
+		addc(o, '=');
+	} else {
+		unsigned char le[8];
+		addc(o, '\n');
+		for (int i = 0; i < 8; i++)
+			le[i] = (unsigned char)((uint64_t)len >> (8 * i));
+		add(o, le, 8);
+	}
+	add(o, val, len);
+	addc(o, '\n');
+}
+
+/* One field in -o verbose: four blanks, NAME=VALUE, escaped as text. */
+static void verbose_field(void *arg, const char *name, const void *val,
+                          size_t len)
+{
+	struct out *o = arg;
+	if (!keep(o, name))
+		return;
+	reserve(o, strlen(name) + 6 * len + 16);
+	ADDL(o, "    ");
+	adds(o, name);
+	addc(o, '=');
+	add_escaped(o, val, len, 0);
+	addc(o, '\n');
+}
+
+/* journald's metadata, then the fields; a blank line ends the entry.
+ * journald keeps microseconds. */
+static void export_record(struct out *o, const le_record *r,
+                          const char *cursor)
+{
+	if (cursor) {
+		ADDL(o, "__CURSOR=");
+		adds(o, cursor);
+		addc(o, '\n');
+	}
+	if (r->ts_ns) {
+		ADDL(o, "__REALTIME_TIMESTAMP=");
+		add_u64(o, r->ts_ns / 1000);
+		addc(o, '\n');
+	}
+	export_fields(r, export_field, o);
+	reserve(o, 1);
+	addc(o, '\n');
+}
+
+/* journalctl -o verbose: the time to the microsecond and the cursor (or
+ * [shard:seq]), then each field on a line of its own. */
+static void verbose_record(struct out *o, const le_record *r,
+                           const char *cursor)
+{
+	char when[96];
+	time_t s = (time_t)(r->ts_ns / 1000000000u);
+	struct tm tm;
+	size_t n = 0;
+
+	if (r->ts_ns && (o->utc ? gmtime_r(&s, &tm) : localtime_r(&s, &tm)))
+		n = strftime(when, sizeof when, "%a %Y-%m-%d %H:%M:%S", &tm);
+	if (n) {
+		add(o, when, n);
+		n = strftime(when, sizeof when, o->utc ? " UTC" : " %Z", &tm);
+		addc(o, '.');
+		add_fixed(o, r->ts_ns % 1000000000u / 1000, 6);
+		add(o, when, n);
+	} else {
+		addc(o, '-');
+	}
+	ADDL(o, " [");
+	if (cursor) {
+		adds(o, cursor);
+	} else {
+		add_u64(o, r->shard);
+		addc(o, ':');
+		add_u64(o, r->seq);
+	}
+	ADDL(o, "]\n");
+	export_fields(r, verbose_field, o);
 }
 
 void out_record(struct out *o, const le_record *r, const char *cursor)
@@ -506,9 +768,19 @@ void out_record(struct out *o, const le_record *r, const char *cursor)
 	case OUT_JSON_PRETTY:
 		json_fields(o, r, &pretty, cursor);
 		break;
-	case OUT_CAT:
+	case OUT_CAT: {
+		int colored = color_on(o, r->level);
 		add_escaped(o, r->payload, r->len, 0);
+		if (colored)
+			ADDL(o, COLOR_OFF);
 		addc(o, '\n');
+		break;
+	}
+	case OUT_VERBOSE:
+		verbose_record(o, r, cursor);
+		break;
+	case OUT_EXPORT:
+		export_record(o, r, cursor);
 		break;
 	case OUT_RAW:
 		add(o, r->payload, r->len);
@@ -523,6 +795,9 @@ void out_record(struct out *o, const le_record *r, const char *cursor)
 void out_free(struct out *o)
 {
 	free(o->buf);
+	free(o->aux);
+	o->aux = NULL;
+	o->aux_cap = 0;
 	o->buf = NULL;
 	o->len = o->cap = 0;
 }

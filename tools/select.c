@@ -319,14 +319,23 @@ int parse_priority(const char *s, int *lo, int *hi)
 	return 0;
 }
 
-/* syslog priority of a level, for PRIORITY= */
-static int level_priority(int level)
+/* syslog priority of a level, for PRIORITY= and -o export */
+int level_priority(int level)
 {
 	static const int prio[] = {7, 7, 6, 4, 3, 2};
 	return level >= 0 && level <= LE_FATAL ? prio[level] : -1;
 }
 
 /* ---- fields and matches ---- */
+
+const char *flags_text(uint32_t flags, char *buf, size_t cap)
+{
+	snprintf(buf, cap, "%s%s%s", flags & LE_REC_MARKER ? "marker" : "",
+	         (flags & LE_REC_MARKER) && (flags & LE_REC_TRUNCATED) ? ","
+	                                                              : "",
+	         flags & LE_REC_TRUNCATED ? "truncated" : "");
+	return buf;
+}
 
 /*
  * The value of field `name` of record r, as text in buf (cap bytes) or,
@@ -352,11 +361,7 @@ static int record_field(const le_record *r, const char *name, char *buf,
 	else if (!strcmp(name, "PRIORITY") && r->level >= 0)
 		n = snprintf(buf, cap, "%d", level_priority(r->level));
 	else if (!strcmp(name, "FLAGS"))
-		n = snprintf(buf, cap, "%s%s%s",
-		             r->flags & LE_REC_MARKER ? "marker" : "",
-		             (r->flags & LE_REC_MARKER) &&
-		                     (r->flags & LE_REC_TRUNCATED) ? "," : "",
-		             r->flags & LE_REC_TRUNCATED ? "truncated" : "");
+		n = (int)strlen(flags_text(r->flags, buf, cap));
 	else if (r->fields_len) {
 		/* The record's typed fields, by their exact key: a string's
 		 * bytes as they are, a number or a bool as text prints it. */
@@ -365,29 +370,8 @@ static int record_field(const le_record *r, const char *name, char *buf,
 		while (le_record_field(r, &pos, &f) == 1) {
 			if (f.key_len != klen || memcmp(f.key, name, klen))
 				continue;
-			switch (f.type) {
-			case LE_FT_STRING:
-			case LE_FT_BYTES:
-				*val = f.v.str.ptr;
-				*len = f.v.str.len;
-				return 1;
-			case LE_FT_INT64:
-				n = snprintf(buf, cap, "%" PRId64, f.v.i64);
-				break;
-			case LE_FT_UINT64:
-				n = snprintf(buf, cap, "%" PRIu64, f.v.u64);
-				break;
-			case LE_FT_DOUBLE:
-				/* the shortest of %.15g / %.17g that reads back */
-				n = snprintf(buf, cap, "%.15g", f.v.f64);
-				if (strtod(buf, NULL) != f.v.f64)
-					n = snprintf(buf, cap, "%.17g", f.v.f64);
-				break;
-			case LE_FT_BOOL:
-				n = snprintf(buf, cap, "%s", f.v.b ? "true" : "false");
-				break;
-			}
-			break;
+			field_value(&f, buf, cap, val, len);
+			return 1;
 		}
 	}
 	if (n < 0)
@@ -395,6 +379,36 @@ static int record_field(const le_record *r, const char *name, char *buf,
 	*val = buf;
 	*len = (size_t)n;
 	return 1;
+}
+
+void field_value(const le_field *f, char *buf, size_t cap,
+                 const void **val, size_t *len)
+{
+	int n = 0;
+	switch (f->type) {
+	case LE_FT_STRING:
+	case LE_FT_BYTES:
+		*val = f->v.str.ptr;
+		*len = f->v.str.len;
+		return;
+	case LE_FT_INT64:
+		n = snprintf(buf, cap, "%" PRId64, f->v.i64);
+		break;
+	case LE_FT_UINT64:
+		n = snprintf(buf, cap, "%" PRIu64, f->v.u64);
+		break;
+	case LE_FT_DOUBLE:
+		/* the shortest of %.15g / %.17g that reads back */
+		n = snprintf(buf, cap, "%.15g", f->v.f64);
+		if (strtod(buf, NULL) != f->v.f64)
+			n = snprintf(buf, cap, "%.17g", f->v.f64);
+		break;
+	case LE_FT_BOOL:
+		n = snprintf(buf, cap, "%s", f->v.b ? "true" : "false");
+		break;
+	}
+	*val = buf;
+	*len = n > 0 ? (size_t)n : 0;
 }
 
 /* Built-in fields whose values are spelled more than one way. */
@@ -492,5 +506,41 @@ int matches_record(const struct matches *m, const le_record *r)
 	for (int g = 0; g <= m->groups; g++)
 		if (group_matches(m, g, r))
 			return 1;
+	return 0;
+}
+
+/* ---- loggers (-t, -u) ---- */
+
+int logger_add(struct loggers *l, const char *name)
+{
+	if (l->n == MAX_LOGGERS)
+		return usage_error("too many loggers (at most 64): '%s'", name);
+	l->name[l->n++] = name;
+	return 0;
+}
+
+/* Is logger `have` (len bytes) `want` or below it ("want.x")? */
+static int is_under(const char *want, const void *have, size_t len)
+{
+	size_t wl = strlen(want);
+	return len >= wl && !memcmp(have, want, wl) &&
+	       (len == wl || ((const char *)have)[wl] == '.');
+}
+
+int loggers_record(const struct loggers *l, const le_record *r)
+{
+	if (l->n == 0)
+		return 1;
+	size_t pos = 0;
+	le_field f;
+	while (le_record_field(r, &pos, &f) == 1) {
+		if (f.key_len != 6 || memcmp(f.key, "logger", 6) ||
+		    f.type != LE_FT_STRING)
+			continue;
+		for (int i = 0; i < l->n; i++)
+			if (is_under(l->name[i], f.v.str.ptr, f.v.str.len))
+				return 1;
+		return 0;
+	}
 	return 0;
 }

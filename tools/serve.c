@@ -701,6 +701,13 @@ static const struct fam dir_fams[] = {
 	  "le_write calls that waited for room (overflow BLOCK)."),
 };
 
+/* Rate limits per call site (the _every macros): label dir. */
+static const struct fam rl_fams[] = {
+	F("records_suppressed_total", "counter", suppressed, U64,
+	  "Calls of rate-limited call sites suppressed, as their \"N similar "
+	  "records suppressed\" records reported them."),
+};
+
 static const struct {
 	const char *name, *help;
 	size_t off;
@@ -916,6 +923,20 @@ static void shard_families(struct buf *b, const struct live_dir *d, int nd,
 	}
 }
 
+/* Families with one value per directory, from its engine's page. */
+static void dir_families(struct buf *b, struct live_dir *d, int nd,
+                         const struct fam *fams, size_t n)
+{
+	for (size_t f = 0; f < n; f++) {
+		head(b, fams[f].name, fams[f].type, fams[f].help);
+		for (int k = 0; k < nd; k++)
+			if (d[k].engine) {
+				labels(b, fams[f].name, d[k].path, -1, NULL);
+				value(b, d[k].engine, &fams[f]);
+			}
+	}
+}
+
 static void metrics(struct buf *b, struct live_dir *d, int nd)
 {
 	for (int k = 0; k < nd; k++)
@@ -932,14 +953,8 @@ static void metrics(struct buf *b, struct live_dir *d, int nd)
 	shard_families(b, d, nd, bt_fams, sizeof bt_fams / sizeof *bt_fams);
 	level_metrics(b, d, nd);
 	state_metrics(b, d, nd);
-	for (size_t f = 0; f < sizeof dir_fams / sizeof *dir_fams; f++) {
-		head(b, dir_fams[f].name, dir_fams[f].type, dir_fams[f].help);
-		for (int k = 0; k < nd; k++)
-			if (d[k].engine) {
-				labels(b, dir_fams[f].name, d[k].path, -1, NULL);
-				value(b, d[k].engine, &dir_fams[f]);
-			}
-	}
+	dir_families(b, d, nd, dir_fams, sizeof dir_fams / sizeof *dir_fams);
+	dir_families(b, d, nd, rl_fams, sizeof rl_fams / sizeof *rl_fams);
 	for (size_t h = 0; h < sizeof hists / sizeof *hists; h++) {
 		head(b, hists[h].name, "histogram", hists[h].help);
 		for (int k = 0; k < nd; k++)

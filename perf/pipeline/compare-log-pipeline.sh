@@ -59,7 +59,10 @@ STRICT=${STRICT:-0}
 GATEWAY_ARGS=${GATEWAY_ARGS:-}  # more gateway options, e.g. --queue-bytes N
 LUA=$(dirname "$0")/wrk-report.lua
 # All seven by default; a subset (CASES="sync:fast async:fast") is for
-# development: the gates that need a missing case then fail.
+# development: the gates that need a missing case then fail.  Two more
+# variants measure seed 004's filter by source: quiet (async, loopback
+# requests not logged) and sampled (1 in 100 of them logged), e.g.
+# CASES="async:fast quiet:fast sampled:fast off:fast".
 CASES=${CASES:-"sync:fast async:fast off:fast sync:throttled async:throttled
        sync:stalled async:stalled"}
 
@@ -159,8 +162,15 @@ run_case() {
 	stalled) sleep 100000 <"$fifo" & ;;
 	esac
 	rpid=$!
-	"$GATEWAY" --port "$PORT" --backend-port "$BACKEND_PORT" --log "$v" \
-		--format "$FORMAT" --stuck-ms $((WRK_TIMEOUT_S * 1000)) $GATEWAY_ARGS \
+	# Seed 004's source filter: wrk's requests all come from loopback,
+	# left out of the log (quiet) or logged 1 in 100 (sampled).
+	case $v in
+	quiet) log=async filter="--quiet-from 127.0.0.0/8" ;;
+	sampled) log=async filter="--quiet-from 127.0.0.0/8 --sample 100" ;;
+	*) log=$v filter= ;;
+	esac
+	"$GATEWAY" --port "$PORT" --backend-port "$BACKEND_PORT" --log "$log" \
+		--format "$FORMAT" --stuck-ms $((WRK_TIMEOUT_S * 1000)) $GATEWAY_ARGS $filter \
 		>"$fifo" 2>"$raw/$tag.gw" &
 	gpid=$!
 	pids="$pids $rpid $gpid"
@@ -487,7 +497,7 @@ cpu_model=$(awk -F': ' '/^model name/ { print $2; exit }' /proc/cpuinfo)
 	echo
 	echo "| log | RPS | vs off | vs off, paired trials: median (min to max) | p99 ms | gateway CPU us/req | logging CPU us/req (in process + reader) | machine CPU us/req | logging share | max RSS MiB |"
 	echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
-	for v in off async sync; do
+	for v in off async quiet sampled sync; do
 		pr=$(paired "$v" fast off fast | sort -g)
 		awk -v v="$v" -v rps="$(M "$v" fast rps)" -v off="$off_rps" \
 		    -v pmed="$(echo "$pr" | median)" \

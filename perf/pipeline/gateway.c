@@ -7,6 +7,7 @@
  *
  *   usage: gateway [--port N] [--backend-port N] [--log sync|async|off]
  *                  [--format raw|text|json] [--stuck-ms N] [--queue-bytes N]
+ *                  [--quiet-from A.B.C.D/LEN ...] [--sample N]
  *
  *   --log async   store 0, stream_fd 1: the request thread queues the line
  *                 (no lock, no syscall) and returns; the engine's threads
@@ -16,6 +17,11 @@
  *                 writes it itself with a blocking write(2) -- the
  *                 baseline that a stalled stdout brings to a halt.
  *   --log off     no access log.
+ *   --quiet-from  (seed 004: health checks and load tests from loopback
+ *                 flooding the access log) requests from this IPv4
+ *                 network are not logged, or only 1 in N of them with
+ *                 --sample N; repeatable (8 at most).  Both counts are in
+ *                 the JSON line: quiet_dropped, quiet_logged.
  *
  * Threads: libmicrohttpd with one thread per client connection (so one
  * blocked write stalls one connection, and a stalled pipe soon all of
@@ -61,7 +67,38 @@ enum { LOG_OFF, LOG_SYNC, LOG_ASYNC };
 static struct {
 	int port, backend_port, log, format, stuck_ms;
 	uint64_t queue_bytes; /* le_config.queue_capacity_bytes; 0: default */
-} opt = {18080, 18081, LOG_ASYNC, LE_STREAM_TEXT, 2000, 0};
+	unsigned nquiet;      /* --quiet-from networks */
+	struct {
+		uint32_t net, mask; /* host order */
+	} quiet[8];
+	uint64_t sample;      /* --sample: log 1 in N of them; 0: none */
+} opt = {18080, 18081, LOG_ASYNC, LE_STREAM_TEXT, 2000, 0, 0, {{0, 0}}, 0};
+
+/* Requests from a --quiet-from network left out of the log, and those
+ * logged as the 1 in --sample. */
+static atomic_uint_fast64_t n_quiet_dropped, n_quiet_logged, n_quiet_seen;
+
+/* Is the request from addr (network order) to be left out of the log?
+ * Counts it either way. */
+static int quiet(uint32_t addr)
+{
+	uint32_t a = ntohl(addr);
+	unsigned i = 0;
+
+	while (i < opt.nquiet && (a & opt.quiet[i].mask) != opt.quiet[i].net)
+		i++;
+	if (i == opt.nquiet)
+		return 0;
+	if (opt.sample &&
+	    atomic_fetch_add_explicit(&n_quiet_seen, 1, memory_order_relaxed) %
+	                    opt.sample == 0) {
+		atomic_fetch_add_explicit(&n_quiet_logged, 1,
+		                          memory_order_relaxed);
+		return 0;
+	}
+	atomic_fetch_add_explicit(&n_quiet_dropped, 1, memory_order_relaxed);
+	return 1;
+}
 
 #define MAX_SLOTS 4096 /* connection threads tracked, one slot each */
 /* Start (CLOCK_MONOTONIC ns) of the request slot i's thread is in, 0 when
@@ -320,6 +357,8 @@ static void access_log(struct backend *b, struct MHD_Connection *c,
 	if (ci && ci->client_addr && ci->client_addr->sa_family == AF_INET) {
 		const struct in_addr *a =
 		        &((const struct sockaddr_in *)ci->client_addr)->sin_addr;
+		if (opt.nquiet && quiet(a->s_addr))
+			goto timed_out;
 		if (!b) {
 			ip = inet_ntop(AF_INET, a, ipbuf, sizeof ipbuf);
 		} else {
@@ -347,6 +386,7 @@ static void access_log(struct backend *b, struct MHD_Connection *c,
 	                           total_us, upstream_us, b ? b->conn : 0);
 	if (rc < 0)
 		atomic_fetch_add(&n_log_errors, 1);
+timed_out:
 	if (timed) {
 		uint64_t d = now_ns() - t0;
 		uint32_t i = (uint32_t)atomic_fetch_add(&n_log_samples, 1);
@@ -411,8 +451,29 @@ static void usage(void)
 {
 	fputs("usage: gateway [--port N] [--backend-port N] "
 	      "[--log sync|async|off] [--format raw|text|json] "
-	      "[--stuck-ms N] [--queue-bytes N]\n", stderr);
+	      "[--stuck-ms N] [--queue-bytes N] [--quiet-from A.B.C.D/LEN] "
+	      "[--sample N]\n", stderr);
 	exit(2);
+}
+
+/* --quiet-from A.B.C.D/LEN (LEN 0..32; none: 32). */
+static void add_quiet(const char *v)
+{
+	char ip[INET_ADDRSTRLEN];
+	const char *slash = strchr(v, '/');
+	size_t n = slash ? (size_t)(slash - v) : strlen(v);
+	int len = slash ? atoi(slash + 1) : 32;
+	struct in_addr a;
+
+	if (opt.nquiet == 8 || n >= sizeof ip || len < 0 || len > 32)
+		usage();
+	memcpy(ip, v, n);
+	ip[n] = '\0';
+	if (inet_pton(AF_INET, ip, &a) != 1)
+		usage();
+	uint32_t mask = len ? ~0u << (32 - len) : 0;
+	opt.quiet[opt.nquiet].mask = mask;
+	opt.quiet[opt.nquiet++].net = ntohl(a.s_addr) & mask;
 }
 
 static void parse(int argc, char **argv)
@@ -430,6 +491,10 @@ static void parse(int argc, char **argv)
 			opt.stuck_ms = atoi(v);
 		else if (!strcmp(a, "--queue-bytes"))
 			opt.queue_bytes = strtoull(v, NULL, 10);
+		else if (!strcmp(a, "--quiet-from"))
+			add_quiet(v);
+		else if (!strcmp(a, "--sample"))
+			opt.sample = strtoull(v, NULL, 10);
 		else if (!strcmp(a, "--log"))
 			opt.log = !strcmp(v, "sync")    ? LOG_SYNC
 			          : !strcmp(v, "async") ? LOG_ASYNC
@@ -517,6 +582,7 @@ static void report(void)
 	        ",\"stream_dropped\":%" PRIu64 ",\"stream_bytes\":%" PRIu64
 	        ",\"writer_cpu_ns\":%" PRIu64 ",\"stream_cpu_ns\":%" PRIu64
 	        ",\"log_call_ns\":%" PRIu64 ",\"record_hwm_bytes\":%" PRIu64
+	        ",\"quiet_dropped\":%" PRIu64 ",\"quiet_logged\":%" PRIu64
 	        ",\"cpu_user_s\":%.3f"
 	        ",\"cpu_sys_s\":%.3f,\"maxrss_kb\":%ld}\n",
 	        mode[opt.log], (uint64_t)atomic_load(&n_requests), stuck, busy,
@@ -529,7 +595,8 @@ static void report(void)
 	        eng ? cfg.max_record_bytes : 0, st.stream_lines,
 	        st.stream_dropped, st.stream_bytes, st.writer_cpu_ns,
 	        st.stream_cpu_ns, opt.log != LOG_OFF ? log_call_ns() : 0,
-	        st.record_hwm_bytes,
+	        st.record_hwm_bytes, (uint64_t)atomic_load(&n_quiet_dropped),
+	        (uint64_t)atomic_load(&n_quiet_logged),
 	        (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec / 1e6,
 	        (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec / 1e6,
 	        ru.ru_maxrss);

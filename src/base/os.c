@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <stdatomic.h>
 #include <fcntl.h>
+#include <sys/mman.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -45,6 +46,7 @@ const le__os le__os_real = {
 	.fallocate = fallocate,
 	.sync_range = sync_file_range,
 	.rename = rename,
+	.madvise = madvise,
 };
 
 /*
@@ -356,6 +358,21 @@ int le__prealloc(int fd, uint64_t off, uint64_t len)
 {
 	return OS->fallocate(fd, FALLOC_FL_KEEP_SIZE, (off_t)off,
 	                              (off_t)len) < 0 ? -errno : 0;
+}
+
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23
+#endif
+
+int le__populate_write(void *p, size_t len)
+{
+	/* a test's table from before this field: the real call */
+	int (*adv)(void *, size_t, int) = OS->madvise ? OS->madvise : madvise;
+	if (adv(p, len, MADV_POPULATE_WRITE) == 0)
+		return 0;
+	/* EFAULT: a store would have been a SIGBUS, on a file system that
+	 * has no block for it (full, or over a quota) */
+	return errno == EFAULT ? -ENOSPC : -errno;
 }
 
 int le__writeback(int fd, uint64_t off, uint64_t len)

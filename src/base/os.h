@@ -32,6 +32,7 @@ typedef struct le__os {
 	/* sync_file_range: NULL in a test's table means none */
 	int (*sync_range)(int fd, off_t off, off_t len, unsigned flags);
 	int (*rename)(const char *from, const char *to);
+	int (*madvise)(void *addr, size_t len, int advice);
 } le__os;
 
 /* The real calls, for tests that wrap them. */
@@ -86,6 +87,12 @@ int le__mkdir(const char *path, mode_t mode);
 /* Reserve blocks [off, off + len) without changing the file size (a hint:
  * file systems without it return -EOPNOTSUPP, and callers go on). */
 int le__prealloc(int fd, uint64_t off, uint64_t len);
+/* Fault in [p, p + len) of a shared file mapping writable without
+ * changing a byte (MADV_POPULATE_WRITE): the file system reserves the
+ * blocks, or the call fails (-ENOSPC where a store would have been a
+ * SIGBUS: full, a quota; -ENOMEM) instead.  -EINVAL: the kernel cannot
+ * (before 5.14). */
+int le__populate_write(void *p, size_t len);
 
 /* Start writing back [off, off + len) of fd, without waiting for it
  * (sync_file_range, SYNC_FILE_RANGE_WRITE): a later fdatasync has that

@@ -9,6 +9,7 @@
  * everything.
  */
 #define _GNU_SOURCE
+#include "engine/ratelimit.h"
 #include "engine/engine.h"
 #include "engine/shard.h"
 
@@ -19,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/file.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -359,6 +361,25 @@ static int copy_strings(le_engine *e)
 	return 0;
 }
 
+/* Out of descriptors at shard i: say what the engine needs against the
+ * process's limit, not only which file it could not open.  A running
+ * shard keeps two (its segment and its checkpoint; QUEUE, SITES and the
+ * live page are mappings), the engine one (LOCK), and opening one takes
+ * a few more for a moment. */
+static void fd_limit_error(le_engine *e, uint32_t i)
+{
+	char why[300];
+	struct rlimit rl;
+	unsigned long long lim = getrlimit(RLIMIT_NOFILE, &rl) == 0
+	                                 ? (unsigned long long)rl.rlim_cur : 0;
+
+	snprintf(why, sizeof why, "%s", le_errmsg());
+	le__seterr("%s: %u shards need about %u descriptors besides the "
+	           "program's own (2 a shard), and ulimit -n allows %llu "
+	           "(out of them at shard %u): raise the limit or use fewer "
+	           "shards", why, e->nshards, 2 * e->nshards + 5, lim, i);
+}
+
 static int open_engine(le_engine **out, const le_config *cfg)
 {
 	le_engine *e;
@@ -417,6 +438,7 @@ static int open_engine(le_engine **out, const le_config *cfg)
 	e->urgent_bytes = e->cap_bytes / 2 > e->wake_bytes ? e->cap_bytes / 2
 	                                                   : e->wake_bytes;
 	e->use_tsc = le__tsc_usable();
+	le__rl_init(&e->rl);
 	if (cfg->store) {
 		rc = open_dir(e);
 		if (rc == 0)
@@ -448,6 +470,8 @@ static int open_engine(le_engine **out, const le_config *cfg)
 	memset(e->shards, 0, e->nshards * sizeof *e->shards);
 	for (uint32_t i = 0; i < e->nshards; i++) {
 		rc = shard_init(e, i);
+		if (rc == -EMFILE)
+			fd_limit_error(e, i);
 		if (rc < 0)
 			goto fail;
 	}
@@ -534,6 +558,8 @@ int le__stats_get(le_engine *e, le_stats *o)
 	o->archived_bytes_in = atomic_load(&e->archiver.bytes_in);
 	o->archived_bytes_out = atomic_load(&e->archiver.bytes_out);
 	o->config_errors = e->config_errors;
+	o->suppressed = atomic_load(&e->rl.suppressed);
+	o->suppressed_summaries = atomic_load(&e->rl.summaries);
 	for (uint32_t i = 0; i < e->nshards; i++)
 		o->backtrace_written += atomic_load(&e->shards[i].bt_written);
 	o->backtrace_dropped = le__bt_dropped(e);
@@ -580,6 +606,7 @@ int le__close_stats(le_engine *e, le_stats *final)
 		engine_free(e);
 		return 0;
 	}
+	le__rl_close(e); /* pending summaries, while records are taken */
 	atomic_store(&e->closing, 1);
 	/* Wake producers blocked for space: they see `closing` and give up. */
 	atomic_fetch_add(&e->space_seq, 1);

@@ -12,6 +12,7 @@
 #include "engine/logger.h"
 #include "engine/dflt.h"
 
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -82,23 +83,30 @@ static int is_parent(const char *p, uint32_t plen, const char *name,
 	return plen < nlen && name[plen] == '.' && memcmp(p, name, plen) == 0;
 }
 
-/* An entry's own setting: its level, or its recorder's level (bt). */
-static int own_of(const le_logger *p, int bt)
+/* Which setting of an entry (source): its level, its rate limit, or its
+ * flight recorder's level. */
+enum { OWN_LEVEL, OWN_RL, OWN_BT };
+
+/* Does entry p have a setting of its own of that kind? */
+static int has_own(const le_logger *p, int kind)
 {
-	return bt ? p->bt_own : p->own;
+	return kind == OWN_RL   ? p->own_rl != 0
+	       : kind == OWN_BT ? p->bt_own >= 0
+	                        : p->own >= 0;
 }
 
-/* The entry whose own setting (own_of) a name takes: its own entry's if
- * set, else its nearest parent's, else the root's.  Caller holds mu. */
+/* The entry whose setting of that kind a name takes: its own entry's if
+ * that has one, else its nearest parent's with one, else the root.
+ * Caller holds mu. */
 static const le_logger *source(const le__loggers *L, const char *name,
-                               uint32_t nlen, int bt)
+                               uint32_t nlen, int kind)
 {
 	const le_logger *src = &L->tab[0];
 	uint32_t best = 0;
 
 	for (uint32_t i = 1; i < L->n; i++) {
 		const le_logger *p = &L->tab[i];
-		if (own_of(p, bt) < 0)
+		if (!has_own(p, kind))
 			continue;
 		if (p->name_len == nlen && memcmp(p->name, name, nlen) == 0)
 			return p;
@@ -111,29 +119,36 @@ static const le_logger *source(const le__loggers *L, const char *name,
 	return src;
 }
 
-/* The threshold of a name.  Caller holds mu. */
-static int derive(const le__loggers *L, const char *name, uint32_t nlen)
-{
-	return source(L, name, nlen, 0)->own;
-}
-
-/* Store entry i's threshold (head.keep), its recorder's records, and the
- * level the macros test (head.level): the threshold, or the recorder's
- * level when lower, so a logger without a recorder costs what it did.
- * Caller holds mu. */
+/* Store entry i's threshold (head.keep), rate limit, its recorder's
+ * records, and the level the macros test (head.level): the threshold,
+ * or the recorder's level when lower, so a logger without a recorder
+ * costs what it did.  Caller holds mu. */
 static void derive_entry(le__loggers *L, uint32_t i)
 {
 	le_logger *lg = &L->tab[i];
-	int lv = i ? derive(L, lg->name, lg->name_len) : lg->own;
-	const le_logger *b = i ? source(L, lg->name, lg->name_len, 1) : lg;
+	int lv = i ? source(L, lg->name, lg->name_len, OWN_LEVEL)->own
+	           : lg->own;
+	const le_logger *b = i ? source(L, lg->name, lg->name_len, OWN_BT)
+	                       : lg;
 	int bl = b->bt_own < 0 ? LE_OFF : b->bt_own;
 
+	__atomic_store_n(&lg->rl,
+	                 source(L, lg->name, lg->name_len, OWN_RL)->own_rl,
+	                 __ATOMIC_RELAXED);
 	__atomic_store_n(&lg->bt_records, b->bt_own_records, __ATOMIC_RELAXED);
 	__atomic_store_n(&lg->head.keep, lv, __ATOMIC_RELAXED);
 	__atomic_store_n(&lg->head.level, bl < lv ? bl : lv, __ATOMIC_RELAXED);
 }
 
-/* Store every entry's threshold (and the engine's, the root's) again. */
+/* The threshold of a name: its entry's own level, else its nearest
+ * parent's, else the root's.  Caller holds mu. */
+static int derive(const le__loggers *L, const char *name, uint32_t nlen)
+{
+	return source(L, name, nlen, 0)->own;
+}
+
+/* Store every entry's threshold and rate limit (and the engine's
+ * threshold, the root's) again. */
 static void publish(le_engine *e)
 {
 	le__loggers *L = e->loggers;
@@ -247,33 +262,54 @@ const char *le_logger_name(const le_logger *lg)
 	return lg ? lg->name : "";
 }
 
+/* The engine a setter works on (e, or the default), and *n the length
+ * of name; NULL (le_errmsg set for a bad name) when there is none. */
+static le_engine *setter_engine(le_engine *e, const char *name, int *n)
+{
+	*n = name_len(name);
+	e = le__engine_or_default(e); /* dflt.c */
+	if (e && *n < 0) {
+		bad_name(name);
+		return NULL;
+	}
+	return e;
+}
+
+/* Store the own setting of `name` (n bytes): its level (rl 0) or its
+ * rate limit (rl 1), v; its entry is made unless v removes the setting.
+ * Then derive every entry's again.  @return 0 or LE_ENOMEM. */
+static int set_own(le_engine *e, const char *name, int n, int rl, int64_t v)
+{
+	int make = rl ? v != 0 : v >= 0, rc = 0;
+
+	pthread_mutex_lock(&e->loggers->mu);
+	le_logger *lg = n ? find(e, name, (uint32_t)n, make)
+	                  : &e->loggers->tab[0];
+	if (lg) {
+		if (rl)
+			lg->own_rl = (uint64_t)v;
+		else
+			lg->own = (int)v;
+		publish(e);
+	} else if (make) {
+		rc = LE_ENOMEM;
+	}
+	pthread_mutex_unlock(&e->loggers->mu);
+	return rc;
+}
+
 int le_set_level(le_engine *e, const char *name, int level)
 {
-	int n = name_len(name), rc = 0;
+	int n;
 
-	e = le__engine_or_default(e); /* dflt.c */
-	if (!e)
+	if (!(e = setter_engine(e, name, &n)))
 		return LE_EINVAL;
-	if (n < 0) {
-		bad_name(name);
-		return LE_EINVAL;
-	}
 	if (level < (n ? -1 : LE_TRACE) || level > LE_OFF) {
 		le__seterr("le_set_level: %d is not a level (LE_TRACE..LE_OFF%s)",
 		           level, n ? ", or -1" : "");
 		return LE_EINVAL;
 	}
-	pthread_mutex_lock(&e->loggers->mu);
-	le_logger *lg = n ? find(e, name, (uint32_t)n, level >= 0)
-	                  : &e->loggers->tab[0];
-	if (lg) {
-		lg->own = level;
-		publish(e);
-	} else if (level >= 0) {
-		rc = LE_ENOMEM;
-	}
-	pthread_mutex_unlock(&e->loggers->mu);
-	return rc;
+	return set_own(e, name, n, 0, level);
 }
 
 int le_get_level(le_engine *e, const char *name)
@@ -289,7 +325,43 @@ int le_get_level(le_engine *e, const char *name)
 	return lv;
 }
 
-/* ---- LOGENGINE_LEVEL ---- */
+int le_set_ratelimit(le_engine *e, const char *name, int interval_ms,
+                     int burst)
+{
+	int n;
+
+	if (!(e = setter_engine(e, name, &n)))
+		return LE_EINVAL;
+	if (interval_ms < -1 || burst < 0) {
+		le__seterr("le_set_ratelimit: %d ms, burst %d: interval_ms must "
+		           "be -1, 0 or more, burst 0 or more", interval_ms,
+		           burst);
+		return LE_EINVAL;
+	}
+	uint64_t v = interval_ms < 0 ? 0
+	             : LE_RL_SET | (uint64_t)interval_ms << 32 | (uint32_t)burst;
+	return set_own(e, name, n, 1, (int64_t)v);
+}
+
+int le_get_ratelimit(le_engine *e, const char *name, int *interval_ms,
+                     int *burst)
+{
+	int n = name_len(name);
+
+	e = le__engine_or_default(e); /* dflt.c */
+	if (!e || n < 0)
+		return LE_EINVAL;
+	pthread_mutex_lock(&e->loggers->mu);
+	uint64_t v = source(e->loggers, name ? name : "", (uint32_t)n, 1)->own_rl;
+	pthread_mutex_unlock(&e->loggers->mu);
+	if (interval_ms)
+		*interval_ms = (int)((v >> 32) & 0x7fffffff);
+	if (burst)
+		*burst = (int)(uint32_t)v;
+	return v != 0;
+}
+
+/* ---- LOGENGINE_LEVEL and LOGENGINE_RATELIMIT ---- */
 
 /* p without the blanks around it (cut in place). */
 static char *trim(char *p)
@@ -302,21 +374,42 @@ static char *trim(char *p)
 	return p;
 }
 
+/* An item "value" (the root: *name NULL) or "name=value", cut in place.
+ * @return the value, trimmed. */
+static char *split_item(char *item, char **name)
+{
+	char *eq = strchr(item, '=');
+
+	*name = NULL;
+	if (!eq)
+		return trim(item);
+	*eq = '\0';
+	*name = trim(item);
+	return trim(eq + 1);
+}
+
+/* rc of applying an item of `what` to logger `name`, with le_errmsg
+ * saying why when it failed. */
+static int set_result(le_engine *e, const char *what, const char *name,
+                      int rc)
+{
+	if (rc == LE_EINVAL)
+		le__seterr("%s: \"%s\" is not a logger name (dotted parts of "
+		           "A-Z a-z 0-9 _ -)", what, name);
+	else if (rc < 0)
+		le__seterr("%s: no room for logger \"%s\": all %u max_loggers "
+		           "entries in use", what, name, e->loggers->max);
+	return rc;
+}
+
 /* One item of a level setting: "debug" (the root) or "net=debug".
  * @return 0, or LE_EINVAL with le_errmsg naming `what` and the item. */
 typedef int (*set_fn)(le_engine *e, const char *name, int level);
 
-static int apply_item(le_engine *e, const char *what, char *item, set_fn set)
+static int apply_level_item(le_engine *e, const char *what, char *item,
+                            set_fn set)
 {
-	char *eq = strchr(item, '='), *name = NULL, *lv = item;
-	int rc;
-
-	if (eq) {
-		*eq = '\0';
-		name = trim(item);
-		lv = eq + 1;
-	}
-	lv = trim(lv);
+	char *name, *lv = split_item(item, &name);
 	int level = le_level_parse(lv);
 	if (level < 0) {
 		le__seterr("%s: \"%s\" is not a level (trace, debug, info, "
@@ -328,14 +421,74 @@ static int apply_item(le_engine *e, const char *what, char *item, set_fn set)
 		le__seterr("%s: \"=%s\" names no logger", what, lv);
 		return LE_EINVAL;
 	}
-	rc = set(e, name, level);
-	if (rc == LE_EINVAL)
-		le__seterr("%s: \"%s\" is not a logger name (dotted parts of "
-		           "A-Z a-z 0-9 _ -)", what, name);
-	else if (rc < 0)
-		le__seterr("%s: no room for logger \"%s\": all %u max_loggers "
-		           "entries in use", what, name, e->loggers->max);
-	return rc;
+	return set_result(e, what, name, set(e, name, level));
+}
+
+/* An item of a level setting (levels, LOGENGINE_LEVEL). */
+static int apply_item(le_engine *e, const char *what, char *item)
+{
+	return apply_level_item(e, what, item, le_set_level);
+}
+
+/* A number of at most INT_MAX at *p, moving *p past it.  @return it,
+ * or -1 when there is none or it is too big. */
+static long number(const char **p)
+{
+	long v = 0;
+
+	if (**p < '0' || **p > '9')
+		return -1;
+	for (; **p >= '0' && **p <= '9'; (*p)++)
+		if ((v = v * 10 + (**p - '0')) > INT_MAX)
+			return -1;
+	return v;
+}
+
+/* "BURST/INTERVAL" (INTERVAL in ms, or with a unit ms, s or m) or "off".
+ * @return 0 and the limit, or -1. */
+static int parse_rl(const char *v, int *ms, int *burst)
+{
+	static const struct {
+		const char *unit;
+		long mult;
+	} units[] = {{"", 1}, {"ms", 1}, {"s", 1000}, {"m", 60000}};
+	long b, i;
+
+	if (strcasecmp(v, "off") == 0) {
+		*ms = *burst = 0;
+		return 0;
+	}
+	if ((b = number(&v)) < 0 || *v++ != '/' || (i = number(&v)) <= 0)
+		return -1;
+	for (size_t k = 0; k < sizeof units / sizeof units[0]; k++)
+		if (strcasecmp(v, units[k].unit) == 0 &&
+		    i <= INT_MAX / units[k].mult) {
+			*ms = (int)(i * units[k].mult);
+			*burst = (int)b;
+			return 0;
+		}
+	return -1;
+}
+
+/* One item of a rate-limit setting: "10/1s" (the root) or "net=10/1s".
+ * @return 0, or LE_EINVAL with le_errmsg naming `what` and the item. */
+static int apply_rl_item(le_engine *e, const char *what, char *item)
+{
+	char *name, *v = split_item(item, &name);
+	int ms, burst;
+
+	if (parse_rl(v, &ms, &burst) < 0) {
+		le__seterr("%s: \"%s\" is not a rate limit (BURST/INTERVAL, "
+		           "INTERVAL in ms or with ms, s or m, as 10/1s; or "
+		           "off)%s%s", what, v, name ? " for logger " : "",
+		           name ? name : "");
+		return LE_EINVAL;
+	}
+	if (name && !name[0]) {
+		le__seterr("%s: \"=%s\" names no logger", what, v);
+		return LE_EINVAL;
+	}
+	return set_result(e, what, name, le_set_ratelimit(e, name, ms, burst));
 }
 
 /*
@@ -345,7 +498,7 @@ static int apply_item(le_engine *e, const char *what, char *item, set_fn set)
  * stops a service from starting.  @return 0, or LE_ENOMEM.
  */
 static int apply_spec(le_engine *e, const char *what, const char *spec,
-                      set_fn set)
+                      int (*apply)(le_engine *, const char *, char *))
 {
 	char *copy = strdup(spec), *save = NULL;
 	char why[256];
@@ -355,7 +508,7 @@ static int apply_spec(le_engine *e, const char *what, const char *spec,
 	for (char *it = strtok_r(copy, ",", &save); it;
 	     it = strtok_r(NULL, ",", &save)) {
 		size_t k = strspn(it, " \t");
-		if (!it[k] || apply_item(e, what, it, set) == 0)
+		if (!it[k] || apply(e, what, it) == 0)
 			continue;
 		snprintf(why, sizeof why, "%s", le_errmsg());
 		fprintf(stderr, "logengine: %s; item ignored\n", why);
@@ -389,13 +542,19 @@ int le__loggers_open(le_engine *e, const le_config *cfg)
 	e->head.kind = 0;
 	publish(e);
 	if (cfg->levels) {
-		rc = apply_spec(e, "levels", cfg->levels, le_set_level);
+		rc = apply_spec(e, "levels", cfg->levels, apply_item);
 		if (rc < 0)
 			return rc;
 	}
 	const char *env = getenv("LOGENGINE_LEVEL");
 	if (env) {
-		rc = apply_spec(e, "LOGENGINE_LEVEL", env, le_set_level);
+		rc = apply_spec(e, "LOGENGINE_LEVEL", env, apply_item);
+		if (rc < 0)
+			return rc;
+	}
+	env = getenv("LOGENGINE_RATELIMIT");
+	if (env) {
+		rc = apply_spec(e, "LOGENGINE_RATELIMIT", env, apply_rl_item);
 		if (rc < 0)
 			return rc;
 	}
@@ -438,9 +597,15 @@ static int set_bt_name(le_engine *e, const char *name, int level)
 	return rc;
 }
 
+/* An item of a backtrace setting (backtrace, LOGENGINE_BACKTRACE). */
+static int apply_bt_item(le_engine *e, const char *what, char *item)
+{
+	return apply_level_item(e, what, item, set_bt_name);
+}
+
 int le__loggers_backtrace(le_engine *e, const char *what, const char *spec)
 {
-	return apply_spec(e, what, spec, set_bt_name);
+	return apply_spec(e, what, spec, apply_bt_item);
 }
 
 int le__logger_set_bt(le_logger *lg, int level, uint32_t records,

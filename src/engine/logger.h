@@ -28,6 +28,10 @@ struct le_logger {
 	 * of its records: a memcpy on the hot path.  Empty for the root. */
 	uint32_t field_len;
 	unsigned char field[2 + 6 + 4 + LE_LOGGER_NAME_MAX];
+	/* Rate limits of its _every sites (ratelimit.c), derived as the
+	 * threshold is: LE_RL_SET | interval ms << 32 | burst, 0: none. */
+	uint64_t own_rl;               /* [log_mu] its own setting */
+	uint64_t rl;                   /* [atomic] the one in force */
 	/* The flight recorder (backtrace.c): its level inherited as the
 	 * threshold is; head.keep is the threshold, head.level the lower of
 	 * it and the recorder's level. */
@@ -38,6 +42,8 @@ struct le_logger {
 	                                  records a trigger writes (0: all) */
 	uint16_t index;                /* [const] its entry in the table */
 };
+
+#define LE_RL_SET (1ull << 63)
 
 typedef struct le__loggers {
 	pthread_mutex_t mu;            /* log_mu: guards n and each `own` */

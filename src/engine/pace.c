@@ -6,7 +6,9 @@
  * in a producer's le_write for a writer that is about to look again.
  */
 #define _GNU_SOURCE
+#include "engine/ratelimit.h"
 #include "engine/pace.h"
+#include "engine/shard_page.h"
 #include "engine/wsync.h"
 
 #include <sched.h>
@@ -95,6 +97,9 @@ void le__pace_pass(le__shard *sh, int full, uint64_t bytes, uint64_t recs,
 	le__wstate *w = &sh->w;
 	uint64_t dt = now - w->last_collect_mono;
 
+	if (bytes || recs)
+		w->active_mono = now;
+
 	/* Busy: this pass found at least BUSY_BYTES_PER_US ring bytes per
 	 * microsecond, or BUSY_RECORDS_PER_MS records per millisecond,
 	 * since the last one (or filled a batch). */
@@ -102,6 +107,66 @@ void le__pace_pass(le__shard *sh, int full, uint64_t bytes, uint64_t recs,
 	          recs * 1000000 >= dt * BUSY_RECORDS_PER_MS;
 	w->nap_ns = nap_for(sh, bytes, recs, dt);
 	w->last_collect_mono = now;
+	le__rl_tick(now); /* the _every macros' clock */
+}
+
+/*
+ * Idle.  A writer that sleeps flush_ms at a time wakes 20 times a second
+ * with nothing to do.  Once a shard has been quiet long enough for every
+ * timer a record starts to have fired (the batch's flush_ms, the interval
+ * sync, the checkpoint: the longest of them, twice flush_ms more), the
+ * writer sleeps up to LE_IDLE_MS, or a second when a setting acts on age
+ * (rotation, retention, archiving: "checked every second"), and every
+ * record wakes it (the shard's idle word: wake_for in submit.c), so a
+ * record still waits at most flush_ms.  Its live page says so: published
+ * with that period before the sleep, it reads as stale only after three.
+ */
+#define LE_IDLE_MS 10000u
+
+static uint64_t idle_after(const le_config *c)
+{
+	uint64_t ms = c->checkpoint_ms > 1000 ? c->checkpoint_ms : 1000;
+	if (c->durability == LE_SYNC_INTERVAL && c->sync_ms > ms)
+		ms = c->sync_ms;
+	return (ms + 2ull * c->flush_ms) * MS;
+}
+
+static uint64_t idle_sleep(const le_config *c)
+{
+	int by_age = c->segment_max_age_ms || c->retention_age_ms ||
+	             c->archive_after_ms || c->archive_keep_segments;
+	return (by_age ? 1000ull : LE_IDLE_MS) * MS;
+}
+
+static int quiet(le__shard *sh, uint64_t now)
+{
+	const le__wstate *w = &sh->w;
+
+	return !sh->batch.n && !w->busy && !w->backoff &&
+	       atomic_load(&sh->prog.done_pos) <= le__sync_covered(sh) &&
+	       now - w->active_mono >= idle_after(&sh->e->cfg);
+}
+
+/* Sleep until a record, a flush, a drop or a close wakes us, or `ns`.
+ * idle before the look at head, both seq_cst (see wake_for): a producer
+ * whose claim this look misses sees idle and wakes us after publishing;
+ * `sleeping` then orders its wake-up against our sleep as ever. */
+static void sleep_idle(le__shard *sh, uint64_t ns)
+{
+	atomic_store(&sh->idle, 1);
+	if (atomic_load(sh->ring.head) == sh->w.rd) {
+		sh->w.page_period = sh->page.period_ns;
+		sh->page.period_ns = ns;
+		le__shard_page_start(sh);
+		atomic_exchange_explicit(&sh->sig.sleeping, LE_ASLEEP,
+		                         memory_order_acq_rel);
+		if (!has_work(sh))
+			le__futex_wait(&sh->sig.sleeping, LE_ASLEEP, ns);
+		atomic_store(&sh->sig.sleeping, 0);
+		sh->page.period_ns = sh->w.page_period;
+	}
+	/* relaxed: a producer that still sees 1 only wakes us once more */
+	atomic_store_explicit(&sh->idle, 0, memory_order_relaxed);
 }
 
 void le__pace_nap(le__shard *sh, uint64_t now)
@@ -180,6 +245,10 @@ void le__pace_nap(le__shard *sh, uint64_t now)
 				le__futex_wait(&sh->sig.sleeping, LE_NAPPING, n);
 			atomic_store(&sh->sig.sleeping, 0);
 		}
+		return;
+	}
+	if (quiet(sh, now)) {
+		sleep_idle(sh, idle_sleep(&e->cfg));
 		return;
 	}
 	/* RMW: pairs with the RMW in le__wake_after (shard.h). */

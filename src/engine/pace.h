@@ -12,8 +12,9 @@
 void le__pace_pass(le__shard *sh, int full, uint64_t bytes, uint64_t recs,
                    uint64_t now);
 /* Nothing more is ready: nap (busy), sleep until woken or the batch is
- * due (flush_ms, the interval sync), or, while a le_flush waits for a
- * slot not yet published, le__pace_stuck. */
+ * due (flush_ms, the interval sync), sleep long once the shard is idle
+ * (every record then wakes it; sh->idle), or, while a le_flush waits for
+ * a slot not yet published, le__pace_stuck. */
 void le__pace_nap(le__shard *sh, uint64_t now);
 /* Wait for a slot that has not come, stuck since `since`: yield, then
  * nap a millisecond at a time. */

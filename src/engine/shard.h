@@ -30,6 +30,7 @@
 #include "sink/kinds.h"
 #include "store/progress.h"
 #include "store/sync.h"
+#include "engine/rlreg.h"
 
 struct le__store;
 struct le__loggers;
@@ -109,10 +110,18 @@ typedef struct le__wstate {
 	                                the last second: return pages */
 	uint64_t use_mono, use_tail; /* when, and where tail was, last look */
 	uint64_t populated;          /* pages faulted in up to here */
+	uint64_t active_mono;        /* when a pass last took records */
+	uint64_t page_period;        /* the live page's period while awake */
 } le__wstate;
 
 typedef struct le__shard {
 	le__ring ring;                         /* queue.h */
+	/* [atomic] 1 while the writer sleeps long (pace.c, idle): each
+	 * record then wakes it, not only a batch.  The writer stores it
+	 * when it goes idle and again when it wakes; every producer loads
+	 * it, so it sits by the ring's read-mostly words, not on the
+	 * signal line the writer writes at each nap. */
+	_Atomic uint32_t idle;
 	le__sitetab sites;                     /* sites.h: the descriptors
 	                                          its deferred slots use */
 	_Alignas(64) le__signal sig;
@@ -190,6 +199,7 @@ struct le_engine {
 	char *strs;                     /* owned copies of cfg's strings */
 	le__reaper reaper;              /* started when retention_bytes */
 	le__archiver archiver;          /* started when archive_* */
+	le__rlreg rl;                   /* rlreg.h: the _every sites */
 
 	/* le_flush waiters sleep on flush_cv (CLOCK_MONOTONIC); writers
 	 * signal when flush_waiters is nonzero. */

@@ -51,13 +51,19 @@ static void note_hwm(le_engine *e, uint64_t b)
 }
 
 /* What a record that leaves budget word b and `used` ring bytes asks of
- * the writer (LE_WAKE_*).  The thresholds nest: urgent ones are higher. */
-static inline int wake_for(const le_engine *e, uint64_t b, uint64_t used)
+ * the writer (LE_WAKE_*).  The thresholds nest: urgent ones are higher.
+ * An idle writer (pace.c) is woken by any record.  seq_cst: this load
+ * comes after the claim's seq_cst CAS on head (le__ring_reserve), and
+ * the writer stores idle before its seq_cst look at head, so one of the
+ * two sees the other: either the writer finds the claim and does not go
+ * idle, or this producer finds it idle and wakes it. */
+static inline int wake_for(const le_engine *e, const le__shard *sh,
+                           uint64_t b, uint64_t used)
 {
 	uint64_t rec = b & LE_BUDGET_REC_MASK;
 
 	if (__builtin_expect(rec < e->wake_rec && used < e->wake_bytes, 1))
-		return LE_WAKE_NONE;
+		return atomic_load(&sh->idle) ? LE_WAKE_ASLEEP : LE_WAKE_NONE;
 	return rec >= e->urgent_rec || used >= e->urgent_bytes
 	               ? LE_WAKE_ANY : LE_WAKE_ASLEEP;
 }
@@ -133,7 +139,7 @@ reserve_slow(le_engine *e, le__shard *sh, uint32_t len, uint32_t need,
 	/* Uncommon: the queue is filling; the caller makes sure the writer
 	 * is awake once the slot is published.  Below the threshold a
 	 * sleeping writer wakes by itself within flush_ms. */
-	*wake = wake_for(e, b, used);
+	*wake = wake_for(e, sh, b, used);
 	return s;
 }
 
@@ -161,7 +167,7 @@ reserve(le_engine *e, le__shard *sh, uint32_t len, uint32_t need, int *rc,
 	                     atomic_load_explicit(&e->hwm_bytes,
 	                                          memory_order_relaxed), 0))
 		note_hwm(e, b);
-	*wake = wake_for(e, b, used);
+	*wake = wake_for(e, sh, b, used);
 	return s;
 }
 

@@ -17,7 +17,8 @@
  *             by age), the clock's recalibration
  *   sleep     nothing to do: nap while busy, else futex-sleep on
  *             `sleeping` for at most flush_ms (producers wake us when the
- *             queue fills): pace.c
+ *             queue fills), or, idle for a while, for seconds (then any
+ *             record wakes us): pace.c
  *
  * Syncs are asked of the shard's sync thread, or made here when it does
  * not run (sync.c, the writer's side).  While a dead process's queue is
@@ -353,6 +354,21 @@ static void ring_memory(le__shard *sh, uint64_t now)
 	}
 }
 
+/* A file ring's blocks (queue.h, backed): doubled once head is past half
+ * of them, here rather than in a producer's call, so that producers
+ * seldom meet the edge; after a failure (a full disk) tried again each
+ * loop turn. */
+static void ring_blocks(le__shard *sh)
+{
+	le__ring *r = &sh->ring;
+	uint64_t b = atomic_load_explicit(&r->backed, memory_order_relaxed);
+
+	if (b < r->size &&
+	    (atomic_load_explicit(r->head, memory_order_relaxed) > b / 2 ||
+	     atomic_load_explicit(&r->grow_failed, memory_order_relaxed)))
+		le__ring_grow(r, b + 1, 1);
+}
+
 /* ---- commit, sync, release ---- */
 
 /* The batch's slots by level into the shard's counters, with consumed:
@@ -504,6 +520,7 @@ static void periodic(le__shard *sh, uint64_t now)
 
 	le__shard_page_tick(sh, now);
 	ring_memory(sh, now);
+	ring_blocks(sh);
 	if (now - sh->w.last_recal_mono >= 1000 * MS) {
 		sh->w.last_recal_mono = now;
 		le__clock_recal(&sh->w.clock);
@@ -634,7 +651,7 @@ void *le__writer_main(void *arg)
 	le__wstate *w = &sh->w;
 
 	w->last_sync_mono = w->last_recal_mono = w->last_collect_mono =
-		w->use_mono = le__mono_ns();
+		w->use_mono = w->active_mono = le__mono_ns();
 	/* light until the producers show otherwise (ring_memory) */
 	w->use_tail = atomic_load(sh->ring.tail);
 	w->light = 1;

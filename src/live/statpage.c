@@ -392,6 +392,7 @@ static void to_live(le_live *o, const uint64_t *w, uint32_t shard)
 	o->truncated = w[LE_SP_TRUNCATED];
 	o->rejected = w[LE_SP_REJECTED];
 	o->blocked = w[LE_SP_BLOCKED];
+	o->suppressed = w[LE_SP_SUPPRESSED];
 	o->last_error = (int)(int64_t)w[LE_SP_LAST_ERROR];
 	o->segments = w[LE_SP_SEGMENTS];
 	o->disk_bytes = w[LE_SP_DISK_BYTES];

@@ -97,7 +97,8 @@ enum {
 	LE_SP_BLOCKED,
 	LE_SP_LAST_ERROR,     /* int, sign-extended */
 	LE_SP_SAMPLE_PERIOD,  /* LE_LIVE_SUBMIT_SAMPLE */
-	LE_SP_RESERVED,       /* 0 */
+	LE_SP_SUPPRESSED,     /* engine-wide: le_stats.suppressed (0 in
+	                         pages of engines before it) */
 	LE_SP_HIST,           /* 4 histograms, LE_SP_HIST_WORDS each, in the
 	                         order of enum le__sp_hist: count, sum_ns,
 	                         then LE_LIVE_BUCKETS buckets */

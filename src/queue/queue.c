@@ -29,6 +29,7 @@
 #if defined(__x86_64__) || defined(__i386__)
 #include <cpuid.h>
 #endif
+#include <sched.h>
 
 #include "base/crc32c.h"
 #include "record/format.h"
@@ -74,6 +75,7 @@ static void prefault(void *map, size_t len)
  * Best effort throughout: a kernel without THP just ignores the advice.
  */
 #define HUGE_SZ (2ull << 20)
+#define PAGE 4096u
 
 static void *map_aligned(size_t len, int fd, int huge)
 {
@@ -119,7 +121,11 @@ static int trims(size_t len, int fd)
 static void attach(le__ring *r, void *map, size_t len)
 {
 	r->trims = trims(len, r->fd);
-	if (r->trims) {
+	if (r->fd >= 0) {
+		/* a file: its blocks, and the pages over them, come with
+		 * use (back, le__ring_grow) */
+		prefault(map, LE_QUEUE_HDR);
+	} else if (r->trims) {
 		/* What the producers fill first; the writer faults in the
 		 * rest ahead of them (le__ring_populate). */
 		uint64_t a = (len - LE_QUEUE_HDR) / 16;
@@ -131,6 +137,7 @@ static void attach(le__ring *r, void *map, size_t len)
 	}
 	r->map = map;
 	r->map_len = len;
+	atomic_store(&r->backed, r->fd >= 0 ? 0 : r->size);
 	r->data = (unsigned char *)map + LE_QUEUE_HDR;
 	r->head = (_Atomic uint64_t *)((unsigned char *)map + LE_QUEUE_HEAD_OFF);
 	r->tail = (_Atomic uint64_t *)((unsigned char *)map + LE_QUEUE_TAIL_OFF);
@@ -327,7 +334,9 @@ int le__ring_has_clock(const le__ring *r)
 static int map_file(le__ring *r, int fd, uint64_t size)
 {
 	size_t len = LE_QUEUE_HDR + size;
-	void *m = map_aligned(len, fd, 1);
+	/* Small pages until the ring is whole: one huge folio of a file
+	 * would take the blocks of all of it at the first store. */
+	void *m = map_aligned(len, fd, 0);
 	if (m == MAP_FAILED)
 		return -errno;
 	geometry(r, size);
@@ -335,7 +344,37 @@ static int map_file(le__ring *r, int fd, uint64_t size)
 	return 0;
 }
 
-/* A new, empty ring file of `size` bytes at fd (truncated first). */
+/*
+ * Blocks for real ring bytes [from, to) (page multiples), by faulting the
+ * pages in writable: the file system reserves their blocks at the fault,
+ * and a full one fails the call (-ENOSPC) where a producer's store would
+ * have been a SIGBUS.  Changes no byte.  Once the ring is whole, huge
+ * pages are asked for (map_aligned), for the pages not yet in the page
+ * cache: those faulted in before stay small.
+ */
+static int back(le__ring *r, uint64_t from, uint64_t to)
+{
+	int rc = to > from ? le__populate_write(r->data + from, to - from) : 0;
+	if (rc < 0)
+		return rc;
+#ifdef MADV_HUGEPAGE
+	if (to == r->size && r->map_len >= HUGE_SZ)
+		madvise(r->map, r->map_len, MADV_HUGEPAGE);
+#endif
+	return 0;
+}
+
+static uint64_t first_extent(const le__ring *r)
+{
+	return r->size < LE_RING_FIRST ? r->size : LE_RING_FIRST;
+}
+
+/* A new, empty ring file of `size` bytes at fd (truncated first): sparse,
+ * with blocks for its header and first extent (the rest as it is used:
+ * le__ring_grow), or, where faulting pages in cannot reserve them (a
+ * kernel before 5.14, a seccomp filter), for all of it now: a store into
+ * a hole of a full file system would be a SIGBUS on the hot path, a
+ * failed open is not. */
 static int create(le__ring *r, int fd, uint64_t size, uint32_t shard)
 {
 	int rc = le__ftruncate(fd, 0);
@@ -343,16 +382,66 @@ static int create(le__ring *r, int fd, uint64_t size, uint32_t shard)
 		rc = le__ftruncate(fd, LE_QUEUE_HDR + size);
 	if (rc < 0)
 		return rc;
-	/* Reserve the blocks now: a store into a hole of a full file system
-	 * would be a SIGBUS on the hot path, a failed open is not. */
-	rc = le__prealloc(fd, 0, LE_QUEUE_HDR + size);
-	if (rc < 0 && rc != -EOPNOTSUPP)
-		return rc;
 	rc = map_file(r, fd, size);
 	if (rc < 0)
 		return rc;
+	uint64_t first = first_extent(r);
+	rc = back(r, 0, first);
+	if (rc < 0 && rc != -ENOSPC && rc != -ENOMEM) {
+		/* the kernel cannot (EINVAL), or a filter forbids it */
+		rc = le__prealloc(fd, 0, LE_QUEUE_HDR + size);
+		if (rc == -EOPNOTSUPP)
+			rc = 0;
+		first = size;
+	}
+	if (rc < 0) {
+		munmap(r->map, r->map_len);
+		r->map = NULL;
+		return rc;
+	}
+	atomic_store(&r->backed, first);
 	put_header(r->map, r, shard);
 	return 0;
+}
+
+/* A kept file's blocks: up to its first hole (SEEK_HOLE), in pages. */
+static uint64_t kept_backed(const le__ring *r)
+{
+	off_t h = lseek(r->fd, LE_QUEUE_HDR, SEEK_HOLE);
+	if (h < (off_t)LE_QUEUE_HDR)
+		return 0;
+	uint64_t b = (uint64_t)h - LE_QUEUE_HDR;
+	return b >= r->size ? r->size : b & ~(uint64_t)(PAGE - 1);
+}
+
+int le__ring_grow(le__ring *r, uint64_t want, int writer)
+{
+	if (!writer && atomic_load_explicit(&r->grow_failed,
+	                                    memory_order_relaxed))
+		return -ENOSPC;
+	int zero = 0;
+	while (!atomic_compare_exchange_weak_explicit(
+		       &r->growing, &zero, 1, memory_order_acquire,
+		       memory_order_relaxed)) {
+		zero = 0;
+		sched_yield(); /* another thread's madvise: a millisecond */
+	}
+	uint64_t b = atomic_load_explicit(&r->backed, memory_order_relaxed);
+	int rc = 0;
+	if (b < want && b < r->size) {
+		uint64_t to = b * 2 > want ? b * 2 : want;
+		to = (to + PAGE - 1) & ~(uint64_t)(PAGE - 1);
+		if (to > r->size)
+			to = r->size;
+		rc = back(r, b & ~(uint64_t)(PAGE - 1), to);
+		if (rc == 0)
+			atomic_store_explicit(&r->backed, to,
+			                      memory_order_release);
+		atomic_store_explicit(&r->grow_failed, rc < 0,
+		                      memory_order_relaxed);
+	}
+	atomic_store_explicit(&r->growing, 0, memory_order_release);
+	return rc;
 }
 
 /* PREFETCHW (CPUID 0x80000001 ECX bit 8, "3DNowPrefetch" on AMD and
@@ -365,6 +454,16 @@ static int have_prefetchw(void)
 #else
 	return 0;
 #endif
+}
+
+/* The mapping is all a made ring needs (its blocks are grown through
+ * it): a shard keeps no descriptor for its queue.  A kept file's stays
+ * until le__ring_renew makes it anew. */
+static void keep_no_fd(le__ring *r)
+{
+	if (r->fd >= 0)
+		le__close(r->fd);
+	r->fd = -1;
 }
 
 int le__ring_open(le__ring *r, const char *path, uint64_t size,
@@ -401,6 +500,7 @@ int le__ring_open(le__ring *r, const char *path, uint64_t size,
 		rc = map_file(r, fd, old); /* drain first, renew later */
 		r->reused = 1;
 		r->version = le__get32(h + 8);
+		atomic_store(&r->backed, kept_backed(r));
 	} else if (newer(h, shard)) {
 		le__seterr("queue: %s: written by a newer logengine (QUEUE "
 		           "version %u, this one reads %u to %u): recover it "
@@ -413,6 +513,7 @@ int le__ring_open(le__ring *r, const char *path, uint64_t size,
 		rc = map_file(r, fd, old); /* recovery says so */
 		r->reused = 1;
 		r->hdr_damaged = 1;
+		atomic_store(&r->backed, kept_backed(r));
 		r->version = damaged_version(h);
 	} else {
 		rc = create(r, fd, size, shard);
@@ -420,6 +521,8 @@ int le__ring_open(le__ring *r, const char *path, uint64_t size,
 	if (rc < 0) {
 		le__seterr("queue: %s: %s", path, le_strerror(rc));
 		le__ring_close(r);
+	} else if (!r->reused) {
+		keep_no_fd(r);
 	}
 	return rc;
 }
@@ -468,6 +571,8 @@ int le__ring_renew(le__ring *r, const char *path, uint64_t size,
 	int rc = create(r, r->fd, size, shard);
 	if (rc < 0)
 		le__seterr("queue: %s: %s", path, le_strerror(rc));
+	else
+		keep_no_fd(r);
 	return rc;
 }
 
@@ -564,8 +669,6 @@ uint64_t le__ring_resume(const le__ring *r)
 	        rel % LE_SLOT_ALIGN == 0) ? rel : t;
 }
 
-#define PAGE 4096u
-
 /* Return the whole pages in real [off, end) of the ring; @return where
  * the pages begin and end (lo == hi: none). */
 static void trim_pages(le__ring *r, uint64_t off, uint64_t end,
@@ -596,8 +699,12 @@ void le__ring_release(le__ring *r, uint64_t from, uint64_t to, int trim)
 		uint64_t real_end = off + (stop - from);
 		uint64_t next = le__free_word((from >> r->lap_shift) + 1);
 		uint64_t lo = real_end, hi = real_end;
-		if (real_end > r->size)
-			real_end = r->size;
+		/* A pad's lines past `backed` are holes (zeros: no slot),
+		 * never written: a store there could be a SIGBUS. */
+		uint64_t backed = atomic_load_explicit(&r->backed,
+		                                       memory_order_relaxed);
+		if (real_end > backed)
+			real_end = backed;
 		if (trim && r->trims)
 			trim_pages(r, off, real_end, &lo, &hi);
 		for (; off < real_end; off += LE_SLOT_ALIGN) {

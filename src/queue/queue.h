@@ -62,6 +62,15 @@
  *
  * A fresh file or anonymous mapping is all zeros: FREE(lap 0) everywhere.
  *
+ * Blocks.  A QUEUE file is sparse: real bytes [0, backed) have blocks,
+ * the rest is a hole, which reads as zeros (no slot) and must never be
+ * stored into (a full file system answers with a SIGBUS).  A producer
+ * claims only below `backed`; the writer doubles it once head is past
+ * half, and a producer that outruns the writer grows it itself
+ * (le__ring_grow), or, on a full disk, finds the queue full.  A release
+ * writes no FREE word past `backed` (a pad's tail).  Once a lap went
+ * round, backed == size for good.
+ *
  * Returned pages.  A ring that trims (LE_TRIM_MIN, anonymous) returns the
  * pages of lines it releases while little is queued (MADV_DONTNEED) instead
  * of writing their FREE words: they read as zeros afterwards, which the
@@ -166,7 +175,29 @@ typedef struct le__ring {
 	int trims;
 	uint64_t ahead;
 	int pfw;                    /* the CPU has PREFETCHW (le__prefetch_w) */
+	/* Disk that follows use (le__ring_grow): a file ring's real bytes
+	 * [0, backed) have their blocks (a store into a hole of a full file
+	 * system would be a SIGBUS, not an error), and producers claim only
+	 * there.  size once whole; anonymous rings are whole from the start.
+	 * Only grows; stored with release once the blocks are there. */
+	_Atomic uint64_t backed;
+	_Atomic int growing;        /* a growth is under way (a spin lock) */
+	_Atomic int grow_failed;    /* the last growth failed: producers
+	                               refuse until the writer's succeeds */
 } le__ring;
+
+/* A file ring's first blocks, at most (le__ring_grow doubles them). */
+#define LE_RING_FIRST (64u << 10)
+
+/*
+ * Give the ring blocks up to real offset `want` at least (doubling what it
+ * has, up to size), without ever letting a producer store into a hole.
+ * Producers call it when a claim reaches past `backed` (rare: the writer
+ * grows the ring ahead of them, `writer` 1); after a failure (disk full)
+ * they refuse at once (the record is dropped or waits, as for a full
+ * queue) until a writer's try succeeds.  @return 0, or -errno.
+ */
+int le__ring_grow(le__ring *r, uint64_t want, int writer);
 
 /* Smallest ring whose pages are returned when little is queued: below
  * it, the whole ring is faulted in at open (and in one huge page). */
@@ -240,8 +271,10 @@ static inline void le__prefetch_w(const le__ring *r, const void *p)
 	__builtin_prefetch(p, 1);
 }
 
-static inline le__slot *le__ring_reserve(le__ring *r, uint32_t need,
-                                         uint64_t *used)
+/* always_inline: with the growth branch GCC no longer inlines it by itself,
+ * and the call costs every le_write a frame and spilled registers. */
+static inline __attribute__((always_inline)) le__slot *
+le__ring_reserve(le__ring *r, uint32_t need, uint64_t *used)
 {
 	const uint64_t mask = r->lap - 1;
 	uint64_t h = atomic_load_explicit(r->head, memory_order_relaxed);
@@ -263,15 +296,33 @@ static inline le__slot *le__ring_reserve(le__ring *r, uint32_t need,
 			continue;
 		}
 		int pad = off + need > r->size;
+		/* A pad writes one line, a slot all of its own: both only
+		 * where the file has blocks (grown first, off the common
+		 * path: a whole ring never takes the branch). */
+		if (__builtin_expect(off + (pad ? LE_SLOT_ALIGN : need) >
+		                             atomic_load_explicit(
+		                                     &r->backed,
+		                                     memory_order_acquire),
+		                     0)) {
+			if (le__ring_grow(r, off + (pad ? LE_SLOT_ALIGN : need),
+			                  0) < 0)
+				return NULL;
+			continue;
+		}
 		uint32_t take = pad ? (uint32_t)(r->lap - off) : need;
 		/* A pad writes only its state word (its line must be free);
 		 * a slot needs all of [h, h + need) free. */
 		if ((pad ? h + LE_SLOT_ALIGN : h + need) - t > r->lap)
 			return NULL;
-		/* relaxed: head orders nothing; tail's acquire above and the
+		/* seq_cst on success: the claim then comes before any
+		 * seq_cst load the caller makes next in the one order a
+		 * consumer going to sleep uses too (the engine's idle
+		 * writer); on x86 it is the same locked instruction as a
+		 * relaxed CAS.  Otherwise
+		 * head orders nothing: tail's acquire above and the
 		 * publishing store do.  A failure reloads h. */
 		if (!atomic_compare_exchange_weak_explicit(
-			    r->head, &h, h + take, memory_order_relaxed,
+			    r->head, &h, h + take, memory_order_seq_cst,
 			    memory_order_relaxed))
 			continue;
 		le__slot *s = (le__slot *)(r->data + off);

@@ -15,6 +15,13 @@
  * the same site: the loser's bytes are left unused, so the area holds at
  * most one spare copy per racing thread.  An area that runs out leaves
  * its word past the end; calls of sites not yet put format at once.
+ *
+ * Blocks.  A file table is sparse: blocks for its header, its table words
+ * and the area's first LE_SITES_AREA_INIT bytes at creation, then, as
+ * entries reach past `backed`, the producer putting one doubles them
+ * (sites_grow; once per site at most, never per record).  A store into a
+ * hole of a full file system would be a SIGBUS: after a growth fails, no
+ * entry is put, and those sites format at the call.
  */
 #define _GNU_SOURCE
 #include "queue/sites.h"
@@ -25,6 +32,8 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sched.h>
+#include <unistd.h>
 
 #include "base/crc32c.h"
 #include "record/format.h"
@@ -143,9 +152,35 @@ static int attach(le__sitetab *t, void *m, size_t len)
 	return 0;
 }
 
+/* Blocks for the file's bytes [from, to) (clipped to len), by faulting
+ * its pages in writable: a full file system fails this call where a
+ * producer's store would have been a SIGBUS (os.h). */
+static int back(void *m, size_t len, size_t from, size_t to)
+{
+	from &= ~(size_t)4095;
+	if (to > len)
+		to = len;
+	return to > from ? le__populate_write((char *)m + from, to - from) : 0;
+}
+
+/* A file's area bytes with blocks: up to its first hole (SEEK_HOLE). */
+static uint32_t kept_backed(const le__sitetab *t)
+{
+	size_t start = LE_SITES_HDR + 4 * (size_t)t->n;
+	off_t h = lseek(t->fd, (off_t)start, SEEK_HOLE);
+	if (h < (off_t)start)
+		return 0;
+	uint64_t b = (uint64_t)h - start;
+	return b > t->area_bytes ? t->area_bytes : (uint32_t)b;
+}
+
+/* A new table: anonymous, or a sparse file with blocks for its header,
+ * its table words and the first LE_SITES_AREA_INIT area bytes (all of
+ * it where faulting in cannot reserve blocks: a kernel before 5.14, a
+ * seccomp filter). */
 static int create(le__sitetab *t, uint32_t n, uint32_t shard)
 {
-	size_t len = file_bytes(n);
+	size_t len = file_bytes(n), first = len;
 	void *m;
 	if (t->fd >= 0) {
 		int rc = le__ftruncate(t->fd, 0);
@@ -153,20 +188,69 @@ static int create(le__sitetab *t, uint32_t n, uint32_t shard)
 			rc = le__ftruncate(t->fd, len);
 		if (rc < 0)
 			return rc;
-		/* blocks now: a store into a hole of a full disk would be a
-		 * SIGBUS in a producer */
-		rc = le__prealloc(t->fd, 0, len);
-		if (rc < 0 && rc != -EOPNOTSUPP)
-			return rc;
 		m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, t->fd, 0);
+		if (m == MAP_FAILED)
+			return -errno;
+		first = LE_SITES_HDR + 4 * (size_t)n + LE_SITES_AREA_INIT;
+		rc = back(m, len, 0, first);
+		if (rc < 0 && rc != -ENOSPC && rc != -ENOMEM) {
+			rc = le__prealloc(t->fd, 0, len);
+			first = len;
+		}
+		if (rc < 0 && rc != -EOPNOTSUPP) {
+			munmap(m, len);
+			return rc;
+		}
 	} else {
 		m = mmap(NULL, len, PROT_READ | PROT_WRITE,
 		         MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (m == MAP_FAILED)
+			return -errno;
 	}
-	if (m == MAP_FAILED)
-		return -errno;
 	put_header(m, n, shard);
-	return attach(t, m, len);
+	int rc = attach(t, m, len);
+	size_t area0 = LE_SITES_HDR + 4 * (size_t)n;
+	atomic_store(&t->backed, (uint32_t)((first < len ? first : len) - area0));
+	return rc;
+}
+
+/* Blocks for area bytes up to `want` at least, doubling.  @return 0, or
+ * -errno (and no entry is put from then on). */
+static int sites_grow(le__sitetab *t, uint32_t want)
+{
+	int zero = 0, rc = 0;
+	while (!atomic_compare_exchange_weak_explicit(
+		       &t->growing, &zero, 1, memory_order_acquire,
+		       memory_order_relaxed)) {
+		zero = 0;
+		sched_yield();
+	}
+	uint32_t b = atomic_load_explicit(&t->backed, memory_order_relaxed);
+	if (b < want && !atomic_load(&t->grow_failed)) {
+		uint64_t to = (uint64_t)b * 2 > want ? (uint64_t)b * 2 : want;
+		if (to > t->area_bytes)
+			to = t->area_bytes;
+		size_t area0 = LE_SITES_HDR + 4 * (size_t)t->n;
+		rc = back(t->map, t->map_len, area0 + b, area0 + to);
+		if (rc == 0)
+			atomic_store_explicit(&t->backed, (uint32_t)to,
+			                      memory_order_release);
+		else
+			atomic_store(&t->grow_failed, 1);
+	}
+	if (atomic_load(&t->grow_failed))
+		rc = -ENOSPC;
+	atomic_store_explicit(&t->growing, 0, memory_order_release);
+	return rc;
+}
+
+/* The mapping is all a made table needs: no descriptor is kept (a dead
+ * engine's file keeps its own until le__sitetab_renew). */
+static void keep_no_fd(le__sitetab *t)
+{
+	if (t->fd >= 0)
+		le__close(t->fd);
+	t->fd = -1;
 }
 
 int le__sitetab_open(le__sitetab *t, const char *path, uint32_t n,
@@ -201,7 +285,9 @@ int le__sitetab_open(le__sitetab *t, const char *path, uint32_t n,
 		                                     : header_damage(m, len, shard);
 		if (!why) {
 			t->reused = 1;
-			return attach(t, m, len);
+			rc = attach(t, m, len);
+			atomic_store(&t->backed, kept_backed(t));
+			return rc;
 		}
 		if (m != MAP_FAILED)
 			munmap(m, len);
@@ -214,6 +300,8 @@ int le__sitetab_open(le__sitetab *t, const char *path, uint32_t n,
 		le__seterr("sites: %s: %s", path ? path : "(memory)",
 		           le_strerror(rc));
 		le__sitetab_close(t);
+	} else {
+		keep_no_fd(t);
 	}
 	return rc;
 }
@@ -231,6 +319,8 @@ int le__sitetab_renew(le__sitetab *t, const char *path, uint32_t n,
 	int rc = create(t, n, shard);
 	if (rc < 0)
 		le__seterr("sites: %s: %s", path, le_strerror(rc));
+	else
+		keep_no_fd(t);
 	return rc;
 }
 
@@ -265,6 +355,11 @@ int le__sitetab_put(le__sitetab *t, uint32_t id, const le__dsite *ds)
 		atomic_fetch_sub_explicit(t->used, need, memory_order_relaxed);
 		return -1;
 	}
+	/* acquire: the blocks before a store into them.  A failed growth
+	 * leaves the bytes unused, as a lost race does. */
+	if (off + need > atomic_load_explicit(&t->backed, memory_order_acquire) &&
+	    sites_grow(t, off + need) < 0)
+		return -1;
 	unsigned char *d = t->area + off + 4;
 	le__desc_encode(d, dl, ds->site.level, ds->site.line, ds->fmt, flen,
 	                ds->site.file, nlen);

@@ -55,7 +55,17 @@ typedef struct le__sitetab {
 	                              returned NULL */
 	/* [writer] descriptors checked once: entry -> descriptor, or NULL */
 	const unsigned char **seen;
+	/* [atomic] area bytes [0, backed) have their blocks (a file's grow
+	 * with use, as the ring's: a store into a hole of a full file
+	 * system would be a SIGBUS); producers grow it (sites_grow) and
+	 * put entries only there.  After a failed growth, no more entries:
+	 * their sites format at the call. */
+	_Atomic uint32_t backed;
+	_Atomic int growing, grow_failed;
 } le__sitetab;
+
+/* A SITES file's first area bytes with blocks (doubled as entries come). */
+#define LE_SITES_AREA_INIT (16u << 10)
 
 /* Open the shard's table: path NULL, anonymous; else the file, kept as
  * it is when `keep` (the queue beside it holds a dead process's records)

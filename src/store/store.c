@@ -46,10 +46,14 @@
 #define ALIGN LE_STORE_ALIGN
 #define MS 1000000ull
 
-/* Reserve the segment's blocks ahead of the writes, PREALLOC at a time:
- * appending into reserved blocks spares the file system an allocation per
- * write.  Failure is harmless: the write itself reports ENOSPC. */
+/* Reserve the segment's blocks ahead of the writes: appending into
+ * reserved blocks spares the file system an allocation per write.  As
+ * much as the write rate asks: PREALLOC_MIN first, twice the last when
+ * it lasted less than a second, half when it lasted more than ten, at
+ * most PREALLOC; so a quiet log holds kilobytes it does not use, not
+ * megabytes.  Failure is harmless: the write itself reports ENOSPC. */
 #define PREALLOC (8u << 20)
+#define PREALLOC_MIN (64u << 10)
 
 /* ---- segment life ---- */
 
@@ -253,7 +257,16 @@ void le__store_prealloc(le__store *st)
 
 	if (end <= st->prealloc_end || st->prealloc_end >= limit)
 		return;
-	uint64_t to = end + PREALLOC < limit ? end + PREALLOC : limit;
+	uint64_t now = le__mono_ns(), step = st->prealloc_step;
+	if (!step)
+		step = PREALLOC_MIN;
+	else if (now - st->prealloc_mono < 1000 * MS)
+		step = step * 2 < PREALLOC ? step * 2 : PREALLOC;
+	else if (now - st->prealloc_mono > 10000 * MS)
+		step = step / 2 > PREALLOC_MIN ? step / 2 : PREALLOC_MIN;
+	st->prealloc_step = step;
+	st->prealloc_mono = now;
+	uint64_t to = end + step < limit ? end + step : limit;
 	if (le__prealloc(st->fd, st->prealloc_end, to - st->prealloc_end) == 0)
 		st->prealloc_end = to;
 	else

@@ -42,6 +42,8 @@ typedef struct le__store {
 	uint64_t seg_index;
 	uint64_t seg_created_mono;   /* for segment_max_age_ms */
 	uint64_t prealloc_end;       /* blocks reserved up to here */
+	uint64_t prealloc_step;      /* the next reservation's bytes */
+	uint64_t prealloc_mono;      /* when the last one was made */
 	uint64_t seg_cap;            /* file size limit learned from EFBIG
 	                                (ulimit -f); 0: none seen */
 	uint64_t next_seq;           /* sequence of the next frame put */

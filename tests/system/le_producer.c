@@ -16,6 +16,8 @@
  *                       {"kept":N,"written":W}, W written out in all
  *   stats               {"records":N,"seconds":S,"rate":R}: what the
  *                       pacing thread wrote so far, over its running time
+ *   every N             N calls of one rate-limited call site (10 a
+ *                       minute) into the first directory
  *   close               stop, le_close_stats each engine, answer
  *                       {"closed":[{"dir":..,"accepted":..,...}],...}, exit
  *
@@ -106,11 +108,11 @@ static void close_all(void)
 		       ",\"bytes_written\":%" PRIu64 ",\"markers\":%" PRIu64
 		       ",\"segments_created\":%" PRIu64 ",\"syncs\":%" PRIu64
 		       ",\"checkpoints\":%" PRIu64 ",\"truncated\":%" PRIu64
-		       ",\"levels\":[",
+		       ",\"suppressed\":%" PRIu64 ",\"levels\":[",
 		       i ? "," : "", dirs[i], rc, st.accepted, st.written,
 		       st.dropped, st.bytes_written, st.markers,
 		       st.segments_created, st.syncs, st.checkpoints,
-		       st.truncated);
+		       st.truncated, st.suppressed);
 		for (int lv = LE_TRACE; lv <= LE_FATAL; lv++)
 			printf("%s%" PRIu64, lv ? "," : "", st.level_records[lv]);
 		printf("]}");
@@ -195,6 +197,11 @@ int main(int argc, char **argv)
 				le_flush(eng[i], 5000);
 			}
 			printf("{\"logged\":\"%s\"}\n", text);
+		} else if (!strncmp(line, "every ", 6)) {
+			long n = atol(line + 6);
+			for (long k = 0; k < n; k++)
+				le_warn_every(eng[0], 60000, 10, "limited %ld", k);
+			printf("{\"every\":%ld}\n", n);
 		} else if (!strncmp(line, "kept ", 5)) {
 			kept(atoi(line + 5));
 		} else if (!strcmp(line, "stats")) {

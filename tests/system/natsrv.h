@@ -32,6 +32,8 @@
 
 #include <nats/nats.h>
 
+#include "../tool.h"
+
 typedef struct t_nats {
 	pid_t pid;
 	int port, cport;       /* client and cluster ports */
@@ -119,6 +121,13 @@ static inline int t_nats_conf(t_nats *n, const char *extra)
 static inline int t_nats_run(t_nats *n)
 {
 	char log[300];
+	/* Debian's is /usr/sbin/nats-server: off a normal user's PATH. */
+	const char *bin = t_which("nats-server");
+	if (!bin) {
+		fprintf(stderr, "  nats-server: not on PATH nor in %s "
+		        "(scripts/deps.sh nats)\n", T_SBIN_PATH);
+		return -1;
+	}
 	if (snprintf(log, sizeof log, "%s/server.log", n->dir) >=
 	    (int)sizeof log)
 		abort();
@@ -131,7 +140,7 @@ static inline int t_nats_run(t_nats *n)
 			dup2(fd, 1);
 			dup2(fd, 2);
 		}
-		execlp("nats-server", "nats-server", "-c", n->conf, (char *)NULL);
+		execl(bin, "nats-server", "-c", n->conf, (char *)NULL);
 		_exit(127);
 	}
 	for (int i = 0; i < 200; i++) {

@@ -67,12 +67,11 @@ static inline int t_sh(const char *fmt, ...)
 		}                                                             \
 	} while (0)
 
-/* 1 when `tool` is a command on PATH. */
+/* 1 when `tool` is installed: on $PATH or in an sbin directory
+ * (t_which, tests/tool.h). */
 static inline int t_have(const char *tool)
 {
-	char cmd[300];
-	snprintf(cmd, sizeof cmd, "command -v '%s' >/dev/null 2>&1", tool);
-	return system(cmd) == 0;
+	return t_which(tool) != NULL;
 }
 
 /* $BUILD (the build directory of the library under test), "build" by

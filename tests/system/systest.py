@@ -5,14 +5,19 @@ one at exit), and the closing "N passed, N failed[, N skipped]" line of
 tests/run.sh.
 
 A test is a function decorated with @test; it fails by raising (assert),
-and is skipped only when a scripts/deps.sh group it needs is not
-installed (need("observe"), as the C tests' t_need)."""
+and is skipped, with the reason on its "skip NAME: reason" line, only
+when what it needs is not there: a scripts/deps.sh group or a program not
+installed (need("observe"), need_tool("prometheus"), as the C tests'
+t_need and t_need_tool), more open files than the hard limit allows
+(need_fds, as t_need_fds).  Root, which installs the tools and may raise
+the limit, lacks neither: CI skips nothing."""
 
 import atexit
 import json
 import os
 import pty
 import re
+import resource
 import select
 import shutil
 import signal
@@ -49,6 +54,46 @@ def need(group):
                        capture_output=True, text=True)
     if r.returncode != 0:
         raise Skip(r.stdout.strip() or "deps.sh group " + group)
+
+
+# Searched after $PATH for a program: Debian installs daemons in the sbin
+# directories, which a normal user's PATH leaves out (tests/tool.h).
+SBIN_PATH = "/usr/local/sbin:/usr/sbin:/sbin"
+
+
+def which(tool):
+    """The path of the program tool, on $PATH or in SBIN_PATH, or None."""
+    path = os.environ.get("PATH", os.defpath) + os.pathsep + SBIN_PATH
+    return shutil.which(tool, path=path)
+
+
+def need_tool(tool):
+    """The path of the program tool; skip the test when it is missing."""
+    p = which(tool)
+    if not p:
+        raise Skip("%s not installed (scripts/deps.sh as root installs "
+                   "it)" % tool)
+    return p
+
+
+def need_fds(n):
+    """Skip the test unless this process may open n descriptors: the
+    soft limit is raised to the hard one first (and by root, who may, the
+    hard one to n as well); only an administrator's hard limit below n
+    skips.  Its children (the programs under test) inherit the limit."""
+    inf = resource.RLIM_INFINITY
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft == inf or soft >= n:
+        return
+    up = hard if hard == inf else max(hard, n)
+    try:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (up, up))
+    except (ValueError, OSError):
+        resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft != inf and soft < n:
+        raise Skip("needs %d open files, the hard limit is %d (ulimit -Hn, "
+                   "which root may raise)" % (n, hard))
 
 
 def tmpdir():

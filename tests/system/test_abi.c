@@ -41,13 +41,14 @@ static int sym_has(const symset *s, const char *name)
 	return 0;
 }
 
-/* The functions the header exports: every line that starts with "LE_API",
- * the identifier before its first '('. */
+/* The functions and variables the header exports: every line that starts
+ * with "LE_API", the identifier before its first '(' (a function) or,
+ * when a ';' comes first, before that (a variable). */
 static void header_api(symset *s)
 {
 	char *h = t_slurp_text("include/logengine.h");
 	for (char *p = strstr(h, "\nLE_API "); p; p = strstr(p + 1, "\nLE_API ")) {
-		char *paren = strchr(p, '('), *end = paren;
+		char *paren = strpbrk(p, "(;"), *end = paren;
 		CHECK(paren);
 		while (end > p && (end[-1] == '_' || isalnum((unsigned char)end[-1])))
 			end--;

@@ -134,7 +134,7 @@ TEST(cat_shows_recorded_history_and_backtrace_filters_it)
 static int python_accepts(const char *path)
 {
 	char cmd[1024];
-	if (system("command -v python3 >/dev/null 2>&1") != 0)
+	if (!t_which("python3"))
 		return 1;
 	snprintf(cmd, sizeof cmd,
 	         "python3 -c 'import json,sys\n"

@@ -12,14 +12,13 @@ running; dashboard-stopped.png)."""
 import json
 import os
 import re
-import shutil
 import sys
 import time
 import uuid
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from systest import (ARTIFACTS, Producer, Serve, need, run, test, tmpdir,
-                     wait_until)
+from systest import (ARTIFACTS, Producer, Serve, need, need_tool, run, test,
+                     tmpdir, wait_until)
 
 CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu",
                   "--disable-quic", "--no-first-run",
@@ -33,11 +32,11 @@ def browser(profile):
     from selenium import webdriver
     from selenium.webdriver.chrome.service import Service
     opts = webdriver.ChromeOptions()
-    opts.binary_location = shutil.which("chromium")
+    opts.binary_location = need_tool("chromium")
     for f in CHROMIUM_FLAGS + ["--user-data-dir=" + profile]:
         opts.add_argument(f)
     log = os.path.join(profile, "..", "chromedriver.log")
-    service = Service(shutil.which("chromedriver"), log_path=log)
+    service = Service(need_tool("chromedriver"), log_path=log)
     return webdriver.Chrome(service=service, options=opts)
 
 

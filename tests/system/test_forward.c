@@ -580,7 +580,7 @@ TEST(follower_without_an_inotify_instance_still_ships_new_records_and_shards)
 	         ao && *ao ? ":" : "");
 	setenv("ASAN_OPTIONS", asan, 1);
 	char *const argv[] = {
-		"/usr/bin/strace", "-f", "-qq", "-o", "/dev/null", "-e",
+		(char *)t_need_tool("strace"), "-f", "-qq", "-o", "/dev/null", "-e",
 		"trace=inotify_init1", "-e", "inject=inotify_init1:error=EMFILE",
 		(char *)cli(), "forward", "--nats", n.url, "--host", "h",
 		(char *)path("src"), NULL};

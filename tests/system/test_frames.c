@@ -129,6 +129,7 @@ TEST(frame_of_256_shards_holds_256_and_of_a_restart_with_1_holds_1)
 	int n1, n256, nrestart;
 	size_t s1, s256, sr;
 
+	t_need_fds(256 * 4 + 64); /* an engine holds about 4 a shard */
 	t_tmpdir(a);
 	t_tmpdir(b);
 	make_history(a, 1, 1);

@@ -298,9 +298,10 @@ static int in_ss_heading(const char *page, const char *name)
 	return 0;
 }
 
-/* The names of the API: every function the header exports (LE_API) and
- * every function-like macro ("#define le_x("), in the header's order,
- * some twice; returns how many (at most cap). */
+/* The names of the API: every function the header exports (LE_API; not
+ * a variable, whose ';' comes before any '(') and every function-like
+ * macro ("#define le_x("), in the header's order, some twice; returns
+ * how many (at most cap). */
 static int api_names(char (*names)[64], int cap)
 {
 	char *h = t_slurp_text("include/logengine.h");
@@ -309,10 +310,12 @@ static int api_names(char (*names)[64], int cap)
 	for (char *p = h; n < cap && (p = strstr(p, "\n")) != NULL; p++) {
 		const char *s = p + 1, *name;
 		if (!strncmp(s, "LE_API ", 7))
-			name = strchr(s, '(');
+			name = strpbrk(s, "(;");
 		else if (!strncmp(s, "#define le_", 11))
 			name = strchr(s + 8, '(');
 		else
+			continue;
+		if (*name == ';')
 			continue;
 		const char *e = name;
 		while (e > s && (isalnum((unsigned char)e[-1]) || e[-1] == '_'))

@@ -19,7 +19,7 @@ static _Atomic int producing;
 static const char *logrotate_bin(void)
 {
 	const char *p = getenv("LOGROTATE");
-	return p && *p ? p : "/usr/sbin/logrotate";
+	return p && *p ? p : t_need_tool("logrotate");
 }
 
 static void on_hup(int sig)
@@ -45,7 +45,7 @@ static void *produce(void *arg)
 /* Run logrotate once, forced, with its own state file. */
 static void rotate(const char *conf, const char *state)
 {
-	char cmd[1024];
+	char cmd[2048];
 	snprintf(cmd, sizeof cmd, "%s -f -s %s %s", logrotate_bin(), state,
 	         conf);
 	int st = system(cmd);

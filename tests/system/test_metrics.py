@@ -15,8 +15,8 @@ import urllib.parse
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from systest import (Producer, Serve, free_port, http_get, metric_sum,
-                     need, parse_metrics, run, start, test, tmpdir,
-                     wait_until)
+                     need, need_tool, parse_metrics, run, start, test,
+                     tmpdir, wait_until)
 
 
 def two_dirs():
@@ -39,8 +39,8 @@ def metrics_pass_promtool_check():
     wait_until("records written in both directories",
                lambda: all(w > 0 for w in written(serve, dirs)))
     text = serve.metrics()
-    r = subprocess.run(["promtool", "check", "metrics"], input=text,
-                       capture_output=True, text=True)
+    r = subprocess.run([need_tool("promtool"), "check", "metrics"],
+                       input=text, capture_output=True, text=True)
     assert r.returncode == 0 and not r.stdout.strip() and \
         not r.stderr.strip(), "promtool: %s%s" % (r.stdout, r.stderr)
     # every family says what it is, once, before its samples
@@ -75,6 +75,7 @@ def metrics_equal_le_stats_at_close_for_two_directories():
     serve = Serve(dirs)
     wait_until("records written",
                lambda: all(w > 1000 for w in written(serve, dirs)))
+    prod.cmd("every 1000")  # 10 pass, 990 in a summary at close
     time.sleep(1)
     final = prod.close()
     s = parse_metrics(serve.metrics())
@@ -98,6 +99,8 @@ def metrics_equal_le_stats_at_close_for_two_directories():
                 d, k, got, st[k])
         assert s[("logengine_records_truncated_total",
                   (("dir", d),))] == st["truncated"]
+        assert s[("logengine_records_suppressed_total",
+                  (("dir", d),))] == st["suppressed"]
         assert s[("logengine_up", (("dir", d),))] == 0
         assert s[("logengine_queue_records", (("dir", d),))] == 0
         for shard in ("0", "1"):
@@ -116,6 +119,7 @@ def metrics_equal_le_stats_at_close_for_two_directories():
         assert st["accepted"] == st["written"] + st["dropped"]
         dropped += st["dropped"]
     assert dropped > 0, "no drops: the test did not check them"
+    assert [st["suppressed"] for st in final["closed"]] == [990, 0]
 
 
 @test
@@ -185,7 +189,7 @@ def prometheus(work, target, rules=None):
             f.write("rule_files:\n  - %s\n" % rules)
     port = free_port()
     log = open(os.path.join(work, "prometheus.log"), "w")
-    start(["prometheus", "--config.file=" + cfg,
+    start([need_tool("prometheus"), "--config.file=" + cfg,
            "--storage.tsdb.path=" + os.path.join(work, "tsdb"),
            "--web.listen-address=127.0.0.1:%d" % port], stdout=log,
           stderr=log)
@@ -236,7 +240,7 @@ def prometheus_alert_on_the_error_rate_fires_when_errors_are_logged():
     rules = os.path.join(work, "rules.yml")
     with open(rules, "w") as f:
         f.write(ALERT_RULES)
-    r = subprocess.run(["promtool", "check", "rules", rules],
+    r = subprocess.run([need_tool("promtool"), "check", "rules", rules],
                        capture_output=True, text=True)
     assert r.returncode == 0 and "SUCCESS" in r.stdout, r.stdout + r.stderr
     prod = Producer([d], rate=200)  # info records only

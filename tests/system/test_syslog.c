@@ -23,7 +23,7 @@ static pid_t rsyslog_pid;
 static const char *rsyslogd(void)
 {
 	const char *p = getenv("RSYSLOGD");
-	return p && *p ? p : "/usr/sbin/rsyslogd";
+	return p && *p ? p : t_need_tool("rsyslogd");
 }
 
 /* A port free for TCP and UDP on 127.0.0.1 (the kernel's pick). */
@@ -81,6 +81,7 @@ static void rsyslog_start(void)
 	CHECK(t_spit(conf, text, strlen(text)) == 0);
 	char pidf[300];
 	snprintf(pidf, sizeof pidf, "%s/rsyslog.pid", dir);
+	const char *bin = rsyslogd();
 	fflush(NULL);
 	rsyslog_pid = fork();
 	CHECK(rsyslog_pid >= 0);
@@ -90,7 +91,7 @@ static void rsyslog_start(void)
 		int null = open("/dev/null", O_WRONLY);
 		dup2(null, 1);
 		dup2(null, 2);
-		execl(rsyslogd(), "rsyslogd", "-n", "-f", conf, "-i", pidf,
+		execl(bin, "rsyslogd", "-n", "-f", conf, "-i", pidf,
 		      (char *)NULL);
 		_exit(127);
 	}

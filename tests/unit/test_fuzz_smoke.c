@@ -40,7 +40,7 @@ static int sh(const char *cmd)
 
 static int have_clang(void)
 {
-	return sh("command -v clang >/dev/null 2>&1") == 0;
+	return t_which("clang") != NULL;
 }
 
 /* Build all fuzz targets (make fuzz-build); output to $BUILD/fuzz/build.log */

@@ -449,6 +449,13 @@ TEST(macros_check_format_and_logger_type_at_compile_time)
 	                             " (void)i; (void)s; }\n"));
 	CHECK(try_compile("c", PRELUDE "le_info_kv(l, LE_FIELDS(LE_I64(\"n\", i)),"
 	                             " \"%s\", i); (void)e; (void)s; }\n"));
+	/* the rate-limited forms check the same */
+	CHECK_EQ(try_compile("c", PRELUDE "le_warn_every(l, 1000, 10, \"%d %s\","
+	                                  " i, s); le_log_every(e, LE_INFO, 5, 1,"
+	                                  " s); }\n"),
+	         0);
+	CHECK(try_compile("c", PRELUDE "le_warn_every(l, 1000, 10, \"%s\", i);"
+	                             " (void)e; (void)s; }\n"));
 }
 
 TEST(macros_compile_in_cplusplus_too)
@@ -461,6 +468,10 @@ TEST(macros_compile_in_cplusplus_too)
 	CHECK(try_compile("c++", PRELUDE "le_info(l, \"%s\", i); (void)e; (void)s; }\n"));
 	CHECK_EQ(try_compile("c++", PRELUDE "le_info(nullptr, \"%d\", i);"
 	                            " (void)e; (void)l; (void)s; }\n"),
+	         0);
+	CHECK_EQ(try_compile("c++", PRELUDE "le_warn_every(l, 1000, 10, \"%d\","
+	                            " i); le_log_every(e, LE_INFO, 5, 1, \"%s\","
+	                            " s); }\n"),
 	         0);
 }
 

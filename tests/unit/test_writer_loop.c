@@ -51,21 +51,6 @@ static void writers_idle(le_engine *e)
 	}
 }
 
-/* Wait until le_stats_get says ok(st), polling each millisecond; fail
- * the test if it has not after ms milliseconds. */
-static void stats_until(le_engine *e, int (*ok)(const le_stats *st), int ms)
-{
-	uint64_t t0 = le__mono_ns();
-	le_stats st;
-	for (;;) {
-		le_stats_get(e, &st);
-		if (ok(&st))
-			return;
-		CHECK(le__mono_ns() - t0 < (uint64_t)ms * 1000000u);
-		usleep(1000);
-	}
-}
-
 static int written_one(const le_stats *st)
 {
 	return st->written >= 1;
@@ -306,7 +291,7 @@ TEST(a_record_waits_at_most_flush_ms_for_a_sleeping_writer)
 	writers_idle(e); /* the writer looked, found nothing, and sleeps */
 	uint64_t t0 = le__mono_ns();
 	CHECK_EQ(le_write(e, 0, LE_INFO, "one", 3), 0);
-	stats_until(e, written_one, 10000);
+	t_stats_until(e, written_one, 10000);
 	double ms = (double)(le__mono_ns() - t0) / 1e6;
 	fprintf(stderr, "  (written %.0f ms after le_write; flush_ms 1000)\n",
 	        ms);
@@ -332,9 +317,9 @@ TEST(interval_sync_comes_after_sync_ms_when_flush_ms_is_longer)
 	le_engine *e = open_cfg(&c);
 	for (int i = 0; i < 16; i++)
 		CHECK_EQ(le_write(e, 0, LE_INFO, "full batch", 10), 0);
-	stats_until(e, written_sixteen, 10000);
+	t_stats_until(e, written_sixteen, 10000);
 	/* Within three sync periods, a fifth of flush_ms. */
-	stats_until(e, synced, 1000);
+	t_stats_until(e, synced, 1000);
 	CHECK_EQ(le_close(e), 0);
 	t_rmrf(dir);
 }
@@ -395,7 +380,7 @@ TEST(stream_only_flush_returns_while_other_lines_keep_coming)
 	pthread_t r, p;
 	CHECK_EQ(pthread_create(&r, NULL, slow_reader, NULL), 0);
 	CHECK_EQ(pthread_create(&p, NULL, flood, NULL), 0);
-	stats_until(flood_e, stream_full, 10000); /* and it stays full */
+	t_stats_until(flood_e, stream_full, 10000); /* and it stays full */
 	int bad = 0;
 	for (int i = 0; i < 3; i++) {
 		le_write(flood_e, 0, LE_INFO, "mine", 4);

@@ -90,7 +90,7 @@ _logengine()
 	fi
 
 	local formats="short short-precise short-iso short-iso-precise
-		short-unix text json json-pretty cat raw"
+		short-unix text json json-pretty cat raw verbose export"
 	local levels="trace debug info notice warn warning err error crit
 		alert emerg fatal"
 	local modes="tolerate absolute point skip"
@@ -123,7 +123,8 @@ _logengine()
 		-D | --directory)
 			_logengine_dirs "$cur"
 			return ;;
-		-n | --lines | -g | --grep | --after-cursor | --reorder-window)
+		-n | --lines | -g | --grep | --after-cursor | --reorder-window | \
+		-t | --identifier | -u | --unit | --output-fields)
 			return ;;
 		esac
 		case $cur in
@@ -147,7 +148,9 @@ _logengine()
 				-i --ignore-case --case-sensitive -o --output --utc
 				--no-pager -q --quiet --shard --show-cursor --after-cursor
 				--cursor-file --mode --reorder-window --backtrace -D
-				--directory -e --pager-end -h --help" -- "$cur"))
+				--directory -e --pager-end -t --identifier -u --unit
+				--output-fields --no-color -a --all -l --full --no-full -x
+				--catalog --no-hostname -h --help" -- "$cur"))
 			return ;;
 		[A-Z]*)
 			COMPREPLY=($(compgen -W "SHARD= SEQ= LEVEL= PRIORITY=

@@ -1,0 +1,28 @@
+/*
+ * rlreg.h -- an engine's registry of the _every macros' call sites and
+ * its counts of what they suppressed: a member of le_engine (shard.h),
+ * worked on by ratelimit.c alone.
+ */
+#ifndef LE_RLREG_H
+#define LE_RLREG_H
+
+#include <stdatomic.h>
+#include <stdint.h>
+
+#include "logengine.h"
+
+/* Sites an engine resets and summarises at le_close; one past them
+ * still works, and its last count waits for its next record. */
+#define LE_RL_SITES 1024
+
+typedef struct le__rlreg {
+	uint64_t gen;                     /* [const] this engine's number,
+	                                     unique in the process */
+	_Atomic uint32_t n;               /* sites registered (may pass
+	                                     LE_RL_SITES: those are not) */
+	le__rsite *_Atomic tab[LE_RL_SITES];
+	_Atomic uint64_t suppressed;      /* le_stats.suppressed */
+	_Atomic uint64_t summaries;       /* le_stats.suppressed_summaries */
+} le__rlreg;
+
+#endif
