@@ -252,6 +252,7 @@ check-run: all $(filter $(BUILD)/%,$(CHECK_TESTS)) $(if $(CHECK_SYS),$(SYS_HELPE
 # The fault tests for longer: hundreds of kill -9 cycles, minutes of fuzz.
 check-long: check
 	LE_KILL_CYCLES=300 LE_CLI=$(BUILD)/logengine $(BUILD)/tests/fault/test_kill9
+	LE_KILL_CYCLES=100 LE_CLI=$(BUILD)/logengine $(BUILD)/tests/fault/test_backtrace_death
 	LE_LONG=1 LE_CLI=$(BUILD)/logengine BUILD=$(BUILD) $(BUILD)/tests/system/test_forward _of_three_
 	LE_LONG=1 LE_CLI=$(BUILD)/logengine BUILD=$(BUILD) $(BUILD)/tests/system/test_forward _1gb_
 	$(MAKE) fuzz-long FUZZ_SECONDS=600

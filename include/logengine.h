@@ -17,7 +17,8 @@
  *     except handles, which are released by their own close function.
  *   - Threads: le_write(), le_logf(), le_logf_kv(), the level macros,
  *     le_logger_get(), le_set_level(), le_get_level(),
- *     le_set_ratelimit(), le_get_ratelimit(), le_reopen(),
+ *     le_set_ratelimit(), le_get_ratelimit(), le_set_backtrace(),
+ *     le_dump_backtrace(), le_reopen(),
  *     le_flush() and le_stats_get() may be called from any number of
  *     threads at once.  le_close() is like
  *     free(): call it once, after every other call on the engine has
@@ -273,10 +274,12 @@ typedef struct le_config {
 	                             (time, level, payload), LE_STREAM_JSON */
 	uint32_t stream_buffer_bytes; /* lines waiting for the reader. 1 MiB */
 	uint32_t crash_flush_ms;  /* > 0: on SIGSEGV, SIGBUS, SIGABRT, SIGFPE
-	                             or SIGILL, write out what is queued,
-	                             waiting at most this long, then run the
-	                             handler that was there before (chained)
-	                             or the default action.  0: no handler. 0 */
+	                             or SIGILL, write out what is queued (and
+	                             first every flight recorder's kept
+	                             records, le_set_backtrace), waiting at
+	                             most this long, then run the handler
+	                             that was there before (chained) or the
+	                             default action.  0: no handler. 0 */
 	/* Levels, loggers, the stream's file, syslog: 0 or NULL is each
 	 * one's default (src/engine/abi.c), and the order leaves no padding. */
 	uint32_t max_loggers;     /* named loggers (le_logger_get) and names
@@ -375,6 +378,26 @@ typedef struct le_config {
 	                             age (default) */
 	int archive_level;        /* zstd level of archives, 1..19.  0: 3 */
 	uint32_t reserved2_;      /* 0 */
+	/* The flight recorder (le_set_backtrace): records below a logger's
+	 * threshold kept in a ring per shard, written out when needed. */
+	const char *backtrace;    /* the levels loggers keep below their
+	                             threshold, in the syntax of levels:
+	                             "debug,net=trace" keeps the root's (and
+	                             so every logger's) DEBUG and up, and
+	                             net's TRACE and up.  "off" keeps none.
+	                             The environment variable
+	                             LOGENGINE_BACKTRACE, when set, is applied
+	                             after this (it wins).  NULL: none.
+	                             Copied by le_open */
+	uint32_t backtrace_records; /* entries of each shard's ring, rounded
+	                             up to a power of two (at least 16); the
+	                             oldest kept record is dropped (counted
+	                             in backtrace_dropped) when a new one
+	                             needs its entry.  0: 1024 */
+	int backtrace_trigger;    /* a record at or above this level on a
+	                             logger with a recorder writes that
+	                             logger's kept records first, LE_DEBUG ..
+	                             LE_OFF (LE_OFF: never).  0: LE_ERROR */
 } le_config;
 
 /**
@@ -550,6 +573,11 @@ typedef struct le_stats {
 	                               their summaries reported them */
 	uint64_t suppressed_summaries; /* "N similar records suppressed"
 	                               records written */
+	uint64_t backtrace_written; /* kept records handed to the queue as
+	                               recorded history (le_set_backtrace) */
+	uint64_t backtrace_dropped; /* kept records lost before being
+	                               written out: overwritten by newer ones
+	                               in a full ring, or a ring entry busy */
 } le_stats;
 
 /**
@@ -684,7 +712,9 @@ LE_API le_engine *le_get_default(void);
  * (levels or LOGENGINE_LEVEL) and the item, counts it in
  * le_stats.config_errors, and le_errmsg() says the same once it returned
  * 0.  A service never fails to start over a typo in its level.
- * le_set_level changes thresholds at run time.
+ * le_set_level changes thresholds at run time.  le_config.backtrace and
+ * then LOGENGINE_BACKTRACE set flight recorders (le_set_backtrace) in the
+ * same syntax and with the same reports: LOGENGINE_BACKTRACE=debug.
  */
 
 #define LE_LOGGER_NAME_MAX 127
@@ -721,6 +751,53 @@ LE_API const char *le_logger_name(const le_logger *lg);
  * LE_ENOMEM (all max_loggers entries in use).
  */
 LE_API int le_set_level(le_engine *e, const char *name, int level);
+
+/*
+ * The flight recorder.  A logger with a recorder level below its
+ * threshold keeps the records between the two (captured as a deferred
+ * call is: the call site and its arguments, no formatting) in a ring per
+ * shard, DIR/shard-NNN/BACKTRACE, a shared file mapping like the queue,
+ * instead of dropping them.  They are written to the log, each marked
+ * as recorded history (LE_REC_BACKTRACE; `logengine cat` shows
+ * "{backtrace}"), with the level and order they were logged with:
+ *   - when that logger logs a record at or above
+ *     le_config.backtrace_trigger (LE_ERROR): its own kept records (not
+ *     those of its parent or children), at most `records` of the newest
+ *     from each shard, before the trigger in its shard;
+ *   - on le_dump_backtrace;
+ *   - from the crash handler (le_config.crash_flush_ms), before the
+ *     queue is flushed, then a record naming the signal;
+ *   - after the process died without le_close (kill -9, the OOM killer,
+ *     a crash without the handler): by the next le_open of the
+ *     directory or `logengine recover`, then a record saying it died.
+ * A record taken from the ring is written once.  Records formatted at
+ * the call (a format that is not a literal, the _kv forms) are kept as
+ * their text.  A kept record is cut to its entry (232 bytes of payload,
+ * fields included): a longer deferred one is formatted and cut, flagged
+ * LE_REC_TRUNCATED.  Times: a shard's times never go back, so a kept
+ * record written after newer ones of its shard carries the newest time.
+ */
+
+/**
+ * Keep lg's records at `level` and above that its threshold skips, and
+ * those of every logger below it without a recorder of its own (as
+ * thresholds are inherited).  level LE_TRACE..LE_FATAL, LE_OFF (keep
+ * none), or -1 (inherit again; not for the root).  records: how many of
+ * its newest kept records a trigger writes from each shard, 0: as many as
+ * the rings hold (le_config.backtrace_records per shard).  lg NULL: the default engine's
+ * root.  Takes a lock, like le_set_level.
+ * @return 0, LE_EINVAL (bad level; le_errmsg() says so), or -errno /
+ * LE_ENOMEM when the rings cannot be made (the first recorder makes them).
+ */
+LE_API int le_set_backtrace(le_logger *lg, int level, uint32_t records);
+
+/**
+ * Write every kept record of every logger in every shard, in each shard
+ * in the order they were logged, into the log of that shard (so before
+ * anything logged after this call returns).  e NULL: the default engine.
+ * @return the number of records written out, or LE_EINVAL.
+ */
+LE_API int le_dump_backtrace(le_engine *e);
 
 /** @return the threshold in force for `name` (NULL or "": the root),
  * inherited or its own, or LE_EINVAL for a bad name. */
@@ -1002,6 +1079,12 @@ enum le_recovery {
 #define LE_REC_FIELDS 0x04u    /* the record carries typed fields */
 #define LE_REC_DEFERRED 0x08u  /* stored as a call site's format and its
                                   arguments; readers return the text */
+/* Recorded history: a record the flight recorder kept below its logger's
+ * threshold and wrote out later (le_set_backtrace).  Stored as the bool
+ * field "le.backtrace" first in the record's field block (docs/FORMAT.md,
+ * "Recorded history"), which le_reader_next takes out and reports as
+ * this flag. */
+#define LE_REC_BACKTRACE 0x10u
 
 /* The text a deferred record is written with when recovery found no call
  * site for it in its shard's damaged SITES table (le_open counts those in
@@ -1302,6 +1385,8 @@ typedef struct le_live {
 	/* Engine-wide, as le_stats.suppressed: calls of the rate-limited
 	 * macros suppressed, as their summaries reported them. */
 	uint64_t suppressed;
+	uint64_t backtrace_written; /* this shard's kept records written out
+	                               as recorded history (le_set_backtrace) */
 } le_live;
 
 /**
@@ -1823,8 +1908,11 @@ LE_API size_t le_utf8_len(const void *p, size_t len);
  * static const le__site: file, function, line, level, all constants). */
 
 struct le__head {
-	int level;  /* records below it are skipped (LE_OFF: all) */
+	int level;  /* records below it are skipped (LE_OFF: all): the
+	               threshold, or the recorder's level when lower */
 	int kind;   /* 0: an engine (its root logger), 1: a named logger */
+	int keep;   /* the threshold proper: a record below it that passed
+	               `level` goes to the flight recorder (le_set_backtrace) */
 };
 
 typedef struct le__site {

@@ -2,7 +2,10 @@
  * burst-floor.c -- the floor under build/bench's timed points: the same
  * timer and burst pattern (20 calls, then 20 us of spinning; each call
  * between lfence+rdtsc and rdtscp) around a call that does nothing, and
- * around le_info's deferred record, alternating rounds in one process.
+ * around le_info's deferred record, and around the same call as le_debug
+ * on the root logger of a second engine whose threshold is INFO, with a
+ * flight recorder at DEBUG (backtrace = "debug": kept in the shard's
+ * ring, not queued), alternating rounds in one process.
  * What the empty call shows at p99.9 is this machine's (interrupts, the
  * hypervisor taking the vCPU), and no logging call can do better.
  *
@@ -55,6 +58,16 @@ static __attribute__((noinline)) int deferred(le_engine *e, long i)
 	return 0;
 }
 
+static le_engine *recorded_e; /* threshold INFO, recorder at DEBUG */
+
+static __attribute__((noinline)) int recorded(le_engine *e, long i)
+{
+	(void)e;
+	le_debug(recorded_e, "Logging int: %d, int: %d, double: %f", (int)i,
+	         (int)(2 * i), (double)i / 2.0);
+	return 0;
+}
+
 static int cmp(const void *a, const void *b)
 {
 	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
@@ -93,7 +106,7 @@ int main(int argc, char **argv)
 	int rounds = argc > 2 ? atoi(argv[2]) : 5;
 	le_config c;
 	le_engine *e;
-	char dir[] = "/tmp/burst-floor-XXXXXX";
+	char dir[] = "/tmp/burst-floor-XXXXXX", sub[64];
 	uint32_t *lat = malloc((size_t)n * sizeof *lat);
 
 	if (n < 1000 || !lat || !mkdtemp(dir))
@@ -108,11 +121,21 @@ int main(int argc, char **argv)
 		fprintf(stderr, "burst-floor: %s\n", le_errmsg());
 		return 1;
 	}
+	snprintf(sub, sizeof sub, "%s/recorded", dir);
+	c.dir = sub;
+	c.create_dir = 1;
+	c.backtrace = "debug";
+	if (le_open(&recorded_e, &c) != 0) {
+		fprintf(stderr, "burst-floor: %s\n", le_errmsg());
+		return 1;
+	}
 	for (int r = 1; r <= rounds; r++) {
 		printf("round %d\n", r);
 		run("empty", empty, e, lat, n);
 		run("le_info", deferred, e, lat, n);
+		run("recorded", recorded, e, lat, n);
 	}
+	le_close(recorded_e);
 	le_close(e);
 	char cmd[128];
 	snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);

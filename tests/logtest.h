@@ -58,6 +58,19 @@ static inline long read_all(const char *dir, int mode, rec_fn fn, void *arg)
 	return read_all_reporting(dir, mode, fn, arg, NULL, NULL);
 }
 
+/* "[name]" of a record's "logger" field into out (cap bytes), "" when it
+ * has none. */
+static inline void t_logger_tag(const le_record *r, char *out, size_t cap)
+{
+	size_t pos = 0;
+	le_field f;
+	out[0] = '\0';
+	while (le_record_field(r, &pos, &f) == 1)
+		if (f.key_len == 6 && !memcmp(f.key, "logger", 6))
+			snprintf(out, cap, "[%.*s]", (int)f.v.str.len,
+			         (const char *)f.v.str.ptr);
+}
+
 static inline void count_app_record(const le_record *r, void *arg)
 {
 	if (!(r->flags & LE_REC_MARKER))

@@ -88,6 +88,9 @@ static const char cat_help[] =
 	"  -g, --grep=REGEX      records whose message matches (POSIX ERE)\n"
 	"  -i, --ignore-case     -g without regard to case\n"
 	"      --shard=N         only shard N\n"
+	"      --backtrace=WHAT  recorded history (the flight recorder's\n"
+	"                        records, shown {backtrace}): show (default),\n"
+	"                        hide, or only\n"
 	"  FIELD=VALUE           records whose FIELD is VALUE: SHARD, SEQ,\n"
 	"                        LEVEL (name or 0-5), PRIORITY (syslog 0-7),\n"
 	"                        MESSAGE (the whole payload), FLAGS (marker,\n"
@@ -155,7 +158,12 @@ struct jopts {
 	int mode, mode_given;
 	const char *after_cursor, *cursor_file;
 	uint32_t reorder_ms;
+	int backtrace;           /* --backtrace: BT_SHOW, BT_HIDE, BT_ONLY */
 };
+
+/* --backtrace: recorded history (LE_REC_BACKTRACE) shown with the rest,
+ * left out, or shown alone. */
+enum { BT_SHOW = 0, BT_HIDE, BT_ONLY };
 
 struct ctx {
 	struct jopts *j;
@@ -293,7 +301,7 @@ static int output_fields(struct jopts *j, const char *arg)
 enum {
 	O_NO_FOLLOW = 1000, O_UTC, O_NO_PAGER, O_SHARD, O_SHOW_CURSOR,
 	O_AFTER_CURSOR, O_CURSOR_FILE, O_MODE, O_REORDER, O_CASE, O_NOOP,
-	O_NO_COLOR, O_OUTPUT_FIELDS
+	O_NO_COLOR, O_OUTPUT_FIELDS, O_BACKTRACE
 };
 
 static const struct option long_opts[] = {
@@ -317,6 +325,7 @@ static const struct option long_opts[] = {
 	{"cursor-file", required_argument, NULL, O_CURSOR_FILE},
 	{"mode", required_argument, NULL, O_MODE},
 	{"reorder-window", required_argument, NULL, O_REORDER},
+	{"backtrace", required_argument, NULL, O_BACKTRACE},
 	{"directory", required_argument, NULL, 'D'},
 	{"pager-end", no_argument, NULL, 'e'},
 	{"identifier", required_argument, NULL, 't'},
@@ -419,6 +428,15 @@ static int one_opt(struct jopts *j, int c, char *arg, int argc, char **argv)
 		j->reorder_ms = (uint32_t)v;
 		return 0;
 	}
+	case O_BACKTRACE:
+		if (!strcmp(arg, "show") || !strcmp(arg, "hide") ||
+		    !strcmp(arg, "only")) {
+			j->backtrace = arg[0] == 's' ? BT_SHOW
+			               : arg[0] == 'h' ? BT_HIDE : BT_ONLY;
+			return 0;
+		}
+		return bad_value("--backtrace", arg,
+		                 "expected show, hide or only");
 	case 'D': j->dir = arg; return 0;
 	case 'h': fputs(cat_help, stdout); return 1;
 	default: /* getopt printed what was wrong */
@@ -494,6 +512,9 @@ static int selected(const struct jopts *j, const le_record *r)
 		return 0;
 	if (j->has_p && (r->level < j->plo || r->level > j->phi))
 		return 0;
+	if (j->backtrace &&
+	    !(r->flags & LE_REC_BACKTRACE) != (j->backtrace == BT_HIDE))
+		return 0;
 	if (j->m.n && !matches_record(&j->m, r))
 		return 0;
 	if (j->lg.n && !loggers_record(&j->lg, r))
@@ -517,7 +538,8 @@ static int past_until(const struct jopts *j, const le_record *r)
 
 static int has_filters(const struct jopts *j)
 {
-	return j->has_p || j->grep || j->m.n || j->lg.n || j->has_until;
+	return j->has_p || j->grep || j->m.n || j->lg.n || j->has_until ||
+	       j->backtrace;
 }
 
 /* ---- cursors ---- */

@@ -444,6 +444,8 @@ static void text_line(struct out *o, const le_record *r)
 		ADDL(o, "{marker} ");
 	if (r->flags & LE_REC_TRUNCATED)
 		ADDL(o, "{truncated} ");
+	if (r->flags & LE_REC_BACKTRACE)
+		ADDL(o, "{backtrace} ");
 	add_escaped(o, r->payload, r->len, 0);
 	add_fields(o, r, LE_STREAM_TEXT);
 	if (colored)
@@ -620,6 +622,10 @@ static inline void json_fields(struct out *o, const le_record *r,
 	}
 	if ((r->flags & LE_REC_MARKER) && keep(o, "marker")) {
 		KEY(0, "marker");
+		ADDL(o, "true");
+	}
+	if ((r->flags & LE_REC_BACKTRACE) && keep(o, "backtrace")) {
+		KEY(0, "backtrace");
 		ADDL(o, "true");
 	}
 	if (keep(o, "msg")) {

@@ -672,6 +672,13 @@ static const struct fam shard_fams[] = {
 	  "Time since the shard's writer last published its live page."),
 };
 
+/* The flight recorder, per shard (a table of its own). */
+static const struct fam bt_fams[] = {
+	F("backtrace_records_total", "counter", backtrace_written, U64,
+	  "Records the flight recorder kept below their logger's threshold "
+	  "and wrote out as recorded history (le_set_backtrace)."),
+};
+
 /* Per directory, from the page published last: label dir. */
 static const struct fam dir_fams[] = {
 	F("queue_records", "gauge", queue_records, U64,
@@ -902,6 +909,20 @@ static void serve_metrics(struct buf *b)
 	conn_metrics(b);
 }
 
+/* Families of per-shard values: labels dir and shard. */
+static void shard_families(struct buf *b, const struct live_dir *d, int nd,
+                           const struct fam *fams, size_t n)
+{
+	for (size_t f = 0; f < n; f++) {
+		head(b, fams[f].name, fams[f].type, fams[f].help);
+		for (int k = 0; k < nd; k++)
+			for (unsigned i = 0; i < d[k].n; i++) {
+				labels(b, fams[f].name, d[k].path, (int)i, NULL);
+				value(b, &d[k].cur[i], &fams[f]);
+			}
+	}
+}
+
 /* Families with one value per directory, from its engine's page. */
 static void dir_families(struct buf *b, struct live_dir *d, int nd,
                          const struct fam *fams, size_t n)
@@ -927,14 +948,9 @@ static void metrics(struct buf *b, struct live_dir *d, int nd)
 		labels(b, "logengine_up", d[k].path, -1, NULL);
 		buf_printf(b, "%d\n", d[k].state == LE_LIVE_RUNNING);
 	}
-	for (size_t f = 0; f < sizeof shard_fams / sizeof *shard_fams; f++) {
-		head(b, shard_fams[f].name, shard_fams[f].type, shard_fams[f].help);
-		for (int k = 0; k < nd; k++)
-			for (unsigned i = 0; i < d[k].n; i++) {
-				labels(b, shard_fams[f].name, d[k].path, (int)i, NULL);
-				value(b, &d[k].cur[i], &shard_fams[f]);
-			}
-	}
+	shard_families(b, d, nd, shard_fams,
+	               sizeof shard_fams / sizeof *shard_fams);
+	shard_families(b, d, nd, bt_fams, sizeof bt_fams / sizeof *bt_fams);
 	level_metrics(b, d, nd);
 	state_metrics(b, d, nd);
 	dir_families(b, d, nd, dir_fams, sizeof dir_fams / sizeof *dir_fams);

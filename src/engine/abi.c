@@ -34,7 +34,7 @@
 #include "engine/config.h"
 #include "base/internal.h"
 
-_Static_assert(offsetof(le_config, reserved2_) + sizeof(uint32_t) ==
+_Static_assert(offsetof(le_config, backtrace_trigger) + sizeof(int) ==
                        sizeof(le_config),
                "le_config ends in padding, or its last field is not the "
                "one named here: make the padding an explicit field (a "

@@ -215,5 +215,12 @@ int le__config_check(const le_config *c)
 		BAD("%s: this build of logengine has no zstd (libzstd), so "
 		    "it cannot archive segments", c->archive_keep_segments
 		    ? "archive_keep_segments" : "archive_after_ms");
+	/* the flight recorder (backtrace.c) */
+	if (c->backtrace_records > (1u << 24))
+		BAD("backtrace_records: %u is above %u", c->backtrace_records,
+		    1u << 24);
+	if (c->backtrace_trigger < 0 || c->backtrace_trigger > LE_OFF)
+		BAD("backtrace_trigger: %d is not a level LE_DEBUG..LE_OFF "
+		    "(or 0: LE_ERROR)", c->backtrace_trigger);
 	return 0;
 }

@@ -19,7 +19,7 @@ static _Atomic(le_engine *) dflt;
 
 /* [const] kind 0 as an engine's, never cast to one: every function that
  * takes a head compares against it first (le__head_or_default). */
-static struct le__head none = {LE_OFF, 0};
+static struct le__head none = {LE_OFF, 0, LE_OFF};
 
 int le_set_default(le_engine *e)
 {

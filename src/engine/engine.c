@@ -28,6 +28,7 @@
 #include "engine/config.h"
 #include "store/index.h"
 #include "engine/logger.h"
+#include "engine/backtrace.h"
 #include "engine/dflt.h"
 #include "engine/recover.h"
 #include "engine/flush.h"
@@ -192,6 +193,8 @@ static int shard_init(le_engine *e, uint32_t i)
 		sh->w.next_seq = 1;
 	}
 	rc = le__recover_queue(sh);
+	if (rc == 0 && sh->store && e->cfg.mapped_queue)
+		rc = le__bt_recover(sh); /* backtrace.c: while SITES is the dead one's */
 	if (rc == 0 && sh->store && e->cfg.mapped_queue) {
 		/* A file a previous engine left is made anew once drained:
 		 * whatever its words and positions say (a process that died
@@ -222,12 +225,14 @@ static void shard_free(le__shard *sh, int forked)
 	le__writer_free(sh);
 	le__ring_close(&sh->ring);
 	le__sitetab_close(&sh->sites);
+	free(sh->bt_dead.buf); /* le_open failed before queueing it */
 	if (sh->e && !forked)
 		pthread_mutex_destroy(&sh->prog.fail_mu);
 }
 
 static void engine_free(le_engine *e)
 {
+	le__bt_close(e);
 	for (uint32_t i = 0; e->shards && i < e->nshards; i++)
 		shard_free(&e->shards[i], e->forked);
 	free(e->shards);
@@ -334,7 +339,8 @@ static int start_threads(le_engine *e)
 static int copy_strings(le_engine *e)
 {
 	const char **str[] = {&e->cfg.levels, &e->cfg.stream_path,
-	                      &e->cfg.syslog_addr, &e->cfg.syslog_app};
+	                      &e->cfg.syslog_addr, &e->cfg.syslog_app,
+	                      &e->cfg.backtrace};
 	size_t n = sizeof str / sizeof str[0], total = 0;
 
 	for (size_t i = 0; i < n; i++)
@@ -470,7 +476,9 @@ static int open_engine(le_engine **out, const le_config *cfg)
 			goto fail;
 	}
 	open_pages(e);
-	rc = start_threads(e);
+	rc = le__bt_open(e); /* backtrace.c: after the shards it maps in */
+	if (rc == 0)
+		rc = start_threads(e);
 	if (rc == 0)
 		rc = le__register(e);
 	if (rc < 0)
@@ -552,6 +560,9 @@ int le__stats_get(le_engine *e, le_stats *o)
 	o->config_errors = e->config_errors;
 	o->suppressed = atomic_load(&e->rl.suppressed);
 	o->suppressed_summaries = atomic_load(&e->rl.summaries);
+	for (uint32_t i = 0; i < e->nshards; i++)
+		o->backtrace_written += atomic_load(&e->shards[i].bt_written);
+	o->backtrace_dropped = le__bt_dropped(e);
 	for (int k = 0; k < LE_LINEKINDS; k++)
 		if (e->lines[k])
 			e->lines[k]->kind->stats(e->lines[k], o, e->forked);

@@ -26,6 +26,7 @@
 #define _GNU_SOURCE
 #include "engine/lifecycle.h"
 #include "engine/shard.h"
+#include "engine/backtrace.h"
 
 #include <pthread.h>
 #include <signal.h>
@@ -134,8 +135,10 @@ static void on_crash(int sig, siginfo_t *info, void *uctx)
 		for (int i = 0; i < MAX_ENGINES; i++) {
 			le_engine *e = atomic_load(&engines[i]);
 			if (e && e->cfg.crash_flush_ms && !e->forked &&
-			    !atomic_load(&e->stopping))
+			    !atomic_load(&e->stopping)) {
+				le__bt_crash(e, sig); /* backtrace.c */
 				flush_for_crash(e);
+			}
 		}
 	}
 	struct sigaction *old = &previous[k < NSIG_CRASH ? k : 0];

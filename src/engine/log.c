@@ -13,6 +13,7 @@
 #include "record/fields.h"
 #include "engine/logger.h"
 #include "engine/dflt.h"
+#include "engine/backtrace.h"
 
 /* The engine of a macro's first argument; a named logger's name goes
  * first among the fields. */
@@ -39,6 +40,15 @@ static int submit(struct le__head *h, const le__site *site, const le_field *f,
 	if (e->cfg.source_location)
 		fs.site = site;
 	int any = fs.pre_len || fs.n || fs.site;
+	if (__builtin_expect(__atomic_load_n(&h->level, __ATOMIC_RELAXED) <
+	                     __atomic_load_n(&h->keep, __ATOMIC_RELAXED), 0)) {
+		/* a logger with a flight recorder (backtrace.c) */
+		if (site->level < __atomic_load_n(&h->keep, __ATOMIC_RELAXED))
+			return le__bt_keepf(e, h, site->level,
+			                    any ? &fs : NULL, fmt, ap);
+		if (site->level >= e->bt_trigger)
+			le__bt_trigger(e, h);
+	}
 	return le__submitf(e, site->level, any ? &fs : NULL, fmt, ap);
 }
 

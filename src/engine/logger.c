@@ -83,25 +83,30 @@ static int is_parent(const char *p, uint32_t plen, const char *name,
 	return plen < nlen && name[plen] == '.' && memcmp(p, name, plen) == 0;
 }
 
-/* Does entry p have a setting of its own: a level (rl 0) or a rate
- * limit (rl 1)? */
-static int has_own(const le_logger *p, int rl)
+/* Which setting of an entry (source): its level, its rate limit, or its
+ * flight recorder's level. */
+enum { OWN_LEVEL, OWN_RL, OWN_BT };
+
+/* Does entry p have a setting of its own of that kind? */
+static int has_own(const le_logger *p, int kind)
 {
-	return rl ? p->own_rl != 0 : p->own >= 0;
+	return kind == OWN_RL   ? p->own_rl != 0
+	       : kind == OWN_BT ? p->bt_own >= 0
+	                        : p->own >= 0;
 }
 
-/* The entry whose setting a name takes: its own entry's if that has
- * one, else its nearest parent's with one, else the root.  Caller
- * holds mu. */
+/* The entry whose setting of that kind a name takes: its own entry's if
+ * that has one, else its nearest parent's with one, else the root.
+ * Caller holds mu. */
 static const le_logger *source(const le__loggers *L, const char *name,
-                               uint32_t nlen, int rl)
+                               uint32_t nlen, int kind)
 {
 	const le_logger *src = &L->tab[0];
 	uint32_t best = 0;
 
 	for (uint32_t i = 1; i < L->n; i++) {
 		const le_logger *p = &L->tab[i];
-		if (!has_own(p, rl))
+		if (!has_own(p, kind))
 			continue;
 		if (p->name_len == nlen && memcmp(p->name, name, nlen) == 0)
 			return p;
@@ -112,6 +117,27 @@ static const le_logger *source(const le__loggers *L, const char *name,
 		}
 	}
 	return src;
+}
+
+/* Store entry i's threshold (head.keep), rate limit, its recorder's
+ * records, and the level the macros test (head.level): the threshold,
+ * or the recorder's level when lower, so a logger without a recorder
+ * costs what it did.  Caller holds mu. */
+static void derive_entry(le__loggers *L, uint32_t i)
+{
+	le_logger *lg = &L->tab[i];
+	int lv = i ? source(L, lg->name, lg->name_len, OWN_LEVEL)->own
+	           : lg->own;
+	const le_logger *b = i ? source(L, lg->name, lg->name_len, OWN_BT)
+	                       : lg;
+	int bl = b->bt_own < 0 ? LE_OFF : b->bt_own;
+
+	__atomic_store_n(&lg->rl,
+	                 source(L, lg->name, lg->name_len, OWN_RL)->own_rl,
+	                 __ATOMIC_RELAXED);
+	__atomic_store_n(&lg->bt_records, b->bt_own_records, __ATOMIC_RELAXED);
+	__atomic_store_n(&lg->head.keep, lv, __ATOMIC_RELAXED);
+	__atomic_store_n(&lg->head.level, bl < lv ? bl : lv, __ATOMIC_RELAXED);
 }
 
 /* The threshold of a name: its entry's own level, else its nearest
@@ -127,14 +153,11 @@ static void publish(le_engine *e)
 {
 	le__loggers *L = e->loggers;
 
-	for (uint32_t i = 0; i < L->n; i++) {
-		le_logger *lg = &L->tab[i];
-		int lv = i ? derive(L, lg->name, lg->name_len) : lg->own;
-		uint64_t rl = source(L, lg->name, lg->name_len, 1)->own_rl;
-		__atomic_store_n(&lg->head.level, lv, __ATOMIC_RELAXED);
-		__atomic_store_n(&lg->rl, rl, __ATOMIC_RELAXED);
-	}
-	__atomic_store_n(&e->head.level, L->tab[0].own, __ATOMIC_RELAXED);
+	for (uint32_t i = 0; i < L->n; i++)
+		derive_entry(L, i);
+	__atomic_store_n(&e->head.keep, L->tab[0].head.keep, __ATOMIC_RELAXED);
+	__atomic_store_n(&e->head.level, L->tab[0].head.level,
+	                 __ATOMIC_RELAXED);
 }
 
 /* The entry named name (nlen > 0), made if missing.  Caller holds mu. */
@@ -160,6 +183,8 @@ static le_logger *find(le_engine *e, const char *name, uint32_t nlen,
 	lg->head.kind = 1;
 	lg->e = e;
 	lg->own = -1;
+	lg->bt_own = -1;
+	lg->index = (uint16_t)L->n;
 	lg->name_len = nlen;
 	memcpy(lg->name, name, nlen);
 	lg->name[nlen] = '\0';
@@ -168,8 +193,7 @@ static le_logger *find(le_engine *e, const char *name, uint32_t nlen,
 	lg->field_len = (uint32_t)le__field_put(lg->field, &f);
 	/* Visible to the macros only through the pointer returned after
 	 * the unlock; the threshold is stored (derived) before that. */
-	lg->head.level = derive(L, name, nlen);
-	lg->rl = source(L, name, nlen, 1)->own_rl;
+	derive_entry(L, L->n);
 	L->n++;
 	return lg;
 }
@@ -380,7 +404,10 @@ static int set_result(le_engine *e, const char *what, const char *name,
 
 /* One item of a level setting: "debug" (the root) or "net=debug".
  * @return 0, or LE_EINVAL with le_errmsg naming `what` and the item. */
-static int apply_item(le_engine *e, const char *what, char *item)
+typedef int (*set_fn)(le_engine *e, const char *name, int level);
+
+static int apply_level_item(le_engine *e, const char *what, char *item,
+                            set_fn set)
 {
 	char *name, *lv = split_item(item, &name);
 	int level = le_level_parse(lv);
@@ -394,7 +421,13 @@ static int apply_item(le_engine *e, const char *what, char *item)
 		le__seterr("%s: \"=%s\" names no logger", what, lv);
 		return LE_EINVAL;
 	}
-	return set_result(e, what, name, le_set_level(e, name, level));
+	return set_result(e, what, name, set(e, name, level));
+}
+
+/* An item of a level setting (levels, LOGENGINE_LEVEL). */
+static int apply_item(le_engine *e, const char *what, char *item)
+{
+	return apply_level_item(e, what, item, le_set_level);
 }
 
 /* A number of at most INT_MAX at *p, moving *p past it.  @return it,
@@ -504,6 +537,7 @@ int le__loggers_open(le_engine *e, const le_config *cfg)
 	L->tab[0].head.kind = 1;
 	L->tab[0].e = e;
 	L->tab[0].own = ROOT_DEFAULT;
+	L->tab[0].bt_own = LE_OFF;
 	L->n = 1;
 	e->head.kind = 0;
 	publish(e);
@@ -538,4 +572,69 @@ void le__loggers_free(le_engine *e)
 	free(L->tab);
 	free(L);
 	e->loggers = NULL;
+}
+
+/* ---- the flight recorder's levels (backtrace.c) ---- */
+
+/* The setter of a backtrace setting's items: name's own recorder level
+ * (the root's "off" or -1: none).  Rings are made by le_open after. */
+static int set_bt_name(le_engine *e, const char *name, int level)
+{
+	int n = name_len(name), rc = 0;
+
+	if (n < 0)
+		return LE_EINVAL;
+	pthread_mutex_lock(&e->loggers->mu);
+	le_logger *lg = n ? find(e, name, (uint32_t)n, level >= 0)
+	                  : &e->loggers->tab[0];
+	if (lg) {
+		lg->bt_own = !n && level < 0 ? LE_OFF : level;
+		publish(e);
+	} else if (level >= 0) {
+		rc = LE_ENOMEM;
+	}
+	pthread_mutex_unlock(&e->loggers->mu);
+	return rc;
+}
+
+/* An item of a backtrace setting (backtrace, LOGENGINE_BACKTRACE). */
+static int apply_bt_item(le_engine *e, const char *what, char *item)
+{
+	return apply_level_item(e, what, item, set_bt_name);
+}
+
+int le__loggers_backtrace(le_engine *e, const char *what, const char *spec)
+{
+	return apply_spec(e, what, spec, apply_bt_item);
+}
+
+int le__logger_set_bt(le_logger *lg, int level, uint32_t records,
+                      int (*ready)(le_engine *e))
+{
+	le_engine *e = lg->e;
+	int rc = 0;
+
+	pthread_mutex_lock(&e->loggers->mu);
+	if (level >= 0 && level < LE_OFF)
+		rc = ready(e);
+	if (rc == 0) {
+		lg->bt_own = lg == &e->loggers->tab[0] && level < 0 ? LE_OFF
+		                                                    : level;
+		lg->bt_own_records = records;
+		publish(e);
+	}
+	pthread_mutex_unlock(&e->loggers->mu);
+	return rc;
+}
+
+int le__loggers_keep_any(le_engine *e)
+{
+	le__loggers *L = e->loggers;
+	int any = 0;
+
+	pthread_mutex_lock(&L->mu);
+	for (uint32_t i = 0; i < L->n && !any; i++)
+		any = L->tab[i].head.level < L->tab[i].head.keep;
+	pthread_mutex_unlock(&L->mu);
+	return any;
 }

@@ -32,6 +32,15 @@ struct le_logger {
 	 * threshold is: LE_RL_SET | interval ms << 32 | burst, 0: none. */
 	uint64_t own_rl;               /* [log_mu] its own setting */
 	uint64_t rl;                   /* [atomic] the one in force */
+	/* The flight recorder (backtrace.c): its level inherited as the
+	 * threshold is; head.keep is the threshold, head.level the lower of
+	 * it and the recorder's level. */
+	int bt_own;                    /* [log_mu] its own recorder level,
+	                                  -1: none (inherits) */
+	uint32_t bt_own_records;       /* [log_mu] its own `records` */
+	uint32_t bt_records;           /* [atomic] derived: the newest kept
+	                                  records a trigger writes (0: all) */
+	uint16_t index;                /* [const] its entry in the table */
 };
 
 #define LE_RL_SET (1ull << 63)
@@ -47,5 +56,17 @@ typedef struct le__loggers {
  * le_errmsg naming the setting and the item. */
 int le__loggers_open(le_engine *e, const le_config *cfg);
 void le__loggers_free(le_engine *e);
+
+/* Apply a setting of backtrace levels ("debug,net=trace"; le_config
+ * .backtrace, LOGENGINE_BACKTRACE) as le__loggers_open applies levels:
+ * a bad item is reported and left out.  @return 0, or LE_ENOMEM. */
+int le__loggers_backtrace(le_engine *e, const char *what, const char *spec);
+/* Set the recorder of lg's name (level -1: inherit), under log_mu, and
+ * derive every entry again.  ready() is called first, under the lock,
+ * when the level keeps records: @return its error, or 0. */
+int le__logger_set_bt(le_logger *lg, int level, uint32_t records,
+                      int (*ready)(le_engine *e));
+/* Does any entry keep records (a recorder level below LE_OFF)? */
+int le__loggers_keep_any(le_engine *e);
 
 #endif

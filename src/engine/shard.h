@@ -24,6 +24,7 @@
 #include "store/reaper.h"
 #include "store/segment.h"
 #include "queue/sites.h"
+#include "queue/btring.h"
 #include "sink/sink.h"
 #include "live/statpage.h"
 #include "sink/kinds.h"
@@ -146,6 +147,11 @@ typedef struct le__shard {
 	 * writes its last copy once the writer is joined */
 	le__statpage page;
 	int page_off;                /* [const] the page could not be made */
+	/* The flight recorder's ring (backtrace.c), opened with the first
+	 * recorder; valid once e->bt_ready is set. */
+	le__btring bt;
+	le__btdead bt_dead;          /* [le_open] a dead process's, to queue */
+	_Atomic uint64_t bt_written; /* [atomic] its kept records queued */
 } le__shard;
 
 struct le_engine {
@@ -200,6 +206,14 @@ struct le_engine {
 	pthread_mutex_t flush_mu;
 	pthread_cond_t flush_cv;
 	_Atomic int flush_waiters;
+
+	/* The flight recorder (backtrace.c). */
+	_Atomic int bt_ready;           /* [atomic] every shard's ring is
+	                                   open: set (release) under log_mu
+	                                   before a recorder is published */
+	int bt_trigger;                 /* [const] backtrace_trigger */
+	_Atomic uint64_t bt_lost;       /* [atomic] kept records the queue
+	                                   had no room for when written out */
 };
 
 /* le__signal.sleeping: a sleeping writer waits for the producers (or

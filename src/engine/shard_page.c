@@ -48,6 +48,7 @@ static void fill(le__shard *sh, uint64_t *w, uint64_t cpu_ns)
 	w[LE_SP_BLOCKED] = LOAD(e->blocked);
 	w[LE_SP_SUPPRESSED] = LOAD(e->rl.suppressed);
 	w[LE_SP_LAST_ERROR] = (uint64_t)(int64_t)LOAD(e->last_error);
+	w[LE_SP_BT_WRITTEN] = LOAD(sh->bt_written);
 }
 
 static void publish(le__shard *sh, uint64_t now_mono)

@@ -29,6 +29,7 @@
 #include "engine/logger.h"
 #include "engine/dflt.h"
 #include "queue/sites.h"
+#include "engine/backtrace.h"
 
 /* How long a blocked producer yields before it sleeps (see reserve). */
 #define LE_BLOCK_SPIN_NS 1000000u
@@ -485,6 +486,178 @@ int le__submitd(le_engine *e, le__dsite *ds, const le__fieldset *fs,
 	return 0;
 }
 
+/* ---- the flight recorder's hot side (backtrace.c writes out) ---- */
+
+/* The engine of a macro's handle. */
+static inline le_engine *engine_of(const struct le__head *h)
+{
+	return h->kind ? ((const le_logger *)(const void *)h)->e
+	               : (le_engine *)(void *)(uintptr_t)h;
+}
+
+/* An entry of sh's ring for a record, or NULL (no ring yet, closing, or
+ * the entry lost: counted). */
+static inline le__btent *bt_claim(le_engine *e, le__shard *sh, uint64_t *gen)
+{
+	/* acquire: the rings were opened before bt_ready was stored */
+	if (!atomic_load_explicit(&e->bt_ready, memory_order_acquire) ||
+	    atomic_load_explicit(&e->closing, memory_order_relaxed))
+		return NULL;
+	return le__btring_claim(&sh->bt, gen);
+}
+
+static inline void bt_publish(le_engine *e, const struct le__head *h,
+                              le__btent *en, uint64_t gen, int level,
+                              uint8_t flags, size_t len)
+{
+	uint16_t lg = h->kind ? ((const le_logger *)(const void *)h)->index : 0;
+	le__btring_publish(en, gen, le__stamp(e->use_tsc),
+	                   le__btmeta((uint32_t)len, lg, (uint8_t)level,
+	                              flags));
+}
+
+/* Keep a record as its text (fields first), cut to the entry: a format
+ * the deferred path does not take, or arguments too long for an entry. */
+static int bt_keep_text(le_engine *e, le__shard *sh, const struct le__head *h,
+                        int level, const le__fieldset *fs, const char *fmt,
+                        va_list ap)
+{
+	uint64_t gen;
+	le__btent *en = bt_claim(e, sh, &gen);
+	size_t cap = LE_BT_PAYLOAD_MAX < e->max_rec ? LE_BT_PAYLOAD_MAX
+	                                            : e->max_rec;
+	uint8_t flags = 0;
+
+	if (!en)
+		return 0;
+	size_t fb = fs ? le__fields_fit(fs, cap) : 0;
+	if (fb) {
+		le__fields_encode(en->payload, fb, fs);
+		flags |= LE_REC_FIELDS;
+	}
+	/* vsnprintf's NUL lands inside the payload: one byte of room less */
+	int n = le__vsnprintf((char *)en->payload + fb, cap - fb, fmt, ap);
+	size_t m = n < 0 ? 0 : (size_t)n;
+	if (fb + m >= cap) {
+		m = cap - fb - 1;
+		flags |= LE_REC_TRUNCATED;
+	}
+	bt_publish(e, h, en, gen, level, flags, fb + m);
+	return 0;
+}
+
+/* The logger's name as the field block a kept record starts with, at p
+ * (fb = 4 + its bytes, or 0 for the root): a memcpy, as on the queue. */
+static inline void bt_put_name(const struct le__head *h, unsigned char *p,
+                               uint32_t fb)
+{
+	if (!fb)
+		return;
+	const le_logger *lg = (const le_logger *)(const void *)h;
+	le__put32(p, lg->field_len);
+	memcpy(p + 4, lg->field, lg->field_len);
+}
+
+/* A deferred record into an entry: [name] site number, then the
+ * arguments, from a (read before) or straight from ap (a fixed-size
+ * plan); alen bytes of them. */
+static inline void bt_keep_block(le_engine *e, le__shard *sh,
+                                 const struct le__head *h,
+                                 const le__dsite *ds, uint32_t id,
+                                 uint32_t fb, const le__dargs *a, va_list ap,
+                                 size_t alen)
+{
+	uint64_t gen;
+	le__btent *en = bt_claim(e, sh, &gen);
+	if (!en)
+		return;
+	bt_put_name(h, en->payload, fb);
+	le__put32(en->payload + fb, id);
+	if (a)
+		le__dargs_put(le__dsite_plan(ds), a, en->payload + fb + 4);
+	else
+		le__dargs_copy(le__dsite_plan(ds), ap, en->payload + fb + 4);
+	bt_publish(e, h, en, gen, ds->site.level,
+	           (uint8_t)(LE_REC_DEFERRED | (fb ? LE_REC_FIELDS : 0)),
+	           fb + 4 + alen);
+}
+
+/* bt_keepd's case of arguments with strings or '*': read once, kept when
+ * they fit an entry, else as text. */
+static int bt_keep_args(le_engine *e, le__shard *sh, const struct le__head *h,
+                        le__dsite *ds, uint32_t id, uint32_t fb,
+                        const le__fieldset *fs, const char *fmt, va_list ap)
+{
+	const le__dplan *plan = le__dsite_plan(ds);
+	le__dargs a;
+	va_list ap2;
+	int rc = 0;
+
+	va_copy(ap2, ap);
+	size_t alen = le__dargs_read(plan, &a, ap, LE_BT_PAYLOAD_MAX);
+	if (alen == SIZE_MAX || fb + 4 + alen > LE_BT_PAYLOAD_MAX ||
+	    fb + 4 + alen + plan->dlen > e->max_rec) {
+		rc = bt_keep_text(e, sh, h, ds->site.level, fs, fmt, ap2);
+		va_end(ap2);
+		return rc;
+	}
+	va_end(ap2);
+	bt_keep_block(e, sh, h, ds, id, fb, &a, ap, alen);
+	return 0;
+}
+
+/*
+ * Keep a record of a logger with a recorder, below its threshold, in the
+ * caller's shard's ring, as its queue slot would hold it: [the logger's
+ * name as a field block] site number, arguments (defer.h); a format the
+ * deferred path does not take, or source_location, as text.  No lock, no
+ * allocation, no system call (a site's first call registers it, as on
+ * the queued path).  @return 0: kept, or lost and counted.
+ */
+static __attribute__((noinline)) int
+bt_keepd(struct le__head *h, le__dsite *ds, const char *fmt, va_list ap)
+{
+	le_engine *e = engine_of(h);
+	const le_logger *lg = h->kind ? (const le_logger *)(const void *)h
+	                              : NULL;
+	uint32_t fb = lg && lg->field_len ? 4 + lg->field_len : 0;
+	/* acquire: the site's number and plan were stored before its state */
+	uint32_t id = __atomic_load_n(&ds->state, __ATOMIC_ACQUIRE) == 2
+	                      ? ds->id : le__dsite_number(ds, fmt);
+	le__shard *sh = route(e, my_key());
+	const le__dplan *plan = le__dsite_plan(ds);
+
+	if (e->cfg.source_location || !e->dsites || !id ||
+	    (!le__sitetab_has(&sh->sites, id) &&
+	     le__sitetab_put(&sh->sites, id, ds) < 0)) {
+		le__fieldset fs = {0};
+		if (lg) {
+			fs.pre = lg->field;
+			fs.pre_len = lg->field_len;
+		}
+		if (e->cfg.source_location)
+			fs.site = &ds->site;
+		return bt_keep_text(e, sh, h, ds->site.level,
+		                    fs.pre_len || fs.site ? &fs : NULL, fmt, ap);
+	}
+	if (!plan->fixed_only || fb + 4 + plan->fixed > LE_BT_PAYLOAD_MAX ||
+	    fb + 4 + plan->fixed + plan->dlen > e->max_rec) {
+		le__fieldset fs = {.pre = fb ? lg->field : NULL,
+		                   .pre_len = fb ? lg->field_len : 0};
+		return bt_keep_args(e, sh, h, ds, id, fb, fb ? &fs : NULL, fmt,
+		                    ap);
+	}
+	/* the common case: a plan of fixed size, straight from ap */
+	bt_keep_block(e, sh, h, ds, id, fb, NULL, ap, plan->fixed);
+	return 0;
+}
+
+int le__bt_keepf(le_engine *e, const struct le__head *h, int level,
+                 const le__fieldset *fs, const char *fmt, va_list ap)
+{
+	return bt_keep_text(e, route(e, my_key()), h, level, fs, fmt, ap);
+}
+
 /*
  * What a level macro with a literal format calls (logengine.h).  Here,
  * not in log.c with the others, so that the root logger's call is one
@@ -501,6 +674,20 @@ int le_logd_at(struct le__head *h, le__dsite *ds, const char *fmt, ...)
 	if (!h || !ds)
 		return LE_EINVAL;
 	va_start(ap, fmt);
+	/* A logger with a flight recorder (its level below its threshold):
+	 * a record below the threshold is kept; one at or above the
+	 * trigger writes the logger's kept records out first. */
+	int keep = __atomic_load_n(&h->keep, __ATOMIC_RELAXED);
+	if (__builtin_expect(__atomic_load_n(&h->level, __ATOMIC_RELAXED) <
+	                     keep, 0)) {
+		if (ds->site.level < keep) {
+			rc = bt_keepd(h, ds, fmt, ap);
+			va_end(ap);
+			return rc;
+		}
+		if (ds->site.level >= engine_of(h)->bt_trigger)
+			le__bt_trigger(engine_of(h), h);
+	}
 	le_engine *e0 = (le_engine *)(void *)h;
 	if (h->kind == 0 && !e0->cfg.source_location) {
 		/* The common case in this frame: a registered site of a plan

@@ -406,6 +406,7 @@ static void to_live(le_live *o, const uint64_t *w, uint32_t shard)
 	get_hist(&o->queue_wait, h + LE_H_WAIT * LE_SP_HIST_WORDS);
 	get_hist(&o->submit, h + LE_H_SUBMIT * LE_SP_HIST_WORDS);
 	memcpy(o->level_records, w + LE_SP_LEVEL, sizeof o->level_records);
+	o->backtrace_written = w[LE_SP_BT_WRITTEN];
 }
 
 /* Running, stale or dead, for a page whose last word was "running". */

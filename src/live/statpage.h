@@ -106,9 +106,12 @@ enum {
 #define LE_SP_HIST_WORDS (2 + LE_LIVE_BUCKETS)
 #define LE_SP_NHIST 4
 /* After the histograms: records taken from the queue by level
- * (LE_TRACE .. LE_FATAL), as le_stats.level_records. */
+ * (LE_TRACE .. LE_FATAL), as le_stats.level_records; then the shard's
+ * kept records written out (the flight recorder).  A page without the
+ * later words reads them as 0. */
 #define LE_SP_LEVEL (LE_SP_HIST + LE_SP_NHIST * LE_SP_HIST_WORDS)
-#define LE_SP_WORDS (LE_SP_LEVEL + LE_FATAL + 1)
+#define LE_SP_BT_WRITTEN (LE_SP_LEVEL + LE_FATAL + 1)
+#define LE_SP_WORDS (LE_SP_BT_WRITTEN + 1)
 _Static_assert(8 + 8 * LE_SP_WORDS <= LE_SP_SLOT_BYTES, "a slot holds them");
 _Static_assert(LE_SP_SLOT1_OFF + LE_SP_SLOT_BYTES == LE_SP_BYTES, "layout");
 

@@ -18,6 +18,7 @@
 #include "base/os.h"
 #include "queue/queue.h"
 #include "read/reader.h"
+#include "record/fields.h"
 
 /* Merge order: timestamp, then shard.  Within a shard only the head
  * competes, so file order is kept whatever the timestamps say. */
@@ -44,6 +45,7 @@ static void to_record(const struct cursor *c, le_record *rec)
 	rec->origin_seq = c->host ? c->head.seq : 0;
 	rec->fields = c->head.fields;
 	rec->fields_len = c->head.fields_len;
+	le__rec_backtrace(rec); /* fields.c */
 }
 
 /*

@@ -275,3 +275,17 @@ int le_record_field(const le_record *rec, size_t *pos, le_field *out)
 	int rc = le__field_next(rec->fields, rec->fields_len, pos, out);
 	return rc < 0 ? LE_ECORRUPT : rc;
 }
+
+void le__rec_backtrace(le_record *rec)
+{
+	if (!rec->fields || rec->fields_len < LE_BT_FIELD_LEN ||
+	    memcmp(rec->fields, LE_BT_FIELD, LE_BT_FIELD_LEN) != 0)
+		return;
+	rec->flags |= LE_REC_BACKTRACE;
+	rec->fields_len -= LE_BT_FIELD_LEN;
+	rec->fields = rec->fields_len ? (const unsigned char *)rec->fields +
+	                                        LE_BT_FIELD_LEN
+	                              : NULL;
+	if (!rec->fields_len)
+		rec->flags &= ~LE_REC_FIELDS;
+}

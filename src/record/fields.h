@@ -45,6 +45,11 @@ int le__submitf(le_engine *e, int level, const le__fieldset *fs,
  * a record the deferred path does not take goes to le__submitf. */
 int le__submitd(le_engine *e, le__dsite *ds, const le__fieldset *fs,
                 const char *fmt, va_list ap);
+/* The flight recorder's keeping of a record formatted at the call, below
+ * its logger's threshold (h: the macro's handle): its text, cut to a
+ * ring entry, in the calling thread's shard's ring.  @return 0. */
+int le__bt_keepf(le_engine *e, const struct le__head *h, int level,
+                 const le__fieldset *fs, const char *fmt, va_list ap);
 
 /* Encoded bytes of one field (type, key, value). */
 size_t le__field_size(const le_field *f);
@@ -73,6 +78,14 @@ int le__fields_check(const unsigned char *b, size_t len, const char **why);
  * at the end, -1 for one that does not decode. */
 int le__field_next(const unsigned char *b, size_t len, size_t *pos,
                    le_field *out);
+
+/* Recorded history (the flight recorder, docs/FORMAT.md): the bool field
+ * "le.backtrace" = true, first in a record's field block. */
+#define LE_BT_FIELD "\x05\x0c" "le.backtrace" "\x01"
+#define LE_BT_FIELD_LEN 15u
+/* A record read back: that field, when first, taken out of rec's fields
+ * and reported as LE_REC_BACKTRACE (a block of it alone leaves none). */
+void le__rec_backtrace(le_record *rec);
 
 /* ---- recfmt.c: fields and values as text ---- */
 

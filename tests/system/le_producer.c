@@ -10,6 +10,10 @@
  *                       le_flush; answers {"logged":...}
  *   logger NAME TEXT... one WARN record of logger NAME with the fields
  *                       user="ann" attempt=3, the same way
+ *   kept N              N le_debug records on each engine's root (kept
+ *                       when LOGENGINE_BACKTRACE=debug), then
+ *                       le_dump_backtrace and le_flush; answers
+ *                       {"kept":N,"written":W}, W written out in all
  *   stats               {"records":N,"seconds":S,"rate":R}: what the
  *                       pacing thread wrote so far, over its running time
  *   every N             N calls of one rate-limited call site (10 a
@@ -116,6 +120,20 @@ static void close_all(void)
 	printf("],\"refused\":%" PRIu64 "}\n", atomic_load(&refused));
 }
 
+/* The "kept" command: below-threshold records for the flight recorder. */
+static void kept(int n)
+{
+	int w = 0;
+	for (int i = 0; i < ndirs; i++) {
+		for (int k = 0; k < n; k++)
+			le_debug(eng[i], "kept %d", k);
+		int rc = le_dump_backtrace(eng[i]);
+		w += rc > 0 ? rc : 0;
+		le_flush(eng[i], 5000);
+	}
+	printf("{\"kept\":%d,\"written\":%d}\n", n, w);
+}
+
 int main(int argc, char **argv)
 {
 	unsigned shards = 2, queue = 0;
@@ -184,6 +202,8 @@ int main(int argc, char **argv)
 			for (long k = 0; k < n; k++)
 				le_warn_every(eng[0], 60000, 10, "limited %ld", k);
 			printf("{\"every\":%ld}\n", n);
+		} else if (!strncmp(line, "kept ", 5)) {
+			kept(atoi(line + 5));
 		} else if (!strcmp(line, "stats")) {
 			stats_line();
 		} else if (!strcmp(line, "close")) {

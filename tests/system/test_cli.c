@@ -90,6 +90,45 @@ TEST(cat_text_prints_records_oldest_first)
 	t_rmrf(tmp);
 }
 
+/* Recorded history (the flight recorder's records, a leading field
+ * "le.backtrace" = true): "{backtrace}" in text, "backtrace":true in
+ * JSON, the field itself not printed; --backtrace hides or keeps only
+ * them. */
+TEST(cat_shows_recorded_history_and_backtrace_filters_it)
+{
+	char log[256], tmp[256], args[600];
+	unsigned char p[64];
+	t_seg a;
+
+	dirs(log, tmp);
+	memcpy(p, "\x0f\0\0\0\x05\x0c" "le.backtrace" "\x01" "kept", 4 + 15 + 4);
+	t_seg_begin(&a, ALL, 0, 1, 1);
+	t_seg_add_ex(&a, LE_REC_FIELDS, LE_DEBUG, TS0, (const char *)p, 23);
+	t_seg_add(&a, LE_ERROR, TS0 + 1000000000, "boom");
+	t_seg_save(&a, log);
+	snprintf(args, sizeof args, "cat -o text '%s'", log);
+	CHECK_EQ(run(tmp, args), 0);
+	CHECK_STR_EQ(out_text,
+	             "2026-11-30T21:30:27.000000000Z DEBUG [0:1] {backtrace} "
+	             "kept\n"
+	             "2026-11-30T21:30:28.000000000Z ERROR [0:2] boom\n");
+	snprintf(args, sizeof args, "cat -o json '%s'", log);
+	CHECK_EQ(run(tmp, args), 0);
+	CHECK(strstr(out_text, "\"backtrace\":true,\"msg\":\"kept\"}\n") != NULL);
+	CHECK(!strstr(out_text, "le.backtrace") && !strstr(out_text, "fields"));
+	snprintf(args, sizeof args, "cat -o cat --backtrace=hide '%s'", log);
+	CHECK_EQ(run(tmp, args), 0);
+	CHECK_STR_EQ(out_text, "boom\n");
+	snprintf(args, sizeof args, "cat -o cat --backtrace=only '%s'", log);
+	CHECK_EQ(run(tmp, args), 0);
+	CHECK_STR_EQ(out_text, "kept\n");
+	snprintf(args, sizeof args, "cat --backtrace=maybe '%s'", log);
+	CHECK_EQ(run(tmp, args), 2);
+	t_seg_free(&a);
+	t_rmrf(log);
+	t_rmrf(tmp);
+}
+
 /* Does python's json module read every line of path back to the records
  * written?  Skipped (true) where python3 is missing. */
 static int python_accepts(const char *path)
@@ -593,5 +632,6 @@ int main(int argc, char **argv)
 	RUN(stats_counts_records_per_shard);
 	RUN(usage_errors_exit_2);
 	RUN(version_and_help_exit_0);
+	RUN(cat_shows_recorded_history_and_backtrace_filters_it);
 	return t_done();
 }

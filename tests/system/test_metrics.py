@@ -122,6 +122,26 @@ def metrics_equal_le_stats_at_close_for_two_directories():
     assert [st["suppressed"] for st in final["closed"]] == [990, 0]
 
 
+@test
+def backtrace_records_total_counts_what_the_flight_recorder_wrote():
+    dirs = two_dirs()
+    os.environ["LOGENGINE_BACKTRACE"] = "debug"
+    try:
+        prod = Producer(dirs, rate=0)
+    finally:
+        del os.environ["LOGENGINE_BACKTRACE"]
+    serve = Serve(dirs)
+    r = prod.cmd("kept 7")
+    assert r["written"] == 14, r
+    wait_until("kept records counted in both directories",
+               lambda: [metric_sum(parse_metrics(serve.metrics()),
+                                   "logengine_backtrace_records_total",
+                                   dir=d) for d in dirs] == [7, 7])
+    text = serve.metrics()
+    assert text.count("# TYPE logengine_backtrace_records_total counter") == 1
+    prod.close()
+
+
 PROM_CONFIG = """
 global:
   scrape_interval: 1s

@@ -51,13 +51,8 @@ struct text {
 static void add_text(const le_record *r, void *arg)
 {
 	struct text *t = arg;
-	size_t pos = 0;
-	le_field f;
-	char lg[160] = "";
-	while (le_record_field(r, &pos, &f) == 1)
-		if (f.key_len == 6 && !memcmp(f.key, "logger", 6))
-			snprintf(lg, sizeof lg, "[%.*s]", (int)f.v.str.len,
-			         (const char *)f.v.str.ptr);
+	char lg[160];
+	t_logger_tag(r, lg, sizeof lg);
 	t->n += (size_t)snprintf(t->s + t->n, sizeof t->s - t->n, "%s%.*s%s",
 	                         t->n ? " " : "", (int)r->len,
 	                         (const char *)r->payload, lg);

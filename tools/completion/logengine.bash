@@ -107,6 +107,9 @@ _logengine()
 		--mode)
 			COMPREPLY=($(compgen -W "$modes" -- "$cur"))
 			return ;;
+		--backtrace)
+			COMPREPLY=($(compgen -W "show hide only" -- "$cur"))
+			return ;;
 		-S | --since | -U | --until)
 			COMPREPLY=($(compgen -W "today yesterday now -1h -10min
 				'-1d'" -- "$cur"))
@@ -125,12 +128,13 @@ _logengine()
 			return ;;
 		esac
 		case $cur in
-		--output=* | --priority=* | --mode=*)
+		--output=* | --priority=* | --mode=* | --backtrace=*)
 			local opt=${cur%%=*} list
 			case $opt in
 			--output) list=$formats ;;
 			--priority) list=$levels ;;
 			--mode) list=$modes ;;
+			--backtrace) list="show hide only" ;;
 			esac
 			COMPREPLY=($(compgen -P "$opt=" -W "$list" -- "${cur#*=}"))
 			return ;;
@@ -143,10 +147,10 @@ _logengine()
 				--no-follow -S --since -U --until -p --priority -g --grep
 				-i --ignore-case --case-sensitive -o --output --utc
 				--no-pager -q --quiet --shard --show-cursor --after-cursor
-				--cursor-file --mode --reorder-window -D --directory -e
-				--pager-end -t --identifier -u --unit --output-fields
-				--no-color -a --all -l --full --no-full -x --catalog
-				--no-hostname -h --help" -- "$cur"))
+				--cursor-file --mode --reorder-window --backtrace -D
+				--directory -e --pager-end -t --identifier -u --unit
+				--output-fields --no-color -a --all -l --full --no-full -x
+				--catalog --no-hostname -h --help" -- "$cur"))
 			return ;;
 		[A-Z]*)
 			COMPREPLY=($(compgen -W "SHARD= SEQ= LEVEL= PRIORITY=
