@@ -160,12 +160,15 @@ static void dir_json(struct buf *b, const struct live_dir *d)
 		return;
 	}
 	const le_live *e = d->engine;
+	uint64_t bt = 0;
+	for (unsigned i = 0; i < d->n; i++)
+		bt += d->cur[i].backtrace_written;
 	buf_printf(b, "\",\"state\":\"%s\",\"pid\":%d,\"queue\":[%" PRIu64
 	           ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 "],\"suppressed\":%" PRIu64
-	           ",\"shards\":[",
+	           ",\"backtrace\":%" PRIu64 ",\"shards\":[",
 	           live_state_name(d->state), e->pid, e->queue_records,
 	           e->queue_bytes, e->queue_capacity, e->queue_capacity_bytes,
-	           e->suppressed);
+	           e->suppressed, bt);
 	for (unsigned i = 0; i < d->n; i++) {
 		const le_live *l = &d->cur[i];
 		buf_printf(b, "%s[%u,%d,%" PRIu64 ",%" PRIu64 ",%" PRIu64

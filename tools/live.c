@@ -68,6 +68,7 @@ static const char *dur(char *b, size_t cap, double ns)
 struct row {
 	double rec_s, bytes_s, drop_s;
 	uint64_t dropped, ring, segs, disk;
+	uint64_t backtrace; /* kept records the flight recorder wrote out */
 	le_live_hist write, sync;
 };
 
@@ -90,6 +91,7 @@ static void shard_row(const struct live_dir *d, unsigned i, struct row *r)
 	r->ring = l->ring_bytes;
 	r->segs = l->segments;
 	r->disk = l->disk_bytes;
+	r->backtrace = l->backtrace_written;
 	r->write = l->write;
 	r->sync = l->sync;
 }
@@ -103,6 +105,7 @@ static void add_row(struct row *t, const struct row *r)
 	t->ring += r->ring;
 	t->segs += r->segs;
 	t->disk += r->disk;
+	t->backtrace += r->backtrace;
 	hist_add(&t->write, &r->write);
 	hist_add(&t->sync, &r->sync);
 }
@@ -178,6 +181,12 @@ static void show_tty(struct live_dir *dirs, int ndirs, double interval)
 		if (en->suppressed)
 			printf("  suppressed %s",
 			       human(q1, 16, (double)en->suppressed));
+		/* flight recorders (le_set_backtrace), once any wrote out */
+		uint64_t bt = 0;
+		for (unsigned i = 0; i < d->n; i++)
+			bt += d->cur[i].backtrace_written;
+		if (bt)
+			printf("  backtrace %s", human(q1, 16, (double)bt));
 		printf("\n");
 		printf("%-6s %-8s %8s %8s %8s %9s %7s %6s %8s  %15s %15s\n",
 		       "shard", "state", "rec/s", "B/s", "drop/s", "dropped",
@@ -201,13 +210,13 @@ static void print_plain_row(void *ctx, const char *shard, const char *state,
 	       "bytes_per_s=%.0f drops_per_s=%.0f dropped=%" PRIu64
 	       " ring_bytes=%" PRIu64 " segments=%" PRIu64
 	       " disk_bytes=%" PRIu64 " write_p50_ns=%.0f write_p99_ns=%.0f"
-	       " fsync_p50_ns=%.0f fsync_p99_ns=%.0f\n",
+	       " fsync_p50_ns=%.0f fsync_p99_ns=%.0f backtrace=%" PRIu64 "\n",
 	       when, dir, shard, state, r->rec_s, r->bytes_s, r->drop_s,
 	       r->dropped, r->ring, r->segs, r->disk,
 	       le_live_quantile(&r->write, 0.5),
 	       le_live_quantile(&r->write, 0.99),
 	       le_live_quantile(&r->sync, 0.5),
-	       le_live_quantile(&r->sync, 0.99));
+	       le_live_quantile(&r->sync, 0.99), r->backtrace);
 }
 
 static void show_plain(struct live_dir *dirs, int ndirs)

@@ -14,9 +14,9 @@ import time
 import urllib.parse
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from systest import (Producer, Serve, free_port, http_get, metric_sum,
-                     need, need_tool, parse_metrics, run, start, test,
-                     tmpdir, wait_until)
+from systest import (CLI, Producer, Serve, free_port, http_get,
+                     metric_sum, need, need_tool, parse_metrics, run, start,
+                     test, tmpdir, wait_until)
 
 
 def two_dirs():
@@ -139,6 +139,13 @@ def backtrace_records_total_counts_what_the_flight_recorder_wrote():
                                    dir=d) for d in dirs] == [7, 7])
     text = serve.metrics()
     assert text.count("# TYPE logengine_backtrace_records_total counter") == 1
+    # stats --live's lines for scripts say the same, shard=all summing
+    out = subprocess.run([CLI, "stats", "--live", "-i", "0.1", "-n", "1"] +
+                         dirs, capture_output=True, text=True, timeout=30)
+    assert out.returncode == 0, out.stderr
+    alls = [ln for ln in out.stdout.splitlines() if " shard=all " in ln]
+    assert len(alls) == 2 and all(" backtrace=7" in ln for ln in alls), \
+        out.stdout
     prod.close()
 
 
