@@ -5,6 +5,7 @@
  */
 #include "harness.h"
 
+#include <errno.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <sys/mman.h>
@@ -221,11 +222,79 @@ TEST(queue_on_a_full_tmpfs_refuses_records_never_sigbus)
 	rmdir(mnt);
 }
 
+/* ---- SITES growth on a full disk ---- */
+
+static atomic_int disk_full;
+
+static int full_madvise(void *p, size_t len, int advice)
+{
+	if (advice == 23 && atomic_load(&disk_full)) {
+		errno = EFAULT;
+		return -1;
+	}
+	return madvise(p, len, advice);
+}
+
+#define LONGFMT "site text that is long enough to fill the SITES area fast: " \
+	"0123456789012345678901234567890123456789012345678901234567890123456789" \
+	"0123456789012345678901234567890123456789012345678901234567890123456789" \
+	"0123456789012345678901234567890123456789012345678901234567890123456789 %d"
+#define S1(i) le_info(e, LONGFMT, (i));
+#define S4(i) S1(i) S1(i) S1(i) S1(i)
+#define S16(i) S4(i) S4(i) S4(i) S4(i)
+#define S64(i) S16(i) S16(i) S16(i) S16(i)
+
+static long good_text;
+static void check_text(const le_record *r, void *arg)
+{
+	char want[400];
+	(void)arg;
+	if (r->flags & LE_REC_MARKER)
+		return;
+	snprintf(want, sizeof want, LONGFMT, 7);
+	good_text += r->len == strlen(want) && !memcmp(r->payload, want, r->len);
+}
+
+/*
+ * 128 distinct deferred sites, their descriptors far past the SITES
+ * file's first blocks, while the disk is full (a growth fails): every
+ * call is still logged, with its text (the sites past the blocks format
+ * at the call), and no producer stores into a hole.
+ */
+TEST(sites_past_their_blocks_on_a_full_disk_format_at_the_call)
+{
+	le_config c;
+	le_config_init(&c);
+	c.dir = t_tmpdir(dir);
+	le__os t = le__os_real;
+	t.madvise = full_madvise;
+	le__os_install(&t);
+	le_engine *e = t_open(&c);
+	atomic_store(&disk_full, 1);
+	S64(7) S64(7)
+	/* the detector: the area's first blocks did run out */
+	CHECK_EQ(atomic_load(&e->shards[0].sites.grow_failed), 1);
+	atomic_store(&disk_full, 0);
+	S64(7) S64(7) /* the same sites again, the disk free */
+	CHECK_EQ(le_flush(e, 5000), 0);
+	le_stats st;
+	le_stats_get(e, &st);
+	CHECK_EQ(st.written, 256);
+	CHECK_EQ(le_close(e), 0);
+	le__os_install(NULL);
+	CHECK(read_all(dir, LE_RECOVER_ABSOLUTE, check_text, NULL) >= 0);
+	fprintf(stderr, "  (%ld of 256 records read back with their text)\n",
+	        good_text);
+	CHECK_EQ(good_text, 256);
+	t_rmrf(dir);
+}
+
 int main(int argc, char **argv)
 {
 	T_INIT(argc, argv);
 	RUN(idle_writer_does_not_spin_while_a_claimed_slot_is_unpublished);
 	RUN(records_after_each_idle_gap_are_written_within_flush_ms);
 	RUN(queue_on_a_full_tmpfs_refuses_records_never_sigbus);
+	RUN(sites_past_their_blocks_on_a_full_disk_format_at_the_call);
 	return t_done();
 }
