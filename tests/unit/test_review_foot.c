@@ -289,6 +289,82 @@ TEST(sites_past_their_blocks_on_a_full_disk_format_at_the_call)
 	t_rmrf(dir);
 }
 
+/* ---- a dead process's sparse QUEUE ---- */
+
+static atomic_int writes_hang;
+
+static ssize_t hanging_pwrite(int fd, const void *b, size_t n, off_t off)
+{
+	while (atomic_load(&writes_hang))
+		pause();
+	return pwrite(fd, b, n, off);
+}
+
+/*
+ * A process killed while its sparse QUEUE held records past its first
+ * blocks (grown by the producers, the writer stuck in a write): the next
+ * le_open finds the blocks (SEEK_HOLE) and writes every record out.
+ */
+static int no_populate(void *p, size_t len, int advice)
+{
+	if (advice == 23) {
+		errno = EINVAL; /* a kernel before 5.14 */
+		return -1;
+	}
+	return madvise(p, len, advice);
+}
+
+static void dead_queue_recovered(int whole)
+{
+	le_config c;
+	le_config_init(&c);
+	c.dir = t_tmpdir(dir);
+	pid_t pid = fork();
+	CHECK(pid >= 0);
+	if (pid == 0) {
+		le__os t = le__os_real;
+		t.pwrite = hanging_pwrite;
+		if (whole) /* the file made whole, as the version before */
+			t.madvise = no_populate;
+		le__os_install(&t);
+		le_engine *e = t_open(&c);
+		atomic_store(&writes_hang, 1);
+		char rec[100];
+		memset(rec, 'd', sizeof rec);
+		for (int i = 0; i < 3000; i++)
+			if (le_write(e, 0, LE_INFO, rec, sizeof rec) != 0)
+				_exit(3);
+		_exit(0); /* as a kill -9: no le_close */
+	}
+	int status;
+	CHECK_EQ(waitpid(pid, &status, 0), pid);
+	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	char q[512];
+	struct stat st;
+	snprintf(q, sizeof q, "%s/shard-000/QUEUE", dir);
+	CHECK_EQ(stat(q, &st), 0);
+	fprintf(stderr, "  (dead QUEUE: %lld KiB of %lld KiB on disk)\n",
+	        (long long)st.st_blocks / 2, (long long)st.st_size >> 10);
+	if (!whole)
+		CHECK(st.st_blocks * 512 < st.st_size); /* sparse: grown */
+	le_engine *e = t_open(&c);
+	CHECK_EQ(le_close(e), 0);
+	CHECK_EQ(count_records(dir), 3000);
+	t_rmrf(dir);
+}
+
+TEST(dead_process_sparse_queue_past_its_first_blocks_is_recovered)
+{
+	dead_queue_recovered(0);
+}
+
+/* A QUEUE made whole (fallocate: unwritten extents, which SEEK_HOLE may
+ * call holes) as the version before made it. */
+TEST(dead_process_whole_queue_is_recovered)
+{
+	dead_queue_recovered(1);
+}
+
 int main(int argc, char **argv)
 {
 	T_INIT(argc, argv);
@@ -296,5 +372,7 @@ int main(int argc, char **argv)
 	RUN(records_after_each_idle_gap_are_written_within_flush_ms);
 	RUN(queue_on_a_full_tmpfs_refuses_records_never_sigbus);
 	RUN(sites_past_their_blocks_on_a_full_disk_format_at_the_call);
+	RUN(dead_process_sparse_queue_past_its_first_blocks_is_recovered);
+	RUN(dead_process_whole_queue_is_recovered);
 	return t_done();
 }
