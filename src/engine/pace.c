@@ -142,7 +142,14 @@ static int quiet(le__shard *sh, uint64_t now)
 {
 	const le__wstate *w = &sh->w;
 
+	/* head == rd: a slot claimed and not yet published (its producer
+	 * preempted, or faulting on its payload) is waited for by the
+	 * ordinary sleep, flush_ms at a time; sleep_idle would return at
+	 * once (head != rd) and the loop would spin until the publish.
+	 * relaxed: sleep_idle looks again, seq_cst. */
 	return !sh->batch.n && !w->busy && !w->backoff &&
+	       atomic_load_explicit(sh->ring.head, memory_order_relaxed) ==
+	               w->rd &&
 	       atomic_load(&sh->prog.done_pos) <= le__sync_covered(sh) &&
 	       now - w->active_mono >= idle_after(&sh->e->cfg);
 }
