@@ -419,10 +419,18 @@ int le__ring_grow(le__ring *r, uint64_t want, int writer)
 	if (!writer && atomic_load_explicit(&r->grow_failed,
 	                                    memory_order_relaxed))
 		return -ENOSPC;
+	/* A producer tries the lock once: le_write never waits on a lock
+	 * (a producer holding it may be the thread a signal handler that
+	 * logs interrupted).  Finding it taken, it is told -EAGAIN and
+	 * treats the queue as full for now, as le__ring_reserve's NULL
+	 * says; the thread that holds it is giving the ring its blocks.
+	 * The writer waits for it. */
 	int zero = 0;
-	while (!atomic_compare_exchange_weak_explicit(
+	while (!atomic_compare_exchange_strong_explicit(
 		       &r->growing, &zero, 1, memory_order_acquire,
 		       memory_order_relaxed)) {
+		if (!writer)
+			return -EAGAIN;
 		zero = 0;
 		sched_yield(); /* another thread's madvise: a millisecond */
 	}

@@ -195,7 +195,9 @@ typedef struct le__ring {
  * Producers call it when a claim reaches past `backed` (rare: the writer
  * grows the ring ahead of them, `writer` 1); after a failure (disk full)
  * they refuse at once (the record is dropped or waits, as for a full
- * queue) until a writer's try succeeds.  @return 0, or -errno.
+ * queue) until a writer's try succeeds, and so do they while another
+ * thread grows it (-EAGAIN: a producer never waits on its lock).
+ * @return 0, or -errno.
  */
 int le__ring_grow(le__ring *r, uint64_t want, int writer);
 

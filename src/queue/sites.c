@@ -32,7 +32,6 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
-#include <sched.h>
 #include <unistd.h>
 
 #include "base/crc32c.h"
@@ -214,17 +213,19 @@ static int create(le__sitetab *t, uint32_t n, uint32_t shard)
 	return rc;
 }
 
-/* Blocks for area bytes up to `want` at least, doubling.  @return 0, or
- * -errno (and no entry is put from then on). */
+/* Blocks for area bytes up to `want` at least, doubling.  @return 0,
+ * -EAGAIN while another thread grows it, or -errno of a failure (and no
+ * entry is put from then on). */
 static int sites_grow(le__sitetab *t, uint32_t want)
 {
 	int zero = 0, rc = 0;
-	while (!atomic_compare_exchange_weak_explicit(
-		       &t->growing, &zero, 1, memory_order_acquire,
-		       memory_order_relaxed)) {
-		zero = 0;
-		sched_yield();
-	}
+	/* One try: the caller is a logging call, which never waits on a
+	 * lock; while another thread grows the area, this site formats at
+	 * the call (its bytes left unused, as a lost race leaves them). */
+	if (!atomic_compare_exchange_strong_explicit(
+		    &t->growing, &zero, 1, memory_order_acquire,
+		    memory_order_relaxed))
+		return -EAGAIN;
 	uint32_t b = atomic_load_explicit(&t->backed, memory_order_relaxed);
 	if (b < want && !atomic_load(&t->grow_failed)) {
 		uint64_t to = (uint64_t)b * 2 > want ? (uint64_t)b * 2 : want;

@@ -673,6 +673,63 @@ TEST(sites_past_their_blocks_on_a_full_disk_format_at_the_call)
 	t_rmrf(dir);
 }
 
+/*
+ * A logging call never waits on a lock: while another thread holds the
+ * growth of the queue's or the SITES file's blocks (here: forever), a
+ * claim past the blocks is refused as a full queue (overflow drop) and a
+ * new deferred site formats at the call; nothing hangs, and once the
+ * growth is done records are accepted again.
+ */
+TEST(a_producer_never_waits_while_another_thread_grows_the_queue)
+{
+	le_config c;
+	fresh_config(&c);
+	le_engine *e = t_open(&c);
+	atomic_store(&e->shards[0].ring.growing, 1);
+	long ok = 0, full = 0;
+	for (int i = 0; i < 4000; i++) {
+		int rc = write_100(e);
+		CHECK(rc == 0 || rc == LE_EFULL);
+		ok += rc == 0;
+		full += rc == LE_EFULL;
+	}
+	fprintf(stderr, "  (%ld accepted, %ld refused while the growth's "
+	        "lock was held)\n", ok, full);
+	CHECK(ok > 0);
+	CHECK(full > 0);
+	atomic_store(&e->shards[0].ring.growing, 0);
+	uint64_t t0 = le__mono_ns();
+	while (write_100(e) == LE_EFULL) {
+		full++;
+		CHECK(le__mono_ns() - t0 < 10000000000u);
+		usleep(1000);
+	}
+	ok++;
+	CHECK_EQ(le_flush(e, 10000), 0);
+	le_stats st;
+	le_stats_get(e, &st);
+	CHECK_EQ(st.dropped_full, (uint64_t)full);
+	CHECK_EQ(st.written, (uint64_t)ok);
+	CHECK_EQ(le_close(e), 0);
+	t_rmrf(dir);
+}
+
+TEST(a_new_site_never_waits_while_another_thread_grows_sites)
+{
+	le_config c;
+	le_config_init(&c);
+	c.dir = t_tmpdir(dir);
+	le_engine *e = t_open(&c);
+	atomic_store(&e->shards[0].sites.growing, 1);
+	S64(7) S64(7)
+	atomic_store(&e->shards[0].sites.growing, 0);
+	S64(7) S64(7)
+	CHECK_EQ(le_close(e), 0);
+	CHECK(read_all(dir, LE_RECOVER_ABSOLUTE, check_text, NULL) >= 0);
+	CHECK_EQ(good_text, 256);
+	t_rmrf(dir);
+}
+
 /* ---- a dead process's sparse QUEUE ---- */
 
 static atomic_int writes_hang;
@@ -764,6 +821,8 @@ int main(int argc, char **argv)
 	RUN(records_after_each_idle_gap_are_written_within_flush_ms);
 	RUN(queue_on_a_full_tmpfs_refuses_records_never_sigbus);
 	RUN(sites_past_their_blocks_on_a_full_disk_format_at_the_call);
+	RUN(a_producer_never_waits_while_another_thread_grows_the_queue);
+	RUN(a_new_site_never_waits_while_another_thread_grows_sites);
 	RUN(dead_process_sparse_queue_past_its_first_blocks_is_recovered);
 	RUN(dead_process_whole_queue_is_recovered);
 	return t_done();
