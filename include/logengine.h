@@ -259,12 +259,7 @@ typedef struct le_config {
 	                             shard's QUEUE holds tens of KiB on disk
 	                             and in memory.  A full disk then refuses
 	                             records (LE_EFULL, counted as dropped),
-	                             never a SIGBUS; so, until its first lap
-	                             is whole, does a producer that outruns
-	                             the writer while another thread is
-	                             growing it (BLOCK waits instead): no
-	                             logging call waits on that growth's
-	                             lock.  0: process memory.  1 */
+	                             never a SIGBUS.  0: process memory.  1 */
 	int store;                /* 1: segment files in dir (default).  0: no
 	                             segment store (dir unused): the stream
 	                             is the only output. */

@@ -29,7 +29,6 @@
 #if defined(__x86_64__) || defined(__i386__)
 #include <cpuid.h>
 #endif
-#include <sched.h>
 
 #include "base/crc32c.h"
 #include "record/format.h"
@@ -419,36 +418,28 @@ int le__ring_grow(le__ring *r, uint64_t want, int writer)
 	if (!writer && atomic_load_explicit(&r->grow_failed,
 	                                    memory_order_relaxed))
 		return -ENOSPC;
-	/* A producer tries the lock once: le_write never waits on a lock
-	 * (a producer holding it may be the thread a signal handler that
-	 * logs interrupted).  Finding it taken, it is told -EAGAIN and
-	 * treats the queue as full for now, as le__ring_reserve's NULL
-	 * says; the thread that holds it is giving the ring its blocks.
-	 * The writer waits for it. */
-	int zero = 0;
-	while (!atomic_compare_exchange_strong_explicit(
-		       &r->growing, &zero, 1, memory_order_acquire,
-		       memory_order_relaxed)) {
-		if (!writer)
-			return -EAGAIN;
-		zero = 0;
-		sched_yield(); /* another thread's madvise: a millisecond */
-	}
-	uint64_t b = atomic_load_explicit(&r->backed, memory_order_relaxed);
-	int rc = 0;
-	if (b < want && b < r->size) {
-		uint64_t to = b * 2 > want ? b * 2 : want;
-		to = (to + PAGE - 1) & ~(uint64_t)(PAGE - 1);
-		if (to > r->size)
-			to = r->size;
-		rc = back(r, b & ~(uint64_t)(PAGE - 1), to);
-		if (rc == 0)
-			atomic_store_explicit(&r->backed, to,
-			                      memory_order_release);
-		atomic_store_explicit(&r->grow_failed, rc < 0,
-		                      memory_order_relaxed);
-	}
-	atomic_store_explicit(&r->growing, 0, memory_order_release);
+	/* No lock: a logging call never waits on one (the thread holding it
+	 * may be the one a signal handler that logs interrupted).  Threads
+	 * that grow at once each reserve the blocks of their own range
+	 * (MADV_POPULATE_WRITE over a range with blocks is only a walk), and
+	 * `backed` becomes the largest end among them.  Invariant: [0,
+	 * backed) has its blocks, since each grower reserved from the
+	 * backed it read, below which an earlier one had. */
+	uint64_t b = atomic_load_explicit(&r->backed, memory_order_acquire);
+	if (b >= want || b >= r->size)
+		return 0;
+	uint64_t to = b * 2 > want ? b * 2 : want;
+	to = (to + PAGE - 1) & ~(uint64_t)(PAGE - 1);
+	if (to > r->size)
+		to = r->size;
+	int rc = back(r, b & ~(uint64_t)(PAGE - 1), to);
+	if (rc == 0)
+		/* release: the blocks before a claim that counts on them */
+		while (b < to && !atomic_compare_exchange_weak_explicit(
+			                 &r->backed, &b, to, memory_order_release,
+			                 memory_order_acquire))
+			;
+	atomic_store_explicit(&r->grow_failed, rc < 0, memory_order_relaxed);
 	return rc;
 }
 

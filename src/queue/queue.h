@@ -181,7 +181,6 @@ typedef struct le__ring {
 	 * there.  size once whole; anonymous rings are whole from the start.
 	 * Only grows; stored with release once the blocks are there. */
 	_Atomic uint64_t backed;
-	_Atomic int growing;        /* a growth is under way (a spin lock) */
 	_Atomic int grow_failed;    /* the last growth failed: producers
 	                               refuse until the writer's succeeds */
 } le__ring;
@@ -195,9 +194,8 @@ typedef struct le__ring {
  * Producers call it when a claim reaches past `backed` (rare: the writer
  * grows the ring ahead of them, `writer` 1); after a failure (disk full)
  * they refuse at once (the record is dropped or waits, as for a full
- * queue) until a writer's try succeeds, and so do they while another
- * thread grows it (-EAGAIN: a producer never waits on its lock).
- * @return 0, or -errno.
+ * queue) until a writer's try succeeds.  Takes no lock: threads that
+ * grow at once each reserve their own range.  @return 0, or -errno.
  */
 int le__ring_grow(le__ring *r, uint64_t want, int writer);
 

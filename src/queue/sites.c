@@ -213,36 +213,33 @@ static int create(le__sitetab *t, uint32_t n, uint32_t shard)
 	return rc;
 }
 
-/* Blocks for area bytes up to `want` at least, doubling.  @return 0,
- * -EAGAIN while another thread grows it, or -errno of a failure (and no
+/* Blocks for area bytes up to `want` at least, doubling, with no lock
+ * (a logging call never waits on one): concurrent growers each reserve
+ * their own range from the backed they read, and backed becomes the
+ * largest end (le__ring_grow's reasoning).  @return 0, or -errno (and no
  * entry is put from then on). */
 static int sites_grow(le__sitetab *t, uint32_t want)
 {
-	int zero = 0, rc = 0;
-	/* One try: the caller is a logging call, which never waits on a
-	 * lock; while another thread grows the area, this site formats at
-	 * the call (its bytes left unused, as a lost race leaves them). */
-	if (!atomic_compare_exchange_strong_explicit(
-		    &t->growing, &zero, 1, memory_order_acquire,
-		    memory_order_relaxed))
-		return -EAGAIN;
-	uint32_t b = atomic_load_explicit(&t->backed, memory_order_relaxed);
-	if (b < want && !atomic_load(&t->grow_failed)) {
-		uint64_t to = (uint64_t)b * 2 > want ? (uint64_t)b * 2 : want;
-		if (to > t->area_bytes)
-			to = t->area_bytes;
-		size_t area0 = LE_SITES_HDR + 4 * (size_t)t->n;
-		rc = back(t->map, t->map_len, area0 + b, area0 + to);
-		if (rc == 0)
-			atomic_store_explicit(&t->backed, (uint32_t)to,
-			                      memory_order_release);
-		else
-			atomic_store(&t->grow_failed, 1);
-	}
 	if (atomic_load(&t->grow_failed))
-		rc = -ENOSPC;
-	atomic_store_explicit(&t->growing, 0, memory_order_release);
-	return rc;
+		return -ENOSPC;
+	uint32_t b = atomic_load_explicit(&t->backed, memory_order_acquire);
+	if (b >= want)
+		return 0;
+	uint64_t to = (uint64_t)b * 2 > want ? (uint64_t)b * 2 : want;
+	if (to > t->area_bytes)
+		to = t->area_bytes;
+	size_t area0 = LE_SITES_HDR + 4 * (size_t)t->n;
+	int rc = back(t->map, t->map_len, area0 + b, area0 + to);
+	if (rc < 0) {
+		atomic_store(&t->grow_failed, 1);
+		return rc;
+	}
+	/* release: the blocks before an entry put there */
+	while (b < to && !atomic_compare_exchange_weak_explicit(
+		                 &t->backed, &b, (uint32_t)to,
+		                 memory_order_release, memory_order_acquire))
+		;
+	return 0;
 }
 
 /* The mapping is all a made table needs: no descriptor is kept (a dead

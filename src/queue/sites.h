@@ -61,7 +61,7 @@ typedef struct le__sitetab {
 	 * put entries only there.  After a failed growth, no more entries:
 	 * their sites format at the call. */
 	_Atomic uint32_t backed;
-	_Atomic int growing, grow_failed;
+	_Atomic int grow_failed;
 } le__sitetab;
 
 /* A SITES file's first area bytes with blocks (doubled as entries come). */
