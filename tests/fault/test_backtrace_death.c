@@ -44,8 +44,13 @@ static void child(int crash_handler, long segv_at)
 	le_info(e, "child up");
 	for (long k = 0;; k++) {
 		if (k == segv_at) {
-			volatile int *p = NULL;
-			*p = 1; /* a real fault */
+			/* a real fault, on a page that forbids access (a
+			 * NULL store would be UBSan's report, not a fault) */
+			volatile int *p = mmap(NULL, 4096, PROT_NONE,
+			                       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+			if (p == MAP_FAILED)
+				_exit(3);
+			*p = 1;
 		}
 		le_debug(e, "k %ld", k);
 		atomic_store(done, k + 1);
