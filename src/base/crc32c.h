@@ -39,6 +39,18 @@ void le__crc32c_multi(uint32_t *crc, const uint32_t *pre,
                       const unsigned char *const *p, const size_t *len,
                       int n);
 
+/*
+ * The same for LE_CRC_WAYS buffers of one length and one prefix, evenly
+ * spaced: buffer i is p + i * stride (the writer's frames of one size,
+ * back to back).  Every address then comes from two pointers and the
+ * stride, so the eight chains, the pointers and the loop bound all stay in
+ * registers, where le__crc32c_multi's array of pointers does not fit.
+ * Each crc[i] starts from 0.  @return 1, or 0 when the CPU has no crc32
+ * instruction (crc untouched: use le__crc32c_multi).
+ */
+int le__crc32c_strided(uint32_t *crc, uint32_t pre, const unsigned char *p,
+                       ptrdiff_t stride, size_t len);
+
 /* Name of the implementation in use: "sse4.2", "armv8-crc" or "software". */
 const char *le__crc32c_impl(void);
 

@@ -158,7 +158,8 @@ static int collect(le__shard *sh, size_t max)
 {
 	le__ring *r = &sh->ring;
 	le__batch *b = &sh->batch;
-	const uint64_t mask = r->lap - 1;
+	const le__ring_geo g = le__ring_geometry(r);
+	const uint64_t mask = g.lap - 1;
 	const int recovering = sh->w.recovering;
 	const uint64_t max_bytes = sh->e->cfg.max_pending_bytes;
 	const uint64_t max_payload = sh->e->batch_payload;
@@ -184,7 +185,7 @@ static int collect(le__shard *sh, size_t max)
 	while (n < end && bytes < max_bytes && slot_bytes < max_payload) {
 		le__slot *sl = NULL; /* set unless LE_PEEK_EMPTY */
 		uint32_t sbytes = 0;
-		int k = le__ring_peek(r, &rd, &sl, &sbytes);
+		int k = le__ring_peek_geo(&g, &rd, &sl, &sbytes);
 		if (recovering) {
 			/* damaged slots, and those written already */
 			int v = le__deadq_slot(sh, &rd, k, sl, sbytes, seq);
@@ -210,8 +211,8 @@ static int collect(le__shard *sh, size_t max)
 		}
 		/* The producer wrote these lines on another core: ask for the
 		 * next ones early (the hardware prefetcher stops at pages). */
-		__builtin_prefetch(r->data + ((rd + 1024) & mask));
-		__builtin_prefetch(r->data + ((rd + 1088) & mask));
+		__builtin_prefetch(g.data + ((rd + 1024) & mask));
+		__builtin_prefetch(g.data + ((rd + 1088) & mask));
 		/* Recorded so that recovery after a kill -9 between the sinks'
 		 * commit and the release can tell this slot is already in. */
 		sl->seq = seq;
@@ -238,12 +239,17 @@ static int collect(le__shard *sh, size_t max)
 				age = lim;
 			b->since = mono > age ? mono - age : 0;
 		}
-		b->recs[n++] = (le__rec){.payload = (const unsigned char *)(sl + 1),
-		                         .len = plen, .level = level,
-		                         .flags = sl->flags, .seq = seq++,
-		                         .ts = ts};
-		if (sl->flags & LE_REC_DEFERRED)
-			find_site(sh, &b->recs[n - 1], rd);
+		/* Field by field: a deferred record's fields are find_site's,
+		 * and no sink reads them in a record without the flag. */
+		le__rec *x = &b->recs[n++];
+		x->payload = (const unsigned char *)(sl + 1);
+		x->len = plen;
+		x->level = level;
+		x->flags = sl->flags;
+		x->seq = seq++;
+		x->ts = ts;
+		if (x->flags & LE_REC_DEFERRED)
+			find_site(sh, x, rd);
 		bytes += LE_FRAME_FIXED_MAX + plen;
 		b->by_level[level]++; /* level <= LE_FATAL: checked above */
 		slots++;

@@ -683,6 +683,17 @@ static void trim_pages(le__ring *r, uint64_t off, uint64_t end,
 		*lo = *hi = off; /* kept: their FREE words are written */
 }
 
+/* The first word of each line in real [off, end) set to `word`: a loop of
+ * nothing else, since the writer runs it for every line it consumed. */
+static void free_lines(le__ring *r, uint64_t off, uint64_t end, uint64_t word)
+{
+	unsigned char *d = r->data;
+
+	for (; off < end; off += LE_SLOT_ALIGN)
+		atomic_store_explicit((_Atomic uint64_t *)(d + off), word,
+		                      memory_order_release);
+}
+
 void le__ring_release(le__ring *r, uint64_t from, uint64_t to, int trim)
 {
 	const uint64_t mask = r->lap - 1;
@@ -706,15 +717,12 @@ void le__ring_release(le__ring *r, uint64_t from, uint64_t to, int trim)
 			real_end = backed;
 		if (trim && r->trims)
 			trim_pages(r, off, real_end, &lo, &hi);
-		for (; off < real_end; off += LE_SLOT_ALIGN) {
-			if (off == lo && hi > lo) {
-				off = hi - LE_SLOT_ALIGN; /* zeros: FREE */
-				continue;
-			}
-			atomic_store_explicit(
-				(_Atomic uint64_t *)(r->data + off), next,
-				memory_order_release);
+		if (hi > lo) {
+			/* the returned pages read as zeros: FREE already */
+			free_lines(r, off, lo < real_end ? lo : real_end, next);
+			off = hi;
 		}
+		free_lines(r, off, real_end, next);
 		from = stop;
 	}
 	/* release: producers that see the new tail (acquire) see FREE. */

@@ -374,14 +374,30 @@ static inline void le__slot_publish(le__slot *s)
 /* What the writer finds at position *rd. */
 enum { LE_PEEK_EMPTY, LE_PEEK_RECORD, LE_PEEK_CLAIMED };
 
+/* A ring's geometry, constant after open, as the writer's loop keeps it:
+ * in locals (registers), where the fields of *r would be loaded again
+ * after each store the loop makes into the slots and the batch (any of
+ * them could, to the compiler, be one of those fields). */
+typedef struct le__ring_geo {
+	unsigned char *data;
+	uint64_t size, lap;
+	unsigned lap_shift;
+} le__ring_geo;
+
+static inline le__ring_geo le__ring_geometry(const le__ring *r)
+{
+	return (le__ring_geo){.data = r->data, .size = r->size,
+	                      .lap = r->lap, .lap_shift = r->lap_shift};
+}
+
 /*
  * Look at position *rd, stepping over padding.  @return LE_PEEK_RECORD
  * (published: *out, *bytes set), LE_PEEK_CLAIMED (claimed, not yet
  * published: *out, *bytes set -- at recovery, an abandoned slot), or
  * LE_PEEK_EMPTY (nothing claimed there yet).
  */
-static inline int le__ring_peek(const le__ring *r, uint64_t *rd,
-                                le__slot **out, uint32_t *bytes)
+static inline int le__ring_peek_geo(const le__ring_geo *r, uint64_t *rd,
+                                    le__slot **out, uint32_t *bytes)
 {
 	const uint64_t mask = r->lap - 1;
 
@@ -415,6 +431,14 @@ static inline int le__ring_peek(const le__ring *r, uint64_t *rd,
 		*bytes = n;
 		return (st & LE_SLOT_READY) ? LE_PEEK_RECORD : LE_PEEK_CLAIMED;
 	}
+}
+
+static inline int le__ring_peek(const le__ring *r, uint64_t *rd,
+                                le__slot **out, uint32_t *bytes)
+{
+	le__ring_geo g = le__ring_geometry(r);
+
+	return le__ring_peek_geo(&g, rd, out, bytes);
 }
 
 /*

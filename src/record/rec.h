@@ -21,7 +21,8 @@ typedef struct le__rec {
 	uint64_t ts;                  /* ns since the epoch, UTC; never
 	                                 before the shard's previous record */
 	/* LE_REC_DEFERRED (defer.h): the payload is [field block] u32 site
-	 * number, arguments; the writer found the site's descriptor. */
+	 * number, arguments; the writer found the site's descriptor.
+	 * Unset (stale) in a record without the flag: never read there. */
 	const unsigned char *desc;    /* in the shard's SITES mapping */
 	uint32_t dlen;                /* its bytes */
 	uint32_t site;                /* the site number */

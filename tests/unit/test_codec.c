@@ -222,6 +222,44 @@ TEST(frame_put_all_writes_what_frame_put_writes)
 	CHECK(memcmp(got, want, n) == 0);
 }
 
+/* Eight frames sealed at once get the CRC each would get alone, whether
+ * they are a run of one size evenly spaced (the writer's usual batch,
+ * which takes a path of its own: back to back, with gaps, backwards) or
+ * not quite (one frame shorter, one out of step). */
+TEST(frames_sealed_eight_at_once_match_one_at_a_time)
+{
+	enum { W = LE_CRC_WAYS, ROOM = 8 * 260 };
+	static unsigned char buf[2 * ROOM], one[260];
+	unsigned char pay[230];
+	for (size_t i = 0; i < sizeof pay; i++)
+		pay[i] = (unsigned char)(i * 29 + 3);
+	for (int shape = 0; shape < 5; shape++)
+		for (uint32_t len = 0; len < 200; len++) {
+			uint32_t total = le__frame_fixed(LE_FIELD_ALL) + len;
+			ptrdiff_t stride = shape == 1 || shape == 4 ? total + 5
+			                   : shape == 2 ? -(ptrdiff_t)total
+			                                : (ptrdiff_t)total;
+			unsigned char *f[W], *at = buf + (stride < 0 ? ROOM : 0);
+			memset(buf, 0, sizeof buf);
+			for (int k = 0; k < W; k++) {
+				f[k] = at + k * stride + (shape == 4 && k == 5);
+				uint32_t l = len - (shape == 3 && k == 6 && len);
+				le__frame_put_all(f[k], 0, LE_INFO, 1,
+				                  (uint64_t)k + 7, 1000 + (uint64_t)k,
+				                  pay + k, l);
+			}
+			le__frame_seal(f, W);
+			for (int k = 0; k < W; k++) {
+				uint32_t l = len - (shape == 3 && k == 6 && len);
+				le__frame_encode(one, LE_FIELD_ALL, 0, LE_INFO, 1,
+				                 (uint64_t)k + 7, 1000 + (uint64_t)k,
+				                 pay + k, l);
+				CHECK(memcmp(f[k], one,
+				             le__frame_fixed(LE_FIELD_ALL) + l) == 0);
+			}
+		}
+}
+
 TEST(flipped_bit_anywhere_in_a_crc_frame_is_detected)
 {
 	unsigned char f0[64];
@@ -521,6 +559,7 @@ int main(int argc, char **argv)
 	RUN(segment_header_matches_format_md_vector);
 	RUN(frames_match_format_md_vectors);
 	RUN(frame_put_all_writes_what_frame_put_writes);
+	RUN(frames_sealed_eight_at_once_match_one_at_a_time);
 	RUN(flipped_bit_anywhere_in_a_crc_frame_is_detected);
 	RUN(absurd_size_word_is_rejected_before_use);
 	RUN(frames_checked_together_stop_where_one_at_a_time_stops);
