@@ -183,27 +183,18 @@ static inline uint64_t ld64(const unsigned char *p)
 	return w;
 }
 
-/* One chain's last len < 8 bytes, and the final inversion. */
-__attribute__((target("sse4.2"), always_inline)) static inline uint32_t
-tail_hw(uint64_t c, const unsigned char *p, size_t len)
+static inline uint32_t ld32(const unsigned char *p)
 {
-	uint32_t d = (uint32_t)c;
+	uint32_t w;
+	memcpy(&w, p, 4);
+	return w;
+}
 
-	if (len & 4) {
-		uint32_t w;
-		memcpy(&w, p, 4);
-		d = _mm_crc32_u32(d, w);
-		p += 4;
-	}
-	if (len & 2) {
-		uint16_t w;
-		memcpy(&w, p, 2);
-		d = _mm_crc32_u16(d, w);
-		p += 2;
-	}
-	if (len & 1)
-		d = _mm_crc32_u8(d, *p);
-	return ~d;
+static inline uint16_t ld16(const unsigned char *p)
+{
+	uint16_t w;
+	memcpy(&w, p, 2);
+	return w;
 }
 
 /* Eight chains over a and b = a + 4 * s, each at a, a + s, a + 2s, a + 3s:
@@ -228,15 +219,30 @@ static void strided_hw(uint32_t *crc, uint32_t pre, const unsigned char *a,
 		x6 = _mm_crc32_u64(x6, ld64(b + 2 * s));
 		x7 = _mm_crc32_u64(x7, ld64(b + s3));
 	}
+	/* The last len % 8 bytes, every chain at once: one test each, not
+	 * one per chain. */
+	uint64_t x[LE_CRC_WAYS] = {x0, x1, x2, x3, x4, x5, x6, x7};
+	size_t o = 0;
 	len &= 7;
-	crc[0] = tail_hw(x0, a, len);
-	crc[1] = tail_hw(x1, a + s, len);
-	crc[2] = tail_hw(x2, a + 2 * s, len);
-	crc[3] = tail_hw(x3, a + s3, len);
-	crc[4] = tail_hw(x4, b, len);
-	crc[5] = tail_hw(x5, b + s, len);
-	crc[6] = tail_hw(x6, b + 2 * s, len);
-	crc[7] = tail_hw(x7, b + s3, len);
+	if (len & 4) {
+#pragma GCC unroll 8
+		for (int i = 0; i < LE_CRC_WAYS; i++)
+			x[i] = _mm_crc32_u32((uint32_t)x[i], ld32(a + i * s));
+		o = 4;
+	}
+	if (len & 2) {
+#pragma GCC unroll 8
+		for (int i = 0; i < LE_CRC_WAYS; i++)
+			x[i] = _mm_crc32_u16((uint32_t)x[i], ld16(a + i * s + o));
+		o += 2;
+	}
+	if (len & 1) {
+#pragma GCC unroll 8
+		for (int i = 0; i < LE_CRC_WAYS; i++)
+			x[i] = _mm_crc32_u8((uint32_t)x[i], a[i * s + (ptrdiff_t)o]);
+	}
+	for (int i = 0; i < LE_CRC_WAYS; i++)
+		crc[i] = ~(uint32_t)x[i];
 }
 
 static int hw_present(void)

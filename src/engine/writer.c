@@ -152,21 +152,21 @@ static void add_marker(le__shard *sh)
  * Collect ready slots into the batch, at most `max`.  @return G_MORE when
  * the ring has nothing more ready (or, at recovery, nothing that makes
  * sense), G_FULL when the batch is full.  The loop's state lives in locals
- * and is written back once.
+ * and is written back once.  `recovering` is a constant where it is
+ * inlined (collect): the live loop carries none of recovery's checks.
  */
-static int collect(le__shard *sh, size_t max)
+static inline __attribute__((always_inline)) int
+collect_as(le__shard *sh, size_t max, const int recovering)
 {
 	le__ring *r = &sh->ring;
 	le__batch *b = &sh->batch;
 	const le__ring_geo g = le__ring_geometry(r);
 	const uint64_t mask = g.lap - 1;
-	const int recovering = sh->w.recovering;
 	const uint64_t max_bytes = sh->e->cfg.max_pending_bytes;
 	const uint64_t max_payload = sh->e->batch_payload;
 	uint64_t rd = sh->w.rd, seq = sh->w.next_seq, last_ts = sh->w.last_ts;
 	uint64_t bytes = b->bytes, slot_bytes = b->slot_bytes;
-	size_t n = b->n, end = n + max;
-	uint32_t slots = 0;
+	size_t n = b->n, n0 = n, end = n + max;
 	int why = G_FULL;
 	uint64_t now_real;
 
@@ -177,7 +177,7 @@ static int collect(le__shard *sh, size_t max)
 	if (!recovering && (sh->w.clock.base_tsc != sh->w.clock_put_tsc ||
 	                    sh->w.clock.mult != sh->w.clock_put_mult))
 		le__writer_note_clock(sh);
-	const le__clock clk = sh->w.clock;
+	const le__clock clk = sh->w.clock, lin = le__clock_lin(&clk);
 	/* the level's bits of a slot's level byte: a version 2 queue keeps
 	 * its check in the rest (queue.h), which le__deadq_slot checks */
 	const uint8_t lvmask = r->version >= 2 ? LE_SLOT_LEVEL_MASK : 0xffu;
@@ -211,8 +211,10 @@ static int collect(le__shard *sh, size_t max)
 		}
 		/* The producer wrote these lines on another core: ask for the
 		 * next ones early (the hardware prefetcher stops at pages). */
-		__builtin_prefetch(g.data + ((rd + 1024) & mask));
-		__builtin_prefetch(g.data + ((rd + 1088) & mask));
+		const unsigned char *ahead = g.data + ((rd + 1024) & mask);
+		__builtin_prefetch(ahead);
+		__builtin_prefetch(ahead + 64); /* never faults, even past
+		                                   the ring's end */
 		/* Recorded so that recovery after a kill -9 between the sinks'
 		 * commit and the release can tell this slot is already in. */
 		sl->seq = seq;
@@ -221,7 +223,7 @@ static int collect(le__shard *sh, size_t max)
 		 * pass has been running (preempted, a long batch): read the
 		 * clock again before calling it a jump, or records taken
 		 * since would be dated to the pass's start. */
-		uint64_t ts = le__clock_ns(&clk, sl->ts);
+		uint64_t ts = le__clock_ns_lin(&lin, sl->ts);
 		if (ts > now_real + LE_CLOCK_SLIP_NS)
 			now_real = le__now_ns();
 		if (recovering)
@@ -252,18 +254,22 @@ static int collect(le__shard *sh, size_t max)
 			find_site(sh, x, rd);
 		bytes += LE_FRAME_FIXED_MAX + plen;
 		b->by_level[level]++; /* level <= LE_FATAL: checked above */
-		slots++;
 		slot_bytes += plen;
 		rd += sbytes;
 	}
 	b->n = n;
 	b->bytes = bytes;
-	b->slots += slots;
+	b->slots += (uint32_t)(n - n0); /* every record here is a slot */
 	b->slot_bytes = slot_bytes;
 	sh->w.rd = rd;
 	sh->w.next_seq = seq;
 	sh->w.last_ts = last_ts;
 	return why;
+}
+
+static int collect(le__shard *sh, size_t max)
+{
+	return sh->w.recovering ? collect_as(sh, max, 1) : collect_as(sh, max, 0);
 }
 
 /* Put what each sink has not taken yet.  @return 1 when every sink has

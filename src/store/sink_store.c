@@ -109,9 +109,18 @@ static size_t store_put(le__sink *s, const le__rec *r, size_t n)
 	unsigned char *un[LE_CRC_WAYS];
 	int nun = st->nunsealed;
 
+	/* nw and len grow together: "nw < max_new" is "len < len_stop"; and
+	 * a frame ending within `room` passes both checks below it (the
+	 * segment's limit, the buffer's end), which a frame past it takes
+	 * one by one. */
+	const size_t len_stop = nw < max_new ? len + (max_new - nw) : len;
+	const uint64_t room = limit > off0 && limit - off0 < cap ? limit - off0
+	                      : limit > off0                    ? cap
+	                                                        : 0;
+
 	for (int k = 0; k < nun; k++)
 		un[k] = buf + st->unsealed[k];
-	for (i = 0; i < n && nw < max_new; i++) {
+	for (i = 0; i < n && len < len_stop; i++) {
 		const le__rec *x = &r[i];
 		uint32_t flen = fixed + x->len;
 		int with_desc = 0;
@@ -119,12 +128,14 @@ static size_t store_put(le__sink *s, const le__rec *r, size_t n)
 			with_desc = needs_desc(st, x);
 			flen += with_desc ? x->dlen : 0;
 		}
-		if (off0 + len + flen > limit && off0 + len > LE_SEG_HDR) {
-			st->full = 1;
-			break;
+		if (__builtin_expect(len + flen > room, 0)) {
+			if (off0 + len + flen > limit && off0 + len > LE_SEG_HDR) {
+				st->full = 1;
+				break;
+			}
+			if (len + flen > cap)
+				break;
 		}
-		if (len + flen > cap)
-			break;
 		last_off = off0 + len;
 		if (fields == LE_FIELD_ALL)
 			le__frame_put_all(buf + len, x->flags, x->level, shard,
