@@ -646,7 +646,9 @@ int le__writer_init(le__shard *sh)
 
 	/* batch_size records and one marker, never more than the queue */
 	b->cap = (size_t)sh->e->batch + 1;
-	b->recs = malloc(b->cap * sizeof *b->recs);
+	/* zeroed: collect leaves a plain record's deferred fields as they
+	 * were (rec.h), never indeterminate */
+	b->recs = calloc(b->cap, sizeof *b->recs);
 	return b->recs ? 0 : LE_ENOMEM;
 }
 
