@@ -165,8 +165,15 @@ collect_as(le__shard *sh, size_t max, const int recovering)
 	const uint64_t max_bytes = sh->e->cfg.max_pending_bytes;
 	const uint64_t max_payload = sh->e->batch_payload;
 	uint64_t rd = sh->w.rd, seq = sh->w.next_seq, last_ts = sh->w.last_ts;
-	uint64_t bytes = b->bytes, slot_bytes = b->slot_bytes;
-	size_t n = b->n, n0 = n, end = n + max;
+	size_t n = b->n, n0 = n;
+	/* What the batch may still take, counted down: records, bytes of
+	 * frames, payload bytes.  The loop goes on while each is at least
+	 * 1, which one test of the sign of (each - 1) ORed together says:
+	 * the three limits in one branch, and no limit kept in a register. */
+	int64_t left_n = (int64_t)max,
+	        left_b = (int64_t)max_bytes - (int64_t)b->bytes,
+	        left_s = (int64_t)max_payload - (int64_t)b->slot_bytes;
+	le__rec *const recs = b->recs;
 	int why = G_FULL;
 	uint64_t now_real;
 
@@ -182,7 +189,7 @@ collect_as(le__shard *sh, size_t max, const int recovering)
 	 * its check in the rest (queue.h), which le__deadq_slot checks */
 	const uint8_t lvmask = r->version >= 2 ? LE_SLOT_LEVEL_MASK : 0xffu;
 
-	while (n < end && bytes < max_bytes && slot_bytes < max_payload) {
+	while (((left_n - 1) | (left_b - 1) | (left_s - 1)) >= 0) {
 		le__slot *sl = NULL; /* set unless LE_PEEK_EMPTY */
 		uint32_t sbytes = 0;
 		int k = le__ring_peek_geo(&g, &rd, &sl, &sbytes);
@@ -243,7 +250,7 @@ collect_as(le__shard *sh, size_t max, const int recovering)
 		}
 		/* Field by field: a deferred record's fields are find_site's,
 		 * and no sink reads them in a record without the flag. */
-		le__rec *x = &b->recs[n++];
+		le__rec *x = &recs[n++];
 		x->payload = (const unsigned char *)(sl + 1);
 		x->len = plen;
 		x->level = level;
@@ -252,15 +259,16 @@ collect_as(le__shard *sh, size_t max, const int recovering)
 		x->ts = ts;
 		if (x->flags & LE_REC_DEFERRED)
 			find_site(sh, x, rd);
-		bytes += LE_FRAME_FIXED_MAX + plen;
+		left_n--;
+		left_b -= LE_FRAME_FIXED_MAX + plen;
 		b->by_level[level]++; /* level <= LE_FATAL: checked above */
-		slot_bytes += plen;
+		left_s -= plen;
 		rd += sbytes;
 	}
 	b->n = n;
-	b->bytes = bytes;
+	b->bytes = max_bytes - (uint64_t)left_b;
 	b->slots += (uint32_t)(n - n0); /* every record here is a slot */
-	b->slot_bytes = slot_bytes;
+	b->slot_bytes = max_payload - (uint64_t)left_s;
 	sh->w.rd = rd;
 	sh->w.next_seq = seq;
 	sh->w.last_ts = last_ts;
