@@ -91,25 +91,27 @@ static void defer_patch(le__store *st, unsigned char *f, uint32_t fixed,
  * buffer holds max_pending_bytes of new bytes, or when it has no room.
  * This is the writer's inner loop, so what it advances lives in locals
  * (stores through the byte buffer would otherwise force every st-> field
- * back to memory on each record) and is written back once.
+ * back to memory on each record) and is written back once.  `fields` is
+ * a constant where it is inlined for the default (store_put): the frame's
+ * layout is then known, and the registers its tests took hold the loop.
  */
-static size_t store_put(le__sink *s, const le__rec *r, size_t n)
+static inline __attribute__((always_inline)) size_t
+put_frames(le__store *st, const le__rec *r, size_t n, const uint32_t fields)
 {
-	le__store *st = (le__store *)s;
-	const uint32_t fields = st->cfg->fields;
 	const uint32_t fixed = le__frame_fixed(fields);
 	const uint64_t limit = le__store_limit(st), off0 = st->buf_off;
 	const size_t cap = st->buf_cap - ALIGN;
 	const size_t max_new = st->cfg->max_pending_bytes;
 	const uint32_t shard = st->shard;
 	unsigned char *buf = st->buf;
-	size_t len = st->buf_len, nw = st->buf_new, i;
+	const size_t len0 = st->buf_len, nw = st->buf_new;
+	size_t len = len0, i;
 	uint64_t last_off = st->pend_last_off;
 	uint32_t markers = 0;
 	unsigned char *un[LE_CRC_WAYS];
 	int nun = st->nunsealed;
 
-	/* nw and len grow together: "nw < max_new" is "len < len_stop"; and
+	/* New bytes grow with len: "new < max_new" is "len < len_stop"; and
 	 * a frame ending within `room` passes both checks below it (the
 	 * segment's limit, the buffer's end), which a frame past it takes
 	 * one by one. */
@@ -154,13 +156,12 @@ static size_t store_put(le__sink *s, const le__rec *r, size_t n)
 		}
 		markers += (x->flags & LE_REC_MARKER) != 0;
 		len += flen;
-		nw += flen;
 	}
 	for (int k = 0; k < nun; k++)
 		st->unsealed[k] = (size_t)(un[k] - buf);
 	st->nunsealed = nun;
 	st->buf_len = len;
-	st->buf_new = nw;
+	st->buf_new = nw + (len - len0);
 	st->pend_last_off = last_off;
 	st->pend_recs += (uint32_t)i;
 	st->pend_markers += markers;
@@ -169,6 +170,15 @@ static size_t store_put(le__sink *s, const le__rec *r, size_t n)
 		st->last_ts = r[i - 1].ts;
 	}
 	return i;
+}
+
+static size_t store_put(le__sink *s, const le__rec *r, size_t n)
+{
+	le__store *st = (le__store *)s;
+
+	if (st->cfg->fields == LE_FIELD_ALL)
+		return put_frames(st, r, n, LE_FIELD_ALL);
+	return put_frames(st, r, n, st->cfg->fields);
 }
 
 /* ---- commit ---- */
