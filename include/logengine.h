@@ -973,17 +973,29 @@ LE_API int le_logf_kv(le_engine *e, int level, const le_field *f, size_t n,
  * records of that call site pass per window of `interval_ms`
  * milliseconds; the calls past them are counted and not logged (their
  * arguments are not evaluated).  The window opens with the first
- * record that passes.  When it has ended, the next call that passes
- * first logs, on the same logger and at the same level, a summary:
+ * record that passes.  When it has ended with calls suppressed, a
+ * summary is logged, on the same logger and at the same level:
  *
  *   37 similar records suppressed at net/recv.c:42
  *
  * with the fields suppressed=37 (an integer) and site="net/recv.c:42"
- * (and logger=, as every record of a named logger), then its own record.
- * A site that falls silent keeps its count until then, or until
- * le_close, which writes every pending summary (a process that ends
- * without le_close loses those counts: they are in its memory, not in
- * the queue).  le_stats.suppressed and the live page (`logengine stats
+ * (and logger=, as every record of a named logger).  The next call that
+ * passes logs it, before its own record; a site that falls silent has
+ * it logged by the engine (the writer of shard 0, which keeps the clock
+ * below) once the window has been over for 10 ms, so within about
+ * 10 ms + flush_ms of the window's end, with no call of the site.  That
+ * summary never waits for queue room (a full queue: the writer tries
+ * again at its next pass), and the suppressed calls pay nothing for it.
+ * le_close writes every summary still pending.  Two limits.  An engine
+ * tracks the first 1024 sites that open a window on it; the count of
+ * one past them waits for that site's next record that passes (on this
+ * engine or the next one to use the site), le_close does not write it.
+ * And the counts are in the process's memory, not in the queue: a
+ * process that ends without le_close (kill -9, a crash, with or without
+ * the crash handler) loses the counts not yet in a summary: its open
+ * windows', and a window's that ended less than 10 ms + flush_ms before
+ * (docs/RELIABILITY.md).  Never a record that passed, nor a summary
+ * already logged.  le_stats.suppressed and the live page (`logengine stats
  * --live`, `logengine serve`'s dashboard, and its /metrics as
  * logengine_records_suppressed_total) count what the summaries
  * reported.
