@@ -758,8 +758,9 @@ LE_API int le_set_level(le_engine *e, const char *name, int level);
  * call is: the call site and its arguments, no formatting) in a ring per
  * shard, DIR/shard-NNN/BACKTRACE, a shared file mapping like the queue,
  * instead of dropping them.  They are written to the log, each marked
- * as recorded history (LE_REC_BACKTRACE; `logengine cat` shows
- * "{backtrace}"), with the level and order they were logged with:
+ * as recorded history (LE_REC_BACKTRACE; `logengine cat`, the stream
+ * and syslog lines show "{backtrace}", JSON "backtrace":true), with the
+ * level and order they were logged with:
  *   - when that logger logs a record at or above
  *     le_config.backtrace_trigger (LE_ERROR): its own kept records (not
  *     those of its parent or children), at most `records` of the newest
@@ -1853,9 +1854,10 @@ LE_API int le_tail_open(le_tail **out, const char *dir, unsigned shard,
                         uint64_t segment, uint64_t offset);
 
 /**
- * The next record, as le_reader_next.  @return 1 stored; 0 nothing more
- * for now (the segment ends there and no later one exists yet: come back
- * later with le_tail_position); -errno.  seq is 0 when the log has no
+ * The next record, as le_reader_next (recorded history flagged
+ * LE_REC_BACKTRACE, its marking field out of `fields`).  @return 1
+ * stored; 0 nothing more for now (the segment ends there and no later
+ * one exists yet: come back later with le_tail_position); -errno.  seq is 0 when the log has no
  * sequence field and the tail started inside a segment.
  */
 LE_API int le_tail_next(le_tail *t, le_record *rec);
