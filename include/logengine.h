@@ -1010,7 +1010,11 @@ LE_API int le_logf_kv(le_engine *e, int level, const le_field *f, size_t n,
  * clock the engine's writers keep (a word they store at each pass, at
  * least every flush_ms; no clock is read by the call), and adds one to a
  * count: no lock, no system call, no allocation.  Under 5 ns
- * (docs/BENCHMARKS.md).  So a window ends when that clock passes its
+ * (docs/BENCHMARKS.md).  The first calls a window suppresses, before
+ * the inline test knows its burst is spent, take le_every_at's path
+ * instead; there, once a window, the engine's writer is woken if it has
+ * slept long (idle for a second or more: a futex call), so that the
+ * summary is not late.  So a window ends when that clock passes its
  * end: never early, and late by flush_ms (and a millisecond) at most.
  *
  * Threads.  Any number of threads may share a site.  The records let
