@@ -224,21 +224,29 @@ static void *window_racer(void *arg)
 	return NULL;
 }
 
+/* RACERS threads of fn on a new engine (race_e) for 300 ms, adding
+ * their calls to window_calls; then the log tallied into t. */
+static void race(void *(*fn)(void *), struct tally *t, le_stats *st)
+{
+	pthread_t th[RACERS];
+	atomic_store(&window_calls, 0);
+	race_e = open_e();
+	race_until = mono_ns() + 300 * 1000000ull;
+	for (int i = 0; i < RACERS; i++)
+		CHECK(pthread_create(&th[i], NULL, fn, NULL) == 0);
+	for (int i = 0; i < RACERS; i++)
+		pthread_join(th[i], NULL);
+	close_and_tally(race_e, st, t, NULL);
+}
+
 /* Four threads through many 20-ms windows of 5: the records between two
  * summaries (one window's, and the racers' of the window before) are at
  * most 5 + 3, and every call is a record or counted. */
 TEST(racing_threads_keep_the_bound_in_every_window)
 {
-	pthread_t th[RACERS];
-	race_e = open_e();
-	race_until = mono_ns() + 300 * 1000000ull;
-	for (int i = 0; i < RACERS; i++)
-		CHECK(pthread_create(&th[i], NULL, window_racer, NULL) == 0);
-	for (int i = 0; i < RACERS; i++)
-		pthread_join(th[i], NULL);
 	struct tally t = {.prefix = "windows"};
 	le_stats st;
-	close_and_tally(race_e, &st, &t, NULL);
+	race(window_racer, &t, &st);
 	CHECK(t.summaries >= 3); /* windows opened again under the load */
 	CHECK(t.most_run <= 5 + RACERS - 1);
 	CHECK_EQ(t.suppressed + (uint64_t)t.records,
@@ -315,17 +323,9 @@ static void *pausing_racer(void *arg)
  * exactly one summary. */
 TEST(racing_threads_and_the_sweep_count_every_call_once)
 {
-	pthread_t th[RACERS];
-	atomic_store(&window_calls, 0);
-	race_e = open_e();
-	race_until = mono_ns() + 300 * 1000000ull;
-	for (int i = 0; i < RACERS; i++)
-		CHECK(pthread_create(&th[i], NULL, pausing_racer, NULL) == 0);
-	for (int i = 0; i < RACERS; i++)
-		pthread_join(th[i], NULL);
 	struct tally t = {.prefix = "pausing"};
 	le_stats st;
-	close_and_tally(race_e, &st, &t, NULL);
+	race(pausing_racer, &t, &st);
 	CHECK(t.summaries >= 3);
 	CHECK_EQ(t.suppressed + (uint64_t)t.records,
 	         (uint64_t)atomic_load(&window_calls));
