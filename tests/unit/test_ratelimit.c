@@ -304,13 +304,13 @@ TEST(a_flood_that_stops_is_summarised_when_its_window_ends)
 
 static void *pausing_racer(void *arg)
 {
-	struct timespec pause = {0, 15 * 1000000};
+	struct timespec pause = {0, 20 * 1000000};
 	uint64_t n = 0;
 	(void)arg;
 	/* the pauses, longer than a window and its settling time, let the
 	 * sweep tell windows while the other racers call */
 	while (mono_ns() < race_until) {
-		for (int i = 0; i < 2000; i++, n++)
+		for (int i = 0; i < 500; i++, n++)
 			le_warn_every(race_e, 5, 3, "pausing %d", i);
 		nanosleep(&pause, NULL);
 	}
