@@ -8,7 +8,6 @@
 #include "harness.h"
 
 #include <stdatomic.h>
-#include <sys/mman.h>
 #include <sys/prctl.h>
 
 #include "logengine.h"
@@ -108,9 +107,7 @@ TEST(kill9_keeps_passed_records_and_told_summaries_and_loses_the_open_count)
 int main(int argc, char **argv)
 {
 	T_INIT(argc, argv);
-	phase = mmap(NULL, sizeof *phase, PROT_READ | PROT_WRITE,
-	             MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-	CHECK(phase != MAP_FAILED);
+	phase = t_shared(sizeof *phase);
 	RUN(kill9_keeps_passed_records_and_told_summaries_and_loses_the_open_count);
 	return t_done();
 }
