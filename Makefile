@@ -224,7 +224,8 @@ $(BUILD)/bench: $(BENCH_OBJ) $(LIB_A)
 # group, apt's output in $(BUILD)/deps.log); otherwise a test whose tool is
 # missing says "skipped" with the reason (and CI, LE_FAIL_ON_SKIP=1,
 # fails).  A test that needs a new tool adds its group here.
-CHECK_DEPS = bench fuzz packaging json nats observe syslog archive journal
+CHECK_DEPS = bench fuzz packaging json nats observe syslog archive journal \
+             pipeline
 export DEPS_LOG ?= $(abspath $(BUILD))/deps.log
 
 # The suite runs in a make of its own, started after deps.sh, so that it

@@ -10,7 +10,9 @@
 #
 # Knobs (environment): CONNS="64 256 512" TRIALS=3 WARMUP_S=2
 # DURATION_S=10 COOL_S=3 WRK_THREADS=(CPUs) WRK_TIMEOUT_S=2 PORT=18443
-# CASES="off file logengine" OUT=perf/results/tls-sweep.
+# CASES="off file logengine" OUT=perf/results/tls-sweep
+# STORE_ARGS= (more gateway options for the logengine case, e.g.
+# "--queue-bytes 262144").
 #
 # The gateway (gateway.c --backend-port 0) serves HTTPS with libmicrohttpd
 # and GnuTLS, one thread per connection, with a self-signed RSA-2048
@@ -59,6 +61,7 @@ WRK_TIMEOUT_S=${WRK_TIMEOUT_S:-2}
 PORT=${PORT:-18443}
 CASES=${CASES:-"off file logengine"}
 OUT=${OUT:-perf/results/tls-sweep}
+STORE_ARGS=${STORE_ARGS:-}
 LUA=$(dirname "$0")/wrk-report.lua
 
 # cpu_s, machine_busy_s, rss_kb, rss_now_kb, wait_for, reap, wrk_field,
@@ -104,16 +107,16 @@ sample_rss() {
 # One run: case $1 at $2 connections, trial $3; one row of the TSV.
 run_one() {
 	v=$1 c=$2 t=$3 tag=$1-$2-$3
-	out=/dev/null log=off
+	out=/dev/null log=off more=
 	case $v in
 	file) out=$tmp/access.log log=sync ;;
-	logengine) log=store ;;
+	logengine) log=store more=$STORE_ARGS ;;
 	esac
 	rm -rf "$tmp/store" "$tmp/access.log"
 	"$GATEWAY" --port "$PORT" --backend-port 0 --log "$log" \
 		--dir "$tmp/store" --tls-cert "$tmp/cert.pem" \
 		--tls-key "$tmp/key.pem" --stuck-ms $((WRK_TIMEOUT_S * 1000)) \
-		>"$out" 2>"$raw/$tag.gw" &
+		$more >"$out" 2>"$raw/$tag.gw" &
 	gpid=$!
 	pids="$pids $gpid"
 	wait_for "$raw/$tag.gw" 50 listening ||
@@ -233,7 +236,8 @@ git diff --quiet HEAD 2>/dev/null || commit="$commit (+ uncommitted changes)"
 	echo "# Seed 004's HTTPS sweep ($stamp)"
 	echo
 	echo "perf/pipeline/tls-sweep.sh: medians (min–max) of $TRIALS trial(s);"
-	echo "wrk $WRK_THREADS threads, ${WARMUP_S} s warm-up, ${DURATION_S} s measured; HTTPS 404s."
+	echo "wrk $WRK_THREADS threads, ${WARMUP_S} s warm-up, ${DURATION_S} s measured; HTTPS 404s;"
+	echo "logengine case: engine defaults${STORE_ARGS:+, gateway $STORE_ARGS}."
 	echo "Machine: $(nproc) CPUs ($(awk -F': ' '/^model name/ { print $2; exit }' /proc/cpuinfo)),"
 	echo "commit $commit; load average $load0 before, $load1 after."
 	echo
