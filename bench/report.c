@@ -601,14 +601,23 @@ static const struct point *find_producers(int threads, unsigned shards,
 	return NULL;
 }
 
+/* CPU seconds of the whole process (producers, writer) per record of
+ * point p, in ns: contention (a line passed between cores, a CAS tried
+ * again) costs CPU where other load on the machine mostly costs time. */
+static double cpu_ns_per_record(const struct point *p)
+{
+	return med(p, 0, F_CPU) * 1e9 / (double)p->cfg.records;
+}
+
 /* Under producers' table: the lowest untimed point against the single
  * producer on one shard (the goal: none below it), paired repeat by
- * repeat, and the highest p99.9 of the timed points. */
+ * repeat; CPU per record, the highest against the single producer's;
+ * the highest p99.9 of the timed points. */
 static void md_producers_notes(FILE *f)
 {
 	const struct point *one = find_producers(1, 1, 1), *lo = NULL,
-	                   *hi = NULL;
-	double base = med(one, 0, F_MSGS), low = INFINITY, tail = 0;
+	                   *hi = NULL, *dear = NULL;
+	double base = med(one, 0, F_MSGS), low = INFINITY, tail = 0, cpu = 0;
 	char a[32], b[32];
 
 	for (size_t i = 0; i < npts; i++) {
@@ -618,6 +627,8 @@ static void md_producers_notes(FILE *f)
 			continue;
 		if (p->cfg.untimed && !isnan(m) && m < low)
 			low = m, lo = p;
+		if (p->cfg.untimed && cpu_ns_per_record(p) > cpu)
+			cpu = cpu_ns_per_record(p), dear = p;
 		if (!p->cfg.untimed && !isnan(t) && t > tail)
 			tail = t, hi = p;
 	}
@@ -630,6 +641,11 @@ static void md_producers_notes(FILE *f)
 		paired(f, lo, 0, F_MSGS, one, 0, F_MSGS, 1, 1);
 		fputc('\n', f);
 	}
+	if (dear && one)
+		fprintf(f, "- CPU per record (all threads), calls not timed: "
+		        "%.0f ns with producers=1 shards=1, highest %.0f ns "
+		        "(%s) = %.2fx\n", cpu_ns_per_record(one), cpu,
+		        dear->label, cpu / cpu_ns_per_record(one));
 	if (hi)
 		fprintf(f, "- highest p99.9 of the timed points: %s (%s)\n",
 		        fmt_dur(tail, a, 32), hi->label);

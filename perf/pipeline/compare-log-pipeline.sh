@@ -87,7 +87,8 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 2' INT TERM
 
-# cpu_s, machine_busy_s, rss_kb, wait_for, reap, wrk_field, gw_field
+# cpu_s, machine_busy_s, rss_kb, wait_for, reap, wrk_field, gw_field,
+# median, tsv_header
 . "$(dirname "$0")/harness.sh"
 
 # ---- one case, one trial ----
@@ -283,8 +284,7 @@ done >"$raw/knobs"
 bpid=$!
 pids="$pids $bpid"
 wait_for "$raw/backend.err" 50 listening || die "backend did not start: $(cat "$raw/backend.err")"
-echo "$TSV_HEAD" | tr -s ' \n' '\t\t' | sed 's/\t$//' >"$tsv"
-echo >>"$tsv"
+tsv_header "$TSV_HEAD" "$tsv"
 t=1
 while [ "$t" -le "$TRIALS" ]; do
 	for c in $CASES; do

@@ -67,3 +67,10 @@ rss_now_kb() {
 median() { grep -v null | sort -g | awk '{ a[NR] = $1 } END {
 	if (!NR) print "null"; else if (NR % 2) print a[(NR + 1) / 2];
 	else print (a[NR / 2] + a[NR / 2 + 1]) / 2 }'; }
+
+# Write the header line of TSV file $2: the column names in $1, whatever
+# the spaces and newlines between them, tab-separated.
+tsv_header() {
+	echo "$1" | tr -s ' \n' '\t\t' | sed 's/\t$//' >"$2"
+	echo >>"$2"
+}

@@ -65,7 +65,7 @@ STORE_ARGS=${STORE_ARGS:-}
 LUA=$(dirname "$0")/wrk-report.lua
 
 # cpu_s, machine_busy_s, rss_kb, rss_now_kb, wait_for, reap, wrk_field,
-# gw_field, median
+# gw_field, median, tsv_header
 . "$(dirname "$0")/harness.sh"
 
 die() { echo "tls-sweep: $*" >&2; exit 2; }
@@ -217,15 +217,10 @@ mmm() {
 echo "tls-sweep: HTTPS, connections $CONNS, $TRIALS trial(s), ${WARMUP_S}s" \
      "warm-up, ${DURATION_S}s measured, wrk $WRK_THREADS threads; raw data in $raw"
 load0=$(cut -d' ' -f1-3 /proc/loadavg)
-echo "$COLS" | tr -s ' \n' '\t\t' | sed 's/\t$//' >"$tsv"
-echo >>"$tsv"
+tsv_header "$COLS" "$tsv"
 for c in $CONNS; do
-	t=1
-	while [ "$t" -le "$TRIALS" ]; do
-		for v in $CASES; do
-			run_one "$v" "$c" "$t"
-		done
-		t=$((t + 1))
+	for t in $(seq "$TRIALS"); do
+		for v in $CASES; do run_one "$v" "$c" "$t"; done
 	done
 done
 load1=$(cut -d' ' -f1-3 /proc/loadavg)
