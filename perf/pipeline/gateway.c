@@ -170,6 +170,7 @@ static uint64_t log_call_ns(void)
 	return sum / keep;
 }
 static atomic_uint_fast64_t next_conn;
+
 static uint64_t now_ns(void)
 {
 	struct timespec ts;
@@ -651,7 +652,7 @@ static void report(void)
 	        log_names[opt.log], (uint64_t)atomic_load(&n_requests), stuck, busy,
 	        (uint64_t)atomic_load(&n_backend_errors),
 	        (uint64_t)atomic_load(&n_log_errors),
-	        st.accepted, st.stream_lines,
+	        st.accepted, opt.log == LOG_STORE ? st.written : st.stream_lines,
 	        st.dropped_full + st.stream_dropped, st.truncated, st.rejected, st.queue_hwm_records,
 	        st.queue_hwm_bytes, eng ? cfg.queue_capacity : 0,
 	        eng ? cfg.queue_capacity_bytes : 0,

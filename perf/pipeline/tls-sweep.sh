@@ -96,9 +96,10 @@ openssl req -x509 -newkey rsa:2048 -nodes -days 2 \
 # The mean of the numbers in file $1 (0: none).
 mean() { awk '{ s += $1; n++ } END { printf "%.0f", n ? s / n : 0 }' "$1"; }
 
-# Sample the VmRSS of process $1 into file $2 every 0.2 s, until killed.
+# Sample the VmRSS of process $1 into file $2 every 0.2 s, until killed
+# or the process is gone.
 sample_rss() {
-	while :; do
+	while kill -0 "$1" 2>/dev/null; do
 		rss_now_kb "$1" >>"$2"
 		sleep 0.2
 	done
@@ -129,6 +130,7 @@ run_one() {
 	kill -USR1 "$gpid"
 	sample_rss "$gpid" "$raw/$tag.rss" &
 	spid=$!
+	pids="$pids $spid"
 	wrk -t"$WRK_THREADS" -c"$c" -d"${DURATION_S}s" --timeout "${WRK_TIMEOUT_S}s" \
 		-H "Host: loadtest.invalid" --latency -s "$LUA" "$url" \
 		>"$raw/$tag.wrk" 2>&1 || true
@@ -271,12 +273,13 @@ git diff --quiet HEAD 2>/dev/null || commit="$commit (+ uncommitted changes)"
 		sh=$(col logengine "$c" log_share | median)
 		add=$(paired logengine off rss_during_kb "$c" - | median)
 		[ "$sh" = null ] && continue
-		awk -v c="$c" -v sh="$sh" -v add="$add" -v fs="$(col file "$c" log_share | median)" 'BEGIN {
+		awk -v c="$c" -v sh="$sh" -v add="$add" -v fs="$(col file "$c" log_share | median)" \
+		    -v dr="$(col logengine "$c" dropped | awk '{ s += $1 } END { print s + 0 }')" 'BEGIN {
 			printf "- %s connections: access log under 1%% of requests/s: %.2f%% of the CPU per request — %s; ", c, sh * 100, sh < 0.01 ? "met" : "NOT met"
 			if (add == "null") printf "RSS added: -"
 			else printf "RSS added under 4 MiB: %.1f MiB — %s", add / 1024, add < 4096 ? "met" : "NOT met"
 			if (fs != "null") printf " (the synchronous file log: %.2f%%)", fs * 100
-			printf "\n" }'
+			printf "; lines dropped: %d\n", dr }'
 	done
 } >"$raw/tls-sweep.md"
 cp "$raw/tls-sweep.md" "$OUT/tls-sweep.md"
