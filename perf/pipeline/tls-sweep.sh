@@ -176,6 +176,13 @@ record() {
 		# less the timer around the timed call
 		call = lns > tns ? lns - tns : 0
 		lg = call / 1000 + (gr > 0 ? wns / 1000 / gr : 0)
+		# no request completed (a window too short for the TLS
+		# handshakes): nothing per request to say
+		if (req == 0) {
+			printf "%s\t%s\t%s\t0\t0\t%d\tnull\tnull\tnull\tnull\t", v, c, t, err
+			printf "%d\t%d\t%d\t%d\tnull\tnull\t%d\n", r0, r1, rp, r2, dropped
+			exit
+		}
 		printf "%s\t%s\t%s\t%d\t%.1f\t%d\t%.3f\t%.3f\t%.2f\t%.2f\t", v, c,
 		       t, req, req / (dur / 1e6), err, p50 / 1000, p99 / 1000,
 		       cpu * us, mc
@@ -210,7 +217,7 @@ paired() {
 # "median (min–max)" of the numbers on stdin, each scaled by $1 and
 # printed with format $2.
 mmm() {
-	sort -g | awk -v s="$1" -v f="$2" '{ a[NR] = $1 * s } END {
+	grep -v null | sort -g | awk -v s="$1" -v f="$2" '{ a[NR] = $1 * s } END {
 		if (!NR) { print "-"; exit }
 		m = NR % 2 ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2
 		printf f " (" f "–" f ")\n", m, a[1], a[NR] }'
@@ -272,7 +279,10 @@ git diff --quiet HEAD 2>/dev/null || commit="$commit (+ uncommitted changes)"
 	for c in $CONNS; do
 		sh=$(col logengine "$c" log_share | median)
 		add=$(paired logengine off rss_during_kb "$c" - | median)
-		[ "$sh" = null ] && continue
+		if [ "$sh" = null ]; then
+			echo "- $c connections: no request completed, not judged"
+			continue
+		fi
 		awk -v c="$c" -v sh="$sh" -v add="$add" -v fs="$(col file "$c" log_share | median)" \
 		    -v dr="$(col logengine "$c" dropped | awk '{ s += $1 } END { print s + 0 }')" 'BEGIN {
 			printf "- %s connections: access log under 1%% of requests/s: %.2f%% of the CPU per request — %s; ", c, sh * 100, sh < 0.01 ? "met" : "NOT met"
