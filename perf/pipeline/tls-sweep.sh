@@ -29,18 +29,21 @@
 # so that the runs compared were seconds apart under the same load):
 # start the gateway, RSS before (VmRSS), wrk warm-up, the measured wrk
 # run with VmRSS sampled every 0.2 s (during: their mean; peak: VmHWM),
-# the gateway's and the machine's CPU over the window, COOL_S idle, RSS
+# the gateway's, wrk's and the machine's CPU over the window, COOL_S idle, RSS
 # after, SIGTERM (the gateway prints its counters as one JSON line).
 #
 # What the access log costs.  On a shared 2-CPU machine the requests/s
 # of two runs differ by more than 1%, so the goal (under 1% of
 # requests/s) is judged on CPU: the log's CPU per request (one
 # access_log call, timed by the gateway on 1 call in 16, less the
-# timer's own cost, plus the engine's writer CPU) over all CPU the machine spent per request (the
-# gateway, wrk's TLS, the kernel).  With the CPUs busy, requests/s is
+# timer's own cost, plus the engine's writer CPU) over the CPU the
+# gateway and wrk spent per request (with the kernel's work they do in
+# their system calls).  With the CPUs busy with the two, requests/s is
 # the CPUs over that figure, so the share is what the log takes from
-# requests/s.  The paired requests/s ratio against off is printed beside
-# it.  RSS added: the mean RSS during the load less off's in the same
+# requests/s.  The machine's busy CPU per request is printed too: on a
+# quiet machine it is about the same figure, on a shared one it counts
+# the other users' work as well.  The paired requests/s ratio against
+# off is printed beside it.  RSS added: the mean RSS during the load less off's in the same
 # trial.
 #
 # Writes OUT/tls-sweep.md (the tables and the goals' lines, printed too)
@@ -93,6 +96,16 @@ openssl req -x509 -newkey rsa:2048 -nodes -days 2 \
 	-out "$tmp/cert.pem" >"$raw/openssl.log" 2>&1 ||
 	die "openssl could not make the certificate: $(cat "$raw/openssl.log")"
 
+# CPU seconds (user + system) of this shell's children that have ended
+# (wrk's, once it returned), into $tmp/cpu.  Called as a command, not in
+# a command substitution: a subshell's `times` counts its own children.
+children_cpu_s() {
+	times >"$tmp/times"
+	awk 'NR == 2 { split($1, u, /[ms]/); split($2, s, /[ms]/)
+		printf "%.3f", u[1] * 60 + u[2] + s[1] * 60 + s[2] }' \
+		"$tmp/times" >"$tmp/cpu"
+}
+
 # The mean of the numbers in file $1 (0: none).
 mean() { awk '{ s += $1; n++ } END { printf "%.0f", n ? s / n : 0 }' "$1"; }
 
@@ -127,6 +140,7 @@ run_one() {
 	wrk -t"$WRK_THREADS" -c"$c" -d"${WARMUP_S}s" --timeout "${WRK_TIMEOUT_S}s" \
 		-H "Host: loadtest.invalid" "$url" >"$raw/$tag.warmup" 2>&1 || true
 	c0=$(cpu_s "$gpid") m0=$(machine_busy_s)
+	children_cpu_s; w0=$(cat "$tmp/cpu")
 	kill -USR1 "$gpid"
 	sample_rss "$gpid" "$raw/$tag.rss" &
 	spid=$!
@@ -137,6 +151,7 @@ run_one() {
 	kill "$spid" 2>/dev/null || true
 	wait "$spid" 2>/dev/null || true
 	c1=$(cpu_s "$gpid") m1=$(machine_busy_s)
+	children_cpu_s; w1=$(cat "$tmp/cpu")
 	# VmHWM is brought up to date lazily: a sample may be above it.
 	peak=$( (rss_kb "$gpid"; cat "$raw/$tag.rss") | sort -n | tail -n 1)
 	sleep "$COOL_S" # the load is over: what stays resident after it
@@ -147,11 +162,12 @@ run_one() {
 	record "$v" "$c" "$t" "$raw/$tag.wrk" "$raw/$tag.gw" \
 		"$(awk -v a="$c0" -v b="$c1" 'BEGIN { print b - a }')" \
 		"$(awk -v a="$m0" -v b="$m1" 'BEGIN { print b - a }')" \
-		"$rss0" "$(mean "$raw/$tag.rss")" "$peak" "$rss2"
+		"$rss0" "$(mean "$raw/$tag.rss")" "$peak" "$rss2" \
+		"$(awk -v a="$w0" -v b="$w1" 'BEGIN { print b - a }')"
 }
 
 # Append one run's row: case conns trial wrk-file gw-file cpu_s
-# machine_s rss_before rss_during peak rss_after (KiB).
+# machine_s rss_before rss_during peak rss_after (KiB) wrk_cpu_s.
 record() {
 	w=$4 g=$5
 	req=$(wrk_field "$w" requests) dur=$(wrk_field "$w" duration_us)
@@ -164,13 +180,15 @@ record() {
 	awk -v v="$1" -v c="$2" -v t="$3" -v req="$req" -v dur="$dur" \
 	    -v err="$err" -v p50="$(wrk_field "$w" p50_us)" \
 	    -v p99="$(wrk_field "$w" p99_us)" -v cpu="$6" -v mcpu="$7" \
-	    -v r0="$8" -v r1="$9" -v rp="${10}" -v r2="${11}" \
+	    -v r0="$8" -v r1="$9" -v rp="${10}" -v r2="${11}" -v wcpu="${12}" \
 	    -v gr="$(gw_field "$g" requests)" -v lns="$(gw_field "$g" log_call_ns)" \
 	    -v tns="$(gw_field "$g" log_timer_ns)" \
 	    -v wns="$(gw_field "$g" writer_cpu_ns)" \
 	    -v dropped="$(gw_field "$g" dropped)" 'BEGIN {
 		us = req > 0 ? 1e6 / req : 0
 		mc = mcpu * us
+		# the CPU the requests themselves cost: gateway and wrk
+		sut = (cpu + wcpu) * us
 		# the log per request: the call, and the writer over the
 		# gateway life (gr: its requests, warm-up included)
 		# less the timer around the timed call
@@ -180,21 +198,21 @@ record() {
 		# handshakes): nothing per request to say
 		if (req == 0) {
 			printf "%s\t%s\t%s\t0\t0\t%d\tnull\tnull\tnull\tnull\t", v, c, t, err
-			printf "%d\t%d\t%d\t%d\tnull\tnull\t%d\n", r0, r1, rp, r2, dropped
+			printf "%d\t%d\t%d\t%d\tnull\tnull\t%d\tnull\n", r0, r1, rp, r2, dropped
 			exit
 		}
 		printf "%s\t%s\t%s\t%d\t%.1f\t%d\t%.3f\t%.3f\t%.2f\t%.2f\t", v, c,
 		       t, req, req / (dur / 1e6), err, p50 / 1000, p99 / 1000,
 		       cpu * us, mc
-		printf "%d\t%d\t%d\t%d\t%.3f\t%.5f\t%d\n", r0, r1, rp, r2, lg,
-		       (mc > 0 ? lg / mc : 0), dropped
+		printf "%d\t%d\t%d\t%d\t%.3f\t%.5f\t%d\t%.2f\n", r0, r1, rp, r2,
+		       lg, (sut > 0 ? lg / sut : 0), dropped, sut
 	}' >>"$tsv"
 	tail -n 1 "$tsv" | awk -F'\t' '{ printf "  %-9s c=%-3s trial %s: %8.0f req/s  p99 %6.2f ms  errors %s  gw %.1f us/req  log %.3f us/req (%.2f%%)  rss %.1f/%.1f/%.1f MiB\n", $1, $2, $3, $5, $8, $6, $9, $15, $16 * 100, $11 / 1024, $12 / 1024, $14 / 1024 }'
 }
 
 COLS="case conns trial requests rps errors p50_ms p99_ms cpu_us_per_req
 machine_us_per_req rss_before_kb rss_during_kb rss_peak_kb rss_after_kb
-log_us_per_req log_share dropped"
+log_us_per_req log_share dropped sut_us_per_req"
 
 # Values of column $3 for case $1 at $2 connections, one per trial.
 col() {
@@ -245,8 +263,8 @@ git diff --quiet HEAD 2>/dev/null || commit="$commit (+ uncommitted changes)"
 	echo "Machine: $(nproc) CPUs ($(awk -F': ' '/^model name/ { print $2; exit }' /proc/cpuinfo)),"
 	echo "commit $commit; load average $load0 before, $load1 after."
 	echo
-	echo "| conns | log | req/s | vs off (paired) | p50 ms | p99 ms | gateway CPU us/req | machine CPU us/req | log CPU share | RSS before / during / peak / after MiB | RSS added (paired) | errors |"
-	echo "|--:|---|--:|--:|--:|--:|--:|--:|--:|---|--:|--:|"
+	echo "| conns | log | req/s | vs off (paired) | p50 ms | p99 ms | gateway CPU us/req | gateway + wrk CPU us/req | machine CPU us/req | log CPU share | RSS before / during / peak / after MiB | RSS added (paired) | errors |"
+	echo "|--:|---|--:|--:|--:|--:|--:|--:|--:|--:|---|--:|--:|"
 	for c in $CONNS; do
 		for v in $CASES; do
 			vs=- add=-
@@ -255,11 +273,12 @@ git diff --quiet HEAD 2>/dev/null || commit="$commit (+ uncommitted changes)"
 				add=$(paired "$v" off rss_during_kb "$c" - |
 					mmm 0.0009765625 "%.1f")
 			fi
-			printf '| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s / %s / %s / %s | %s | %s |\n' \
+			printf '| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s / %s / %s / %s | %s | %s |\n' \
 				"$c" "$v" "$(col "$v" "$c" rps | mmm 1 "%.0f")" "$vs" \
 				"$(col "$v" "$c" p50_ms | median)" \
 				"$(col "$v" "$c" p99_ms | mmm 1 "%.2f")" \
 				"$(col "$v" "$c" cpu_us_per_req | mmm 1 "%.1f")" \
+				"$(col "$v" "$c" sut_us_per_req | mmm 1 "%.1f")" \
 				"$(col "$v" "$c" machine_us_per_req | mmm 1 "%.1f")" \
 				"$(col "$v" "$c" log_share | mmm 100 "%.2f%%")" \
 				"$(col "$v" "$c" rss_before_kb | median | awk '{ printf "%.1f", $1 / 1024 }')" \
@@ -272,7 +291,7 @@ git diff --quiet HEAD 2>/dev/null || commit="$commit (+ uncommitted changes)"
 	echo
 	echo "Log CPU share: the access log's CPU per request (the access_log call,"
 	echo "timed on 1 call in 16, less the timer; the engine's writer thread) over"
-	echo "all CPU the machine spent per request in the window."
+	echo "the CPU the gateway and wrk spent per request in the window."
 	echo
 	echo "## Goals (logengine)"
 	echo
