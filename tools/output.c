@@ -11,8 +11,10 @@
  * was off) shows "-" for its time, and null in JSON.  On a terminal, text
  * lines are coloured by level as journalctl colours by priority.
  *
- * A line is built in one buffer and written with one fwrite_unlocked; the
- * date part of a timestamp is formatted once per second of log time.
+ * Lines are built in one buffer, written to stdout in batches of
+ * OUT_BATCH bytes (out_flush before anything else goes to stdout or
+ * stderr); the date part of a timestamp is formatted once per second of
+ * log time.
  */
 #define _GNU_SOURCE
 #include <inttypes.h>
@@ -127,18 +129,22 @@ static inline void digits_back(char *end, uint32_t v, int width)
 
 static void add_u64(struct out *o, uint64_t v)
 {
-	static const uint32_t p10[] = {10, 100, 1000, 10000, 100000, 1000000,
-	                               10000000, 100000000, 1000000000};
+	static const uint32_t p10[] = {1, 10, 100, 1000, 10000, 100000,
+	                               1000000, 10000000, 100000000,
+	                               1000000000};
 	if (v >= 1000000000) { /* the digits above the last nine first */
 		add_u64(o, v / 1000000000);
 		digits_back(o->buf + o->len + 9, (uint32_t)(v % 1000000000), 9);
 		o->len += 9;
 		return;
 	}
-	int n = 1;
-	while (n < 9 && v >= p10[n - 1])
-		n++;
-	digits_back(o->buf + o->len + n, (uint32_t)v, n);
+	/* digits from the bit length (log10 2 ~ 1233 / 4096), then one
+	 * comparison */
+	uint32_t x = (uint32_t)v;
+	int t = (32 - __builtin_clz(x | 1)) * 1233 >> 12;
+	int n = t + (x >= p10[t]);
+	n += !n;
+	digits_back(o->buf + o->len + n, x, n);
 	o->len += (size_t)n;
 }
 
@@ -466,9 +472,9 @@ static int keep_n(const struct out *o, const char *name, size_t len)
 	return 0;
 }
 
-static int keep(const struct out *o, const char *name)
+static inline int keep(const struct out *o, const char *name)
 {
-	return keep_n(o, name, strlen(name));
+	return !o->only || keep_n(o, name, strlen(name));
 }
 
 /* The separators of a JSON object: compact or pretty. */
@@ -757,9 +763,20 @@ static void verbose_record(struct out *o, const le_record *r,
 	export_fields(r, verbose_field, o);
 }
 
+/* Lines gather in o->buf and go to stdout this many bytes at a time: one
+ * copy of each line, and stdio's buffer is passed over (a write this
+ * size goes straight to the file). */
+#define OUT_BATCH (256u << 10)
+
+void out_flush(struct out *o)
+{
+	if (o->len)
+		fwrite_unlocked(o->buf, 1, o->len, stdout);
+	o->len = 0;
+}
+
 void out_record(struct out *o, const le_record *r, const char *cursor)
 {
-	o->len = 0;
 	reserve(o, 6 * r->len + FIXED_ROOM + (cursor ? strlen(cursor) : 0));
 	switch (o->fmt) {
 	case OUT_JSON:
@@ -789,7 +806,8 @@ void out_record(struct out *o, const le_record *r, const char *cursor)
 	default:
 		text_line(o, r);
 	}
-	fwrite_unlocked(o->buf, 1, o->len, stdout);
+	if (o->len >= OUT_BATCH)
+		out_flush(o);
 }
 
 void out_free(struct out *o)
