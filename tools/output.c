@@ -214,6 +214,24 @@ static size_t copy_plain(char *d, const unsigned char *p, size_t n, int json)
 		if (m)
 			return i + (size_t)__builtin_ctz(m);
 	}
+	if (i < n && n >= 16) {
+		/* the last sixteen bytes, overlapping those looked at: the
+		 * tail in one step, loads still within p[0..n) */
+		size_t b = n - 16;
+		__m128i x = _mm_loadu_si128((const __m128i *)(const void *)(p + b));
+		__m128i esc = _mm_or_si128(
+			_mm_or_si128(_mm_cmplt_epi8(x, sp), _mm_cmpeq_epi8(x, del)),
+			_mm_or_si128(_mm_cmpeq_epi8(x, bs), _mm_cmpeq_epi8(x, q)));
+		unsigned m = (unsigned)_mm_movemask_epi8(esc) >> (i - b);
+		if (!m) {
+			_mm_storeu_si128((__m128i *)(void *)(d + b), x);
+			return n;
+		}
+		/* bytes i .. the first to escape go as they are: stored
+		 * from the load, the rest of it overwritten after */
+		_mm_storeu_si128((__m128i *)(void *)(d + b), x);
+		return i + (size_t)__builtin_ctz(m);
+	}
 #endif
 	size_t k = plain_run(p + i, n - i, json);
 	if (k)
