@@ -17,11 +17,13 @@
  * log time.
  */
 #define _GNU_SOURCE
+#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 #if defined(__SSE2__)
 #include <emmintrin.h>
 #endif
@@ -781,16 +783,35 @@ static void verbose_record(struct out *o, const le_record *r,
 	export_fields(r, verbose_field, o);
 }
 
-/* Lines gather in o->buf and go to stdout this many bytes at a time: one
- * copy of each line, and stdio's buffer is passed over (a write this
- * size goes straight to the file). */
+/* Lines gather in o->buf and go to stdout's file this many bytes at a
+ * time, with write(): each line is copied once, stdio's buffer is passed
+ * over (after it is flushed, so that what was printed before stays
+ * first).  A failed write is out_err, as out_failed would record it. */
 #define OUT_BATCH (256u << 10)
 
 void out_flush(struct out *o)
 {
-	if (o->len)
-		fwrite_unlocked(o->buf, 1, o->len, stdout);
+	const char *p = o->buf;
+	size_t left = o->len;
+
 	o->len = 0;
+	if (!left || out_err)
+		return;
+	if (fflush(stdout) != 0) {
+		out_failed();
+		return;
+	}
+	while (left) {
+		ssize_t n = write(fileno(stdout), p, left);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			out_err = n < 0 ? errno : EIO;
+			return;
+		}
+		p += n;
+		left -= (size_t)n;
+	}
 }
 
 void out_record(struct out *o, const le_record *r, const char *cursor)
