@@ -528,6 +528,7 @@ int le__dtext_make(le__dtext *t, const le__desc *d)
 	t->fmt = d->fmt;
 	t->flen = d->flen;
 	t->n = 0;
+	t->pad = 0;
 	while ((rc = conv_next(d->fmt, d->flen, &pos, &c)) == 1) {
 		struct le__dtconv *k = &t->c[t->n];
 		size_t sl = c.end - c.start;
@@ -546,6 +547,9 @@ int le__dtext_make(le__dtext *t, const le__desc *d)
 			return -1;
 		k->bare = !k->sp.flags && !k->sp.width && k->sp.prec < 0 &&
 		          !c.wstar && !c.pstar;
+		if (k->bare && c.type == T_I32 && !k->sp.len)
+			k->bare += k->sp.conv == 'u' ? 2 : k->sp.conv == 'd' ||
+			           k->sp.conv == 'i';
 	}
 	t->tail = (uint32_t)lit;
 	return rc;
@@ -562,7 +566,7 @@ static int star(struct rd *r, int *v)
 	return *v > FIELD_MAX || *v < -FIELD_MAX ? -1 : 0;
 }
 
-/* v's digits (and a '-' when neg) at w, which has room for 21 bytes.
+/* v's digits (and a '-' when neg) at w, which has room for them.
  * @return the bytes written. */
 static size_t dec(char *w, uint64_t v, int neg)
 {
@@ -610,20 +614,28 @@ static long dconv(const struct le__dtconv *k, struct rd *r, char *w,
 		if (take(r, n, &b) < 0)
 			return -1;
 		v.u = n == 4 ? le__get32(b) : le__get64(b);
-		if (k->bare && room >= 21 && k->type == T_I32 &&
-		    !sp.len && sp.conv != 'c' && sp.conv != 'x' &&
-		    sp.conv != 'X' && sp.conv != 'o') {
-			int32_t x = (int32_t)(uint32_t)v.u;
-			if (sp.conv == 'u')
-				return (long)dec(w, (uint32_t)x, 0);
-			return (long)dec(w, x < 0 ? 0 - (uint64_t)x : (uint64_t)x,
-			                 x < 0);
-		}
 	}
 	if (le__fspec_star(&sp, sw, spr) < 0)
 		return -1;
 	int n = le__fspec_put(w, room + 1, &sp, v);
 	return n < 0 || (size_t)n > room ? -1 : n;
+}
+
+/* The literal fmt[at..at + n) to w (room bytes free): up to 32 bytes as
+ * two fixed 16-byte copies when fmt is padded and w has the room (what
+ * lands past n is overwritten next, or past the text's end). */
+static int lit(const le__dtext *t, uint32_t at, uint32_t n, char *w,
+               size_t room)
+{
+	if (room < n)
+		return -1;
+	if (t->pad && n <= 32 && room >= 32) {
+		memcpy(w, t->fmt + at, 16);
+		memcpy(w + 16, t->fmt + at + 16, 16);
+	} else {
+		memcpy(w, t->fmt + at, n);
+	}
+	return 0;
 }
 
 long le__dtext_run(const le__dtext *t, const unsigned char *args,
@@ -634,9 +646,9 @@ long le__dtext_run(const le__dtext *t, const unsigned char *args,
 
 	for (uint32_t i = 0; i < t->n; i++) {
 		const struct le__dtconv *k = &t->c[i];
-		if ((size_t)(end - w) < k->lit_len)
+		const unsigned char *b;
+		if (lit(t, k->lit, k->lit_len, w, (size_t)(end - w)) < 0)
 			return -1;
-		memcpy(w, t->fmt + k->lit, k->lit_len);
 		w += k->lit_len;
 		if (k->type == T_PCT) {
 			if (w == end)
@@ -644,15 +656,22 @@ long le__dtext_run(const le__dtext *t, const unsigned char *args,
 			*w++ = '%';
 			continue;
 		}
+		if (k->bare >= 2 && end - w >= 11 && take(&r, 4, &b) == 0) {
+			/* an int's %d %i %u: its digits straight in */
+			int32_t x = (int32_t)le__get32(b);
+			w += k->bare == 3 ? dec(w, (uint32_t)x, 0)
+			                  : dec(w, x < 0 ? 0 - (uint64_t)x
+			                                 : (uint64_t)x, x < 0);
+			continue;
+		}
 		long n = dconv(k, &r, w, (size_t)(end - w));
 		if (n < 0)
 			return -1;
 		w += n;
 	}
-	size_t tl = t->flen - t->tail;
-	if (r.left || (size_t)(end - w) < tl)
+	uint32_t tl = (uint32_t)(t->flen - t->tail);
+	if (r.left || lit(t, t->tail, tl, w, (size_t)(end - w)) < 0)
 		return -1;
-	memcpy(w, t->fmt + t->tail, tl);
 	w += tl;
 	*w = 0;
 	return w - out;

@@ -167,10 +167,14 @@ typedef struct le__dtext {
 		uint32_t lit, lit_len; /* literal before it, in fmt */
 		uint8_t type;          /* defer.c's T_* */
 		uint8_t wstar, pstar;  /* '*' width, '.*' precision */
-		uint8_t bare;          /* no flag, width nor precision */
+		uint8_t bare;          /* no flag, width nor precision;
+		                          2: and an int's %d %i, 3: %u */
 		le__fspec sp;
 	} c[LE_DTEXT_CONVS];
+	int pad;               /* fmt may be read LE_DTEXT_PAD bytes past
+	                          its end (the caller's copy has them) */
 } le__dtext;
+#define LE_DTEXT_PAD 32
 
 /* Compile d's format into t.  @return 0, or -1 when le__defer_text must
  * make its texts: a conversion records cannot take or le__vfmt leaves to

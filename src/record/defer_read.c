@@ -61,10 +61,13 @@ static int dent_add(le__dcache *c, uint32_t off, const unsigned char *d,
 		}
 		free(old);
 	}
-	unsigned char *copy = malloc(len);
+	/* padded: the compiled format reads its literals in whole 16-byte
+	 * copies (le__dtext.pad) */
+	unsigned char *copy = malloc(len + LE_DTEXT_PAD);
 	if (!copy)
 		return -1;
 	memcpy(copy, d, len);
+	memset(copy + len, 0, LE_DTEXT_PAD);
 	size_t j = (off * 2654435761u) & (c->cap - 1);
 	while (c->e[j].off)
 		j = (j + 1) & (c->cap - 1);
@@ -171,6 +174,7 @@ static long text_compiled(le__dcache *c, struct le__dent *e,
 		    !(e->t = malloc(sizeof *e->t)))
 			return -1;
 		e->dt = le__dtext_make(e->t, &desc) == 0 ? 1 : -1;
+		e->t->pad = 1; /* dent_add's copy */
 	}
 	if (e->dt < 0)
 		return -1;
