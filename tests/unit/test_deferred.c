@@ -148,7 +148,7 @@ static int compiled_vfn(char *buf, size_t cap, const char *fmt, va_list ap)
 		compiled_declined++;
 	} else {
 		/* the literals in 16-byte copies, as readers make them:
-		 * desc has zeros past the descriptor */
+		 * desc has room past the descriptor */
 		t.pad = dl + LE_DTEXT_PAD <= sizeof desc;
 		long got = le__dtext_run(&t, blk + 1, n, tmp, cap);
 		if (got >= 0) {
