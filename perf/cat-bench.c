@@ -24,8 +24,9 @@
  *   base-*    json and short of the --base PATH, in the same round, when
  *             given (a build before a change: same-run pairs)
  *
- * Prints, for each, records/s by wall time and by CPU time (user +
- * system), median (min-max) over the rounds, and json / scan: the share
+ * Each reading is a process of its own (the in-process ones a child
+ * forked for it).  Prints, for each, records/s by wall time and by CPU
+ * time (user + system), median (min-max) over the rounds, and json / scan: the share
  * of the floor's rate cat keeps.  The goal line is json's median wall
  * rate against 8 M records/s.  Built by `make perf-tools`.
  */
@@ -58,13 +59,6 @@ static double mono(void)
 {
 	struct timespec t;
 	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
-}
-
-static double self_cpu(void)
-{
-	struct timespec t;
-	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
 	return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
 }
 
@@ -160,6 +154,20 @@ static long in_process(int k)
 	return sum ? n : -1;
 }
 
+/* Wait for child pid started at t0: wall and CPU seconds.  @return 0 or
+ * -1 when it failed. */
+static int reap(pid_t pid, double t0, double *w, double *c)
+{
+	int st;
+	struct rusage ru;
+	if (pid < 0 || wait4(pid, &st, 0, &ru) != pid)
+		return -1;
+	*w = mono() - t0;
+	*c = (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec / 1e6 +
+	     (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec / 1e6;
+	return WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : -1;
+}
+
 /* `cli cat -o fmt dir > /dev/null`: wall and CPU seconds.  @return 0 or
  * -1 when it failed. */
 static int run_cat(const char *cli, const char *fmt, double *w, double *c)
@@ -172,14 +180,18 @@ static int run_cat(const char *cli, const char *fmt, double *w, double *c)
 		execl(cli, cli, "cat", "-o", fmt, "--no-pager", dir, (char *)NULL);
 		_exit(127);
 	}
-	int st;
-	struct rusage ru;
-	if (pid < 0 || wait4(pid, &st, 0, &ru) != pid)
-		return -1;
-	*w = mono() - t0;
-	*c = (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec / 1e6 +
-	     (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec / 1e6;
-	return WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : -1;
+	return reap(pid, t0, w, c);
+}
+
+/* An in-process reading in a child of its own, as cat is: a fresh heap,
+ * its own CPU time.  @return as reap. */
+static int in_child(int k, double *w, double *c)
+{
+	double t0 = mono();
+	pid_t pid = fork();
+	if (pid == 0)
+		_exit(in_process(k) < 0 ? 1 : 0);
+	return reap(pid, t0, w, c);
 }
 
 static int cmp_d(const void *a, const void *b)
@@ -274,10 +286,7 @@ int main(int argc, char **argv)
 			if (k >= K_BJSON && !base)
 				continue;
 			if (k <= K_READER) {
-				double t0 = mono(), c0 = self_cpu();
-				rc = in_process(k) < 0 ? -1 : 0;
-				wall[k][i] = mono() - t0;
-				cpu[k][i] = self_cpu() - c0;
+				rc = in_child(k, &wall[k][i], &cpu[k][i]);
 			} else {
 				const char *p = k >= K_BJSON ? base : cli;
 				const char *f = k == K_JSON || k == K_BJSON
