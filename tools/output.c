@@ -604,8 +604,14 @@ __attribute__((always_inline))
 static inline void json_fields(struct out *o, const le_record *r,
                         const struct json_style *js, const char *cursor)
 {
-#define KEY(first, k) do { if (!(first)) add(o, js->sep, js->sep_len); \
-		ADDL(o, "\"" k "\""); add(o, js->key_sep, js->key_sep_len); \
+	/* compact: the separators and the key in one constant copy */
+#define KEY(first, k) do { if (js == &compact && (first)) \
+			ADDL(o, "\"" k "\":"); \
+		else if (js == &compact) \
+			ADDL(o, ",\"" k "\":"); \
+		else { if (!(first)) add(o, js->sep, js->sep_len); \
+			ADDL(o, "\"" k "\""); \
+			add(o, js->key_sep, js->key_sep_len); } \
 	} while (0)
 	add(o, js->open, js->open_len);
 	KEY(1, "seq"); /* seq, ts and the cursor are never filtered out */
