@@ -34,26 +34,41 @@
 
 #define NOT_TAKEN (-1000)
 
-/* Capture ap with fmt's plan, encode a descriptor, decode it, make the
- * text: the whole deferred round trip, as a vsnprintf. */
-static int defer_vfn(char *buf, size_t cap, const char *fmt, va_list ap)
+/* Capture ap with fmt's plan into blk (at most max bytes), encode fmt's
+ * descriptor at desc (1 << 16 bytes, *dl of them) and decode it into d.
+ * @return the block's bytes, or SIZE_MAX when the call is not deferred. */
+static size_t capture(const char *fmt, va_list ap, unsigned char *blk,
+                      size_t max, unsigned char *desc, size_t *dl,
+                      le__desc *d)
 {
-	static unsigned char blk[1 << 16], desc[1 << 16];
 	le__dplan p;
 	le__dargs a;
-	le__desc d;
 	const char *why;
 
 	if (le__dplan_make(&p, fmt, NULL, 0) < 0)
-		return NOT_TAKEN;
-	size_t n = le__dargs_read(&p, &a, ap, sizeof blk / 2);
+		return SIZE_MAX;
+	size_t n = le__dargs_read(&p, &a, ap, max);
+	if (n == SIZE_MAX)
+		return SIZE_MAX;
+	CHECK_EQ(le__dargs_put(&p, &a, blk), n);
+	*dl = le__desc_encode(desc, 1 << 16, LE_INFO, 7, fmt, strlen(fmt),
+	                      "f.c", 3);
+	CHECK(*dl > 0);
+	CHECK_EQ(le__desc_decode(desc, *dl, d, &why), *dl);
+	return n;
+}
+
+/* Capture, then make the text: the whole deferred round trip, as a
+ * vsnprintf. */
+static int defer_vfn(char *buf, size_t cap, const char *fmt, va_list ap)
+{
+	static unsigned char blk[1 << 16], desc[1 << 16];
+	le__desc d;
+	const char *why;
+	size_t dl, n = capture(fmt, ap, blk, sizeof blk / 2, desc, &dl, &d);
+
 	if (n == SIZE_MAX)
 		return NOT_TAKEN;
-	CHECK_EQ(le__dargs_put(&p, &a, blk), n);
-	size_t dl = le__desc_encode(desc, sizeof desc, LE_INFO, 7, fmt,
-	                            strlen(fmt), "f.c", 3);
-	CHECK(dl > 0);
-	CHECK_EQ(le__desc_decode(desc, dl, &d, &why), dl);
 	if (cap == 0)
 		return (int)le__defer_text(&d, blk, n, (char[1]){0}, 1, &why);
 	long t = le__defer_text(&d, blk, n, buf, cap, &why);
@@ -125,21 +140,13 @@ static int compiled_vfn(char *buf, size_t cap, const char *fmt, va_list ap)
 {
 	static unsigned char blk[1 << 16], desc[1 << 16];
 	static char ref[1 << 22], tmp[1 << 22];
-	le__dplan p;
-	le__dargs a;
 	le__desc d;
 	le__dtext t;
 	const char *why;
+	size_t dl, n = capture(fmt, ap, blk + 1, sizeof blk / 4, desc, &dl, &d);
 
-	if (le__dplan_make(&p, fmt, NULL, 0) < 0)
-		return NOT_TAKEN;
-	size_t n = le__dargs_read(&p, &a, ap, sizeof blk / 4);
 	if (n == SIZE_MAX)
 		return NOT_TAKEN;
-	CHECK_EQ(le__dargs_put(&p, &a, blk + 1), n);
-	size_t dl = le__desc_encode(desc, sizeof desc, LE_INFO, 7, fmt,
-	                            strlen(fmt), "f.c", 3);
-	CHECK_EQ(le__desc_decode(desc, dl, &d, &why), dl);
 	long want = le__defer_text(&d, blk + 1, n, ref, sizeof ref, &why);
 	CHECK(want >= 0);
 	if (want >= (long)sizeof ref) /* widths of megabytes: not compared */
