@@ -24,9 +24,10 @@
  *             at the end.
  *
  * On a terminal, as journalctl: lines coloured by level, and a pager
- * (term.c), never when following.  stdout is one large buffer, flushed
- * at the end, or after each burst when following; a closed pipe (| head,
- * or q in the pager) ends the command quietly with the status it had.
+ * (term.c), never when following.  Lines gather in one large buffer
+ * (output.c), written out when it is full, at the end, before a warning,
+ * and after each burst when following; a closed pipe (| head, or q in
+ * the pager) ends the command quietly with the status it had.
  *
  * tail on a directory no engine has written yet (missing or empty) waits
  * for it, checking every WAIT_DIR_MS, then follows.

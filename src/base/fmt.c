@@ -44,6 +44,11 @@
  *                 k = 124, |x| < 2^-72 and the first 21 decimals are 0.
  * No floating-point operation touches the value: nothing is rounded twice.
  *
+ * le__fspec_parse and le__fspec_put split a conversion's work in two:
+ * parsed once, then formatted from a value rather than a va_list, by the
+ * same code (convert_val) le__vfmt's conversions go through; deferred
+ * records' readers format each record's arguments that way.
+ *
  * A conversion is parsed in full before it writes, so -2 never follows
  * output of the conversion it is about; but earlier conversions have
  * written and taken their arguments by then, which is why the caller
