@@ -289,9 +289,9 @@ PERF_TOOLS := $(BUILD)/submit-latency $(BUILD)/trickle-cost $(BUILD)/writer-cost
               $(BUILD)/durable-cost $(BUILD)/write-limit \
               $(BUILD)/journal-gen $(BUILD)/level-cost $(BUILD)/archive-cost \
               $(BUILD)/burst-floor $(BUILD)/every-cost
+.PHONY: perf-tools bench-journal
 # cat of deferred records against the frame scan (docs/BENCHMARKS.md)
 PERF_TOOLS += $(BUILD)/cat-bench
-.PHONY: perf-tools bench-journal
 perf-tools: $(PERF_TOOLS) $(BUILD)/uring-cost
 
 # io_uring against pwrite for the writer's pattern (liburing when there).
