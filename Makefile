@@ -291,6 +291,8 @@ PERF_TOOLS := $(BUILD)/submit-latency $(BUILD)/trickle-cost $(BUILD)/writer-cost
               $(BUILD)/journal-gen $(BUILD)/level-cost $(BUILD)/archive-cost \
               $(BUILD)/burst-floor $(BUILD)/every-cost $(BUILD)/producer-wakes
 .PHONY: perf-tools bench-journal
+# cat of deferred records against the frame scan (docs/BENCHMARKS.md)
+PERF_TOOLS += $(BUILD)/cat-bench
 perf-tools: $(PERF_TOOLS) $(BUILD)/uring-cost
 
 # io_uring against pwrite for the writer's pattern (liburing when there).
