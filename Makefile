@@ -224,7 +224,8 @@ $(BUILD)/bench: $(BENCH_OBJ) $(LIB_A)
 # group, apt's output in $(BUILD)/deps.log); otherwise a test whose tool is
 # missing says "skipped" with the reason (and CI, LE_FAIL_ON_SKIP=1,
 # fails).  A test that needs a new tool adds its group here.
-CHECK_DEPS = bench fuzz packaging json nats observe syslog archive journal
+CHECK_DEPS = bench fuzz packaging json nats observe syslog archive journal \
+             pipeline
 export DEPS_LOG ?= $(abspath $(BUILD))/deps.log
 
 # The suite runs in a make of its own, started after deps.sh, so that it
@@ -288,8 +289,10 @@ bench: deps-bench all $(BUILD)/bench
 PERF_TOOLS := $(BUILD)/submit-latency $(BUILD)/trickle-cost $(BUILD)/writer-cost \
               $(BUILD)/durable-cost $(BUILD)/write-limit \
               $(BUILD)/journal-gen $(BUILD)/level-cost $(BUILD)/archive-cost \
-              $(BUILD)/burst-floor $(BUILD)/every-cost
+              $(BUILD)/burst-floor $(BUILD)/every-cost $(BUILD)/producer-wakes
 .PHONY: perf-tools bench-journal
+# cat of deferred records against the frame scan (docs/BENCHMARKS.md)
+PERF_TOOLS += $(BUILD)/cat-bench
 perf-tools: $(PERF_TOOLS) $(BUILD)/uring-cost
 
 # io_uring against pwrite for the writer's pattern (liburing when there).

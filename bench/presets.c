@@ -202,6 +202,27 @@ static void p_threads(const char *name)
 	}
 }
 
+/* Issue 31's many producers: 1, 2, 4 and 8 producer threads on 1 and 2
+ * shards (producer i routes to shard i mod shards), logengine only,
+ * first with the calls not timed (aggregate msg/s, the figure judged:
+ * no point below the single producer's), then timed (p99.9).  8
+ * producers on 2 CPUs are preempted in the middle of a call: the timed
+ * points' tails show the scheduler as much as the queue. */
+static void p_producers(const char *name)
+{
+	for (int untimed = 1; untimed >= 0; untimed--)
+		for (unsigned s = 1; s <= 2; s++)
+			for (int t = 1; t <= 8; t *= 2) {
+				struct bench_cfg c = preset_base();
+				c.threads = t;
+				c.le.shards = s;
+				c.untimed = untimed;
+				add_point(name, T_LE, &c,
+				          "producers=%d shards=%u%s", t, s,
+				          untimed ? ", not timed" : "");
+			}
+}
+
 static void p_threads_fmt(const char *name)
 {
 	for (int t = 2; t <= 4; t *= 2) {
@@ -385,6 +406,8 @@ const struct preset presets[] = {
 	 "spdlog info(\"{} {} {}\")"},
 	{"payload", IN_SCAN, p_payload, "payload 128/512/4096 B, all"},
 	{"threads", IN_SCAN, p_threads, "producers 1/2/4, all"},
+	{"producers", IN_SCAN, p_producers,
+	 "producers 1/2/4/8 x shards 1/2, logengine, untimed then timed"},
 	{"threads-fmt", IN_SCAN, p_threads_fmt,
 	 "formatted, producers 2/4, all"},
 	{"batch", IN_SCAN, p_batch, "batch_size 64/256/1024/2048"},

@@ -588,6 +588,70 @@ static void md_compare_notes(FILE *f)
 	fputc('\n', f);
 }
 
+/* The producers point with this many threads and shards, timed or not. */
+static const struct point *find_producers(int threads, unsigned shards,
+                                          int untimed)
+{
+	for (size_t i = 0; i < npts; i++)
+		if (!strcmp(pts[i].preset, "producers") &&
+		    pts[i].cfg.threads == threads &&
+		    pts[i].cfg.le.shards == shards &&
+		    pts[i].cfg.untimed == untimed)
+			return &pts[i];
+	return NULL;
+}
+
+/* CPU seconds of the whole process (producers, writer) per record of
+ * point p, in ns: contention (a line passed between cores, a CAS tried
+ * again) costs CPU where other load on the machine mostly costs time. */
+static double cpu_ns_per_record(const struct point *p)
+{
+	return med(p, 0, F_CPU) * 1e9 / (double)p->cfg.records;
+}
+
+/* Under producers' table: the lowest untimed point against the single
+ * producer on one shard (the goal: none below it), paired repeat by
+ * repeat; CPU per record, the highest against the single producer's;
+ * the highest p99.9 of the timed points. */
+static void md_producers_notes(FILE *f)
+{
+	const struct point *one = find_producers(1, 1, 1), *lo = NULL,
+	                   *hi = NULL, *dear = NULL;
+	double base = med(one, 0, F_MSGS), low = INFINITY, tail = 0, cpu = 0;
+	char a[32], b[32];
+
+	for (size_t i = 0; i < npts; i++) {
+		const struct point *p = &pts[i];
+		double m = med(p, 0, F_MSGS), t = med(p, 0, F_P999);
+		if (strcmp(p->preset, "producers"))
+			continue;
+		if (p->cfg.untimed && !isnan(m) && m < low)
+			low = m, lo = p;
+		if (p->cfg.untimed && cpu_ns_per_record(p) > cpu)
+			cpu = cpu_ns_per_record(p), dear = p;
+		if (!p->cfg.untimed && !isnan(t) && t > tail)
+			tail = t, hi = p;
+	}
+	if (lo && !isnan(base)) {
+		fprintf(f, "- no configuration below the single producer's "
+		        "rate, calls not timed: lowest %s (%s msg/s) = "
+		        "**%.2fx** of producers=1 shards=1 (%s) — %s", lo->label,
+		        fmt_rate(low, a, 32), low / base, fmt_rate(base, b, 32),
+		        low >= base ? "met" : "NOT met");
+		paired(f, lo, 0, F_MSGS, one, 0, F_MSGS, 1, 1);
+		fputc('\n', f);
+	}
+	if (dear && one)
+		fprintf(f, "- CPU per record (all threads), calls not timed: "
+		        "%.0f ns with producers=1 shards=1, highest %.0f ns "
+		        "(%s) = %.2fx\n", cpu_ns_per_record(one), cpu,
+		        dear->label, cpu / cpu_ns_per_record(one));
+	if (hi)
+		fprintf(f, "- highest p99.9 of the timed points: %s (%s)\n",
+		        fmt_dur(tail, a, 32), hi->label);
+	fputc('\n', f);
+}
+
 static void md_preset(FILE *f, const struct preset *pr)
 {
 	int with_point = 0, n = 0, multi = 0;
@@ -634,6 +698,8 @@ static void md_preset(FILE *f, const struct preset *pr)
 	fputc('\n', f);
 	if (!strcmp(pr->name, "compare"))
 		md_compare_notes(f);
+	if (!strcmp(pr->name, "producers"))
+		md_producers_notes(f);
 }
 
 /* ---- soak ---- */

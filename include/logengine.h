@@ -758,8 +758,9 @@ LE_API int le_set_level(le_engine *e, const char *name, int level);
  * call is: the call site and its arguments, no formatting) in a ring per
  * shard, DIR/shard-NNN/BACKTRACE, a shared file mapping like the queue,
  * instead of dropping them.  They are written to the log, each marked
- * as recorded history (LE_REC_BACKTRACE; `logengine cat` shows
- * "{backtrace}"), with the level and order they were logged with:
+ * as recorded history (LE_REC_BACKTRACE; `logengine cat`, the stream
+ * and syslog lines show "{backtrace}", JSON "backtrace":true), with the
+ * level and order they were logged with:
  *   - when that logger logs a record at or above
  *     le_config.backtrace_trigger (LE_ERROR): its own kept records (not
  *     those of its parent or children), at most `records` of the newest
@@ -973,17 +974,29 @@ LE_API int le_logf_kv(le_engine *e, int level, const le_field *f, size_t n,
  * records of that call site pass per window of `interval_ms`
  * milliseconds; the calls past them are counted and not logged (their
  * arguments are not evaluated).  The window opens with the first
- * record that passes.  When it has ended, the next call that passes
- * first logs, on the same logger and at the same level, a summary:
+ * record that passes.  When it has ended with calls suppressed, a
+ * summary is logged, on the same logger and at the same level:
  *
  *   37 similar records suppressed at net/recv.c:42
  *
  * with the fields suppressed=37 (an integer) and site="net/recv.c:42"
- * (and logger=, as every record of a named logger), then its own record.
- * A site that falls silent keeps its count until then, or until
- * le_close, which writes every pending summary (a process that ends
- * without le_close loses those counts: they are in its memory, not in
- * the queue).  le_stats.suppressed and the live page (`logengine stats
+ * (and logger=, as every record of a named logger).  The next call that
+ * passes logs it, before its own record; a site that falls silent has
+ * it logged by the engine (the writer of shard 0, which keeps the clock
+ * below) once the window has been over for 10 ms, so within about
+ * 10 ms + flush_ms of the window's end, with no call of the site.  That
+ * summary never waits for queue room (a full queue: the writer tries
+ * again at its next pass), and the suppressed calls pay nothing for it.
+ * le_close writes every summary still pending.  Two limits.  An engine
+ * tracks the first 1024 sites that open a window on it; the count of
+ * one past them waits for that site's next record that passes (on this
+ * engine or the next one to use the site), le_close does not write it.
+ * And the counts are in the process's memory, not in the queue: a
+ * process that ends without le_close (kill -9, a crash, with or without
+ * the crash handler) loses the counts not yet in a summary: its open
+ * windows', and a window's that ended less than 10 ms + flush_ms before
+ * (docs/RELIABILITY.md).  Never a record that passed, nor a summary
+ * already logged.  le_stats.suppressed and the live page (`logengine stats
  * --live`, `logengine serve`'s dashboard, and its /metrics as
  * logengine_records_suppressed_total) count what the summaries
  * reported.
@@ -997,7 +1010,11 @@ LE_API int le_logf_kv(le_engine *e, int level, const le_field *f, size_t n,
  * clock the engine's writers keep (a word they store at each pass, at
  * least every flush_ms; no clock is read by the call), and adds one to a
  * count: no lock, no system call, no allocation.  Under 5 ns
- * (docs/BENCHMARKS.md).  So a window ends when that clock passes its
+ * (docs/BENCHMARKS.md).  The first calls a window suppresses, before
+ * the inline test knows its burst is spent, take le_every_at's path
+ * instead; there, once a window, the engine's writer is woken if it has
+ * slept long (idle for a second or more: a futex call), so that the
+ * summary is not late.  So a window ends when that clock passes its
  * end: never early, and late by flush_ms (and a millisecond) at most.
  *
  * Threads.  Any number of threads may share a site.  The records let
@@ -1841,9 +1858,10 @@ LE_API int le_tail_open(le_tail **out, const char *dir, unsigned shard,
                         uint64_t segment, uint64_t offset);
 
 /**
- * The next record, as le_reader_next.  @return 1 stored; 0 nothing more
- * for now (the segment ends there and no later one exists yet: come back
- * later with le_tail_position); -errno.  seq is 0 when the log has no
+ * The next record, as le_reader_next (recorded history flagged
+ * LE_REC_BACKTRACE, its marking field out of `fields`).  @return 1
+ * stored; 0 nothing more for now (the segment ends there and no later
+ * one exists yet: come back later with le_tail_position); -errno.  seq is 0 when the log has no
  * sequence field and the tail started inside a segment.
  */
 LE_API int le_tail_next(le_tail *t, le_record *rec);

@@ -11,7 +11,9 @@
 #   bench      spdlog and glog, the benchmark's competitors
 #   fuzz       clang and its libFuzzer runtime
 #   profile    perf and valgrind (perf/profile-bench.sh)
-#   pipeline   libmicrohttpd and wrk (perf/pipeline/)
+#   pipeline   libmicrohttpd (Debian's is built with GnuTLS: the
+#              gateway's HTTPS), wrk, and openssl, which makes the
+#              gateway's certificate (perf/pipeline/, test_gateway_tls)
 #   nats       a NATS server and the C client (openssl: the TLS test)
 #   syslog     rsyslog and logrotate
 #   observe    Prometheus, Chromium with its driver and Selenium,
@@ -54,7 +56,7 @@ group() {
 	bench) echo libspdlog-dev libgoogle-glog-dev ;;
 	fuzz) echo clang libclang-rt-14-dev ;;
 	profile) echo linux-perf valgrind ;;
-	pipeline) echo libmicrohttpd-dev wrk ;;
+	pipeline) echo libmicrohttpd-dev wrk openssl ;;
 	nats) echo nats-server libnats-dev openssl strace ;;
 	syslog) echo rsyslog logrotate ;;
 	observe) echo prometheus chromium chromium-driver python3-selenium \

@@ -39,6 +39,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -386,6 +387,20 @@ static inline char *t_tmpdir(char *buf)
 		_exit(2);
 	}
 	return buf;
+}
+
+/* len bytes of zeroed memory shared with the children the test forks
+ * (their progress, read by the parent); fails the run when it cannot
+ * map. */
+static inline void *t_shared(size_t len)
+{
+	void *p = mmap(NULL, len, PROT_READ | PROT_WRITE,
+	               MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	if (p == MAP_FAILED) {
+		perror("mmap");
+		_exit(2);
+	}
+	return p;
 }
 
 /* Path of a program this build made: $ENV_NAME if set, else $BUILD/name

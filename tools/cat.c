@@ -24,9 +24,10 @@
  *             at the end.
  *
  * On a terminal, as journalctl: lines coloured by level, and a pager
- * (term.c), never when following.  stdout is one large buffer, flushed
- * at the end, or after each burst when following; a closed pipe (| head,
- * or q in the pager) ends the command quietly with the status it had.
+ * (term.c), never when following.  Lines gather in one large buffer
+ * (output.c), written out when it is full, at the end, before a warning,
+ * and after each burst when following; a closed pipe (| head, or q in
+ * the pager) ends the command quietly with the status it had.
  *
  * tail on a directory no engine has written yet (missing or empty) waits
  * for it, checking every WAIT_DIR_MS, then follows.
@@ -216,6 +217,7 @@ static void on_problem(void *arg, const char *file, uint64_t off,
 	else if (cx->j->quiet)
 		return; /* a torn tail, zeros, records deleted: notes */
 	/* stdout first: a warning lands after the records before it */
+	out_flush(&cx->o);
 	fflush(stdout);
 	fprintf(stderr, "%s: %s: offset %" PRIu64 ": %s\n", prog, file, off,
 	        what);
@@ -673,6 +675,7 @@ static int position(struct ctx *cx, le_reader *r, int say_skipped)
 static int halted(struct ctx *cx)
 {
 	if (cx->halt == 1) {
+		out_flush(&cx->o);
 		fflush(stdout);
 		fprintf(stderr, "%s: %s: reading stopped at the sequence gap; "
 		        "'--mode skip' reads on\n", prog, cx->j->dir);
@@ -780,6 +783,7 @@ static int run_forward(struct ctx *cx)
 			}
 			emit(cx, &rec);
 		}
+		out_flush(&cx->o);
 		if (rc < 0) {
 			st = read_failed(j->dir, rc);
 			break;
@@ -936,6 +940,7 @@ static int run_reverse(struct ctx *cx)
 
 	for (size_t k = nchunks; !st && k-- > 0 && cx->printed < want &&
 	                         !out_failed();) {
+		out_flush(&cx->o);
 		st = reverse_load(cx, bounds, counts[k], k, &c);
 		for (size_t i = c.n; !st && i-- > 0 && cx->printed < want;) {
 			c.v[i].rec.payload = c.arena + c.v[i].off;
@@ -1029,6 +1034,7 @@ static int journal(int argc, char **argv, int tail)
 		goto out;
 	}
 	st = j.reverse ? run_reverse(&cx) : run_forward(&cx);
+	out_flush(&cx.o);
 	if (cx.have_cursor && j.show_cursor && !out_failed() &&
 	    cx.o.fmt != OUT_JSON && cx.o.fmt != OUT_JSON_PRETTY &&
 	    cx.o.fmt != OUT_EXPORT && cx.o.fmt != OUT_VERBOSE)

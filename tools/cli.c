@@ -25,7 +25,7 @@ int out_err; /* errno of the first failed write to stdout, or 0 */
  * still holds the cause. */
 int out_failed(void)
 {
-	if (!out_err && ferror(stdout))
+	if (!out_err && ferror_unlocked(stdout))
 		out_err = errno ? errno : EIO;
 	return out_err != 0;
 }

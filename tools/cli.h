@@ -65,7 +65,7 @@ struct out {
 	int color;     /* colour text lines by level (a terminal) */
 	char **only;   /* --output-fields: the names kept; NULL: all */
 	size_t n_only;
-	char *buf;     /* the line being built */
+	char *buf;     /* the lines not yet written to stdout */
 	size_t len, cap;
 	char *aux;     /* json-pretty, --output-fields: the fields object */
 	size_t aux_cap;
@@ -74,8 +74,12 @@ struct out {
 /* @return OUT_* for a name, -1 if none. */
 int out_parse(const char *name);
 const char *out_names(void);
-/* Print r (and its cursor, in JSON, when not NULL) to stdout. */
+/* Print r (and its cursor, in JSON, when not NULL) to stdout: into o's
+ * buffer, which goes out when it is large, or at out_flush. */
 void out_record(struct out *o, const le_record *r, const char *cursor);
+/* Write what o holds to stdout (stdio's buffer: fflush after).  Due
+ * before anything else is printed, on stdout or stderr. */
+void out_flush(struct out *o);
 void out_free(struct out *o);
 
 /* ---- the terminal (term.c) ---- */

@@ -11,15 +11,19 @@
  * was off) shows "-" for its time, and null in JSON.  On a terminal, text
  * lines are coloured by level as journalctl colours by priority.
  *
- * A line is built in one buffer and written with one fwrite_unlocked; the
- * date part of a timestamp is formatted once per second of log time.
+ * Lines are built in one buffer, written to stdout in batches of
+ * OUT_BATCH bytes (out_flush before anything else goes to stdout or
+ * stderr); the date part of a timestamp is formatted once per second of
+ * log time.
  */
 #define _GNU_SOURCE
+#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 #if defined(__SSE2__)
 #include <emmintrin.h>
 #endif
@@ -127,18 +131,22 @@ static inline void digits_back(char *end, uint32_t v, int width)
 
 static void add_u64(struct out *o, uint64_t v)
 {
-	static const uint32_t p10[] = {10, 100, 1000, 10000, 100000, 1000000,
-	                               10000000, 100000000, 1000000000};
+	static const uint32_t p10[] = {1, 10, 100, 1000, 10000, 100000,
+	                               1000000, 10000000, 100000000,
+	                               1000000000};
 	if (v >= 1000000000) { /* the digits above the last nine first */
 		add_u64(o, v / 1000000000);
 		digits_back(o->buf + o->len + 9, (uint32_t)(v % 1000000000), 9);
 		o->len += 9;
 		return;
 	}
-	int n = 1;
-	while (n < 9 && v >= p10[n - 1])
-		n++;
-	digits_back(o->buf + o->len + n, (uint32_t)v, n);
+	/* digits from the bit length (log10 2 ~ 1233 / 4096), then one
+	 * comparison */
+	uint32_t x = (uint32_t)v;
+	int t = (32 - __builtin_clz(x | 1)) * 1233 >> 12;
+	int n = t + (x >= p10[t]);
+	n += !n;
+	digits_back(o->buf + o->len + n, x, n);
 	o->len += (size_t)n;
 }
 
@@ -207,6 +215,24 @@ static size_t copy_plain(char *d, const unsigned char *p, size_t n, int json)
 		unsigned m = (unsigned)_mm_movemask_epi8(esc);
 		if (m)
 			return i + (size_t)__builtin_ctz(m);
+	}
+	if (i < n && n >= 16) {
+		/* the last sixteen bytes, overlapping those looked at: the
+		 * tail in one step, loads still within p[0..n) */
+		size_t b = n - 16;
+		__m128i x = _mm_loadu_si128((const __m128i *)(const void *)(p + b));
+		__m128i esc = _mm_or_si128(
+			_mm_or_si128(_mm_cmplt_epi8(x, sp), _mm_cmpeq_epi8(x, del)),
+			_mm_or_si128(_mm_cmpeq_epi8(x, bs), _mm_cmpeq_epi8(x, q)));
+		unsigned m = (unsigned)_mm_movemask_epi8(esc) >> (i - b);
+		if (!m) {
+			_mm_storeu_si128((__m128i *)(void *)(d + b), x);
+			return n;
+		}
+		/* bytes i .. the first to escape go as they are: stored
+		 * from the load, the rest of it overwritten after */
+		_mm_storeu_si128((__m128i *)(void *)(d + b), x);
+		return i + (size_t)__builtin_ctz(m);
 	}
 #endif
 	size_t k = plain_run(p + i, n - i, json);
@@ -466,9 +492,9 @@ static int keep_n(const struct out *o, const char *name, size_t len)
 	return 0;
 }
 
-static int keep(const struct out *o, const char *name)
+static inline int keep(const struct out *o, const char *name)
 {
-	return keep_n(o, name, strlen(name));
+	return !o->only || keep_n(o, name, strlen(name));
 }
 
 /* The separators of a JSON object: compact or pretty. */
@@ -578,8 +604,14 @@ __attribute__((always_inline))
 static inline void json_fields(struct out *o, const le_record *r,
                         const struct json_style *js, const char *cursor)
 {
-#define KEY(first, k) do { if (!(first)) add(o, js->sep, js->sep_len); \
-		ADDL(o, "\"" k "\""); add(o, js->key_sep, js->key_sep_len); \
+	/* compact: the separators and the key in one constant copy */
+#define KEY(first, k) do { if (js == &compact && (first)) \
+			ADDL(o, "\"" k "\":"); \
+		else if (js == &compact) \
+			ADDL(o, ",\"" k "\":"); \
+		else { if (!(first)) add(o, js->sep, js->sep_len); \
+			ADDL(o, "\"" k "\""); \
+			add(o, js->key_sep, js->key_sep_len); } \
 	} while (0)
 	add(o, js->open, js->open_len);
 	KEY(1, "seq"); /* seq, ts and the cursor are never filtered out */
@@ -757,9 +789,39 @@ static void verbose_record(struct out *o, const le_record *r,
 	export_fields(r, verbose_field, o);
 }
 
+/* Lines gather in o->buf and go to stdout's file this many bytes at a
+ * time, with write(): each line is copied once, stdio's buffer is passed
+ * over (after it is flushed, so that what was printed before stays
+ * first).  A failed write is out_err, as out_failed would record it. */
+#define OUT_BATCH (256u << 10)
+
+void out_flush(struct out *o)
+{
+	const char *p = o->buf;
+	size_t left = o->len;
+
+	o->len = 0;
+	if (!left || out_err)
+		return;
+	if (fflush(stdout) != 0) {
+		out_failed();
+		return;
+	}
+	while (left) {
+		ssize_t n = write(fileno(stdout), p, left);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			out_err = n < 0 ? errno : EIO;
+			return;
+		}
+		p += n;
+		left -= (size_t)n;
+	}
+}
+
 void out_record(struct out *o, const le_record *r, const char *cursor)
 {
-	o->len = 0;
 	reserve(o, 6 * r->len + FIXED_ROOM + (cursor ? strlen(cursor) : 0));
 	switch (o->fmt) {
 	case OUT_JSON:
@@ -789,7 +851,8 @@ void out_record(struct out *o, const le_record *r, const char *cursor)
 	default:
 		text_line(o, r);
 	}
-	fwrite_unlocked(o->buf, 1, o->len, stdout);
+	if (o->len >= OUT_BATCH)
+		out_flush(o);
 }
 
 void out_free(struct out *o)

@@ -87,60 +87,9 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 2' INT TERM
 
-# ---- helpers ----
-
-# CPU seconds (user + system) of a process so far.
-cpu_s() {
-	tck=$(getconf CLK_TCK)
-	sed 's/.*) //' "/proc/$1/stat" 2>/dev/null |
-		awk -v t="$tck" '{ printf "%.3f", ($12 + $13) / t }'
-}
-
-# CPU seconds (user + system + irq) the whole machine was busy, so far.
-machine_busy_s() {
-	awk -v t="$(getconf CLK_TCK)" '$1 == "cpu" {
-		printf "%.2f", ($2 + $3 + $4 + $7 + $8 + $9) / t; exit }' /proc/stat
-}
-
-# Peak RSS of a process in KiB.
-rss_kb() {
-	awk '/^VmHWM:/ { print $2 }' "/proc/$1/status" 2>/dev/null || echo 0
-}
-
-# Wait (at most $2 tenths of a second) for text $3 in file $1.
-wait_for() {
-	n=0
-	while ! grep -q "$3" "$1" 2>/dev/null; do
-		n=$((n + 1))
-		[ "$n" -gt "$2" ] && return 1
-		sleep 0.1
-	done
-}
-
-# Wait for process $1 to end, at most $2 tenths of a second, then kill it.
-reap() {
-	n=0
-	while kill -0 "$1" 2>/dev/null; do
-		n=$((n + 1))
-		if [ "$n" -gt "$2" ]; then
-			kill -KILL "$1" 2>/dev/null || true
-			break
-		fi
-		sleep 0.1
-	done
-	wait "$1" 2>/dev/null || true
-}
-
-# Field $2 of the "WRK key value ..." line in file $1.
-wrk_field() {
-	awk -v k="$2" '$1 == "WRK" { for (i = 2; i < NF; i += 2)
-		if ($i == k) print $(i + 1) }' "$1"
-}
-
-# Numeric field $2 of the gateway's JSON stats line in file $1.
-gw_field() {
-	sed -n "s/.*\"$2\":\([0-9.]*\).*/\1/p" "$1" | tail -n 1
-}
+# cpu_s, machine_busy_s, rss_kb, wait_for, reap, wrk_field, gw_field,
+# median, tsv_header
+. "$(dirname "$0")/harness.sh"
 
 # ---- one case, one trial ----
 
@@ -269,9 +218,6 @@ col() {
 	NR == 1 { for (i = 1; i <= NF; i++) if ($i == c) k = i; next }
 	$1 == v && $2 == s { print $k }' "$tsv"
 }
-median() { grep -v null | sort -g | awk '{ a[NR] = $1 } END {
-	if (!NR) print "null"; else if (NR % 2) print a[(NR + 1) / 2];
-	else print (a[NR / 2] + a[NR / 2 + 1]) / 2 }'; }
 maxof() { grep -v null | sort -g | awk 'END { print NR ? $1 : "null" }'; }
 sumof() { grep -v null | awk '{ s += $1 } END { print s + 0 }'; }
 list() { awk 'BEGIN { ORS = "" } { print (NR > 1 ? "," : "") $1 } END { print "\n" }'; }
@@ -338,8 +284,7 @@ done >"$raw/knobs"
 bpid=$!
 pids="$pids $bpid"
 wait_for "$raw/backend.err" 50 listening || die "backend did not start: $(cat "$raw/backend.err")"
-echo "$TSV_HEAD" | tr -s ' \n' '\t\t' | sed 's/\t$//' >"$tsv"
-echo >>"$tsv"
+tsv_header "$TSV_HEAD" "$tsv"
 t=1
 while [ "$t" -le "$TRIALS" ]; do
 	for c in $CASES; do

@@ -5,9 +5,10 @@
  * what compare-log-pipeline.sh beside it loads with wrk; it is also the
  * example of logging from request threads to a pipe that may stall.
  *
- *   usage: gateway [--port N] [--backend-port N] [--log sync|async|off]
+ *   usage: gateway [--port N] [--backend-port N] [--log sync|async|store|off]
  *                  [--format raw|text|json] [--stuck-ms N] [--queue-bytes N]
  *                  [--quiet-from A.B.C.D/LEN ...] [--sample N]
+ *                  [--dir DIR] [--tls-cert PEM --tls-key PEM]
  *
  *   --log async   store 0, stream_fd 1: the request thread queues the line
  *                 (no lock, no syscall) and returns; the engine's threads
@@ -16,7 +17,18 @@
  *   --log sync    no engine: the request thread formats the same line and
  *                 writes it itself with a blocking write(2) -- the
  *                 baseline that a stalled stdout brings to a halt.
+ *   --log store   (seed 004) logengine as a service would use it: the
+ *                 engine's defaults, the lines kept in the segment store
+ *                 in --dir (created if missing), nothing on stdout.
  *   --log off     no access log.
+ *   --backend-port 0
+ *                 (seed 004) no upstream: every request is a route that
+ *                 matches nothing, answered 404 by the gateway itself.
+ *   --port 0      a free port, the kernel's pick: the "listening" line on
+ *                 stderr says which.
+ *   --tls-cert, --tls-key
+ *                 (seed 004) HTTPS: libmicrohttpd's TLS (GnuTLS) with
+ *                 this certificate and key, both PEM files.
  *   --quiet-from  (seed 004: health checks and load tests from loopback
  *                 flooding the access log) requests from this IPv4
  *                 network are not logged, or only 1 in N of them with
@@ -62,7 +74,8 @@
 
 #include "logengine.h"
 
-enum { LOG_OFF, LOG_SYNC, LOG_ASYNC };
+enum { LOG_OFF, LOG_SYNC, LOG_ASYNC, LOG_STORE };
+static const char *const log_names[] = {"off", "sync", "async", "store"};
 
 static struct {
 	int port, backend_port, log, format, stuck_ms;
@@ -72,7 +85,10 @@ static struct {
 		uint32_t net, mask; /* host order */
 	} quiet[8];
 	uint64_t sample;      /* --sample: log 1 in N of them; 0: none */
-} opt = {18080, 18081, LOG_ASYNC, LE_STREAM_TEXT, 2000, 0, 0, {{0, 0}}, 0};
+	const char *dir;      /* --log store: the log directory */
+	const char *tls_cert, *tls_key; /* PEM files; NULL: plain HTTP */
+} opt = {18080, 18081, LOG_ASYNC, LE_STREAM_TEXT, 2000, 0, 0, {{0, 0}}, 0,
+         "gateway-log", NULL, NULL};
 
 /* Requests from a --quiet-from network left out of the log, and those
  * logged as the 1 in --sample. */
@@ -162,6 +178,21 @@ static uint64_t now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
+
+/* What the timer around a sampled call adds to it: the median of 1,001
+ * back-to-back reads of the clock, in ns ("log_timer_ns" in the JSON
+ * line: a harness may take it off log_call_ns). */
+static uint64_t timer_ns(void)
+{
+	uint32_t d[1001];
+
+	for (int i = 0; i < 1001; i++) {
+		uint64_t t0 = now_ns();
+		d[i] = (uint32_t)(now_ns() - t0);
+	}
+	qsort(d, 1001, sizeof d[0], cmp_u32);
+	return d[500];
+}
 
 /* ---- the upstream call ---- */
 
@@ -340,6 +371,12 @@ static int log_sync(const char *fmt, ...)
 	return 0;
 }
 
+/* One access-log line: client, request line, status, body bytes, times
+ * and connection number.  A literal, so le_info can defer it. */
+#define ACCESS_FMT                                                            \
+	"%s \"%s %.200s %s\" %u %zu rt_us=%" PRIu64 " upstream_us=%" PRIu64    \
+	" conn=%" PRIu64
+
 static void access_log(struct backend *b, struct MHD_Connection *c,
                        const char *method, const char *url,
                        const char *version, unsigned status, size_t bytes,
@@ -373,17 +410,22 @@ static void access_log(struct backend *b, struct MHD_Connection *c,
 	}
 	/* async: le_logf formats into a stack buffer and copies the line
 	 * into the queue, and returns at once (LE_EFULL counted if full).
-	 * sync: the line is written here, blocking while stdout is full. */
-	int rc = opt.log == LOG_SYNC
-	                 ? log_sync("%s \"%s %.200s %s\" %u %zu rt_us=%" PRIu64
-	                            " upstream_us=%" PRIu64 " conn=%" PRIu64,
-	                            ip, method, url, version, status, bytes,
-	                            total_us, upstream_us, b ? b->conn : 0)
-	                 : le_logf(eng, LE_INFO,
-	                           "%s \"%s %.200s %s\" %u %zu rt_us=%" PRIu64
-	                           " upstream_us=%" PRIu64 " conn=%" PRIu64,
-	                           ip, method, url, version, status, bytes,
-	                           total_us, upstream_us, b ? b->conn : 0);
+	 * store: le_info copies the arguments, not the text (deferred
+	 * formatting: readers make the line), the cheapest call for the
+	 * request thread.  sync: the line is written here, blocking while
+	 * stdout is full. */
+	int rc = 0;
+	uint64_t conn = b ? b->conn : 0;
+	if (opt.log == LOG_STORE)
+		le_info(eng, ACCESS_FMT, ip, method, url, version, status,
+		        bytes, total_us, upstream_us, conn);
+	else if (opt.log == LOG_SYNC)
+		rc = log_sync(ACCESS_FMT, ip, method, url, version, status,
+		              bytes, total_us, upstream_us, conn);
+	else
+		rc = le_logf(eng, LE_INFO, ACCESS_FMT, ip, method, url,
+		             version, status, bytes, total_us, upstream_us,
+		             conn);
 	if (rc < 0)
 		atomic_fetch_add(&n_log_errors, 1);
 timed_out:
@@ -424,11 +466,17 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c,
 	if (b && b->slot >= 0)
 		atomic_store_explicit(&inflight[b->slot], now_ns(),
 		                      memory_order_relaxed);
-	int off = b ? backend_get(b, buf, sizeof buf, &body_len) : -1;
+	int off = b && opt.backend_port ? backend_get(b, buf, sizeof buf,
+	                                              &body_len)
+	                                : -1;
 	uint64_t t1 = now_ns();
 	unsigned status = off >= 0 ? MHD_HTTP_OK : MHD_HTTP_BAD_GATEWAY;
 	const char *body = off >= 0 ? buf + off : "{\"error\":\"backend\"}";
-	if (off < 0) {
+	if (!opt.backend_port) {
+		status = MHD_HTTP_NOT_FOUND;
+		body = "{\"error\":\"no route\"}";
+		body_len = strlen(body);
+	} else if (off < 0) {
 		body_len = strlen(body);
 		atomic_fetch_add(&n_backend_errors, 1);
 	}
@@ -450,9 +498,10 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c,
 static void usage(void)
 {
 	fputs("usage: gateway [--port N] [--backend-port N] "
-	      "[--log sync|async|off] [--format raw|text|json] "
+	      "[--log sync|async|store|off] [--format raw|text|json] "
 	      "[--stuck-ms N] [--queue-bytes N] [--quiet-from A.B.C.D/LEN] "
-	      "[--sample N]\n", stderr);
+	      "[--sample N] [--dir DIR] [--tls-cert PEM --tls-key PEM]\n",
+	      stderr);
 	exit(2);
 }
 
@@ -495,9 +544,16 @@ static void parse(int argc, char **argv)
 			add_quiet(v);
 		else if (!strcmp(a, "--sample"))
 			opt.sample = strtoull(v, NULL, 10);
+		else if (!strcmp(a, "--dir"))
+			opt.dir = v;
+		else if (!strcmp(a, "--tls-cert"))
+			opt.tls_cert = v;
+		else if (!strcmp(a, "--tls-key"))
+			opt.tls_key = v;
 		else if (!strcmp(a, "--log"))
 			opt.log = !strcmp(v, "sync")    ? LOG_SYNC
 			          : !strcmp(v, "async") ? LOG_ASYNC
+			          : !strcmp(v, "store") ? LOG_STORE
 			          : !strcmp(v, "off")   ? LOG_OFF
 			                                : (usage(), 0);
 		else if (!strcmp(a, "--format"))
@@ -508,20 +564,28 @@ static void parse(int argc, char **argv)
 		else
 			usage();
 	}
+	if (!opt.tls_cert != !opt.tls_key)
+		usage();
 }
 
 static le_config cfg;
 
+/* --log async: seed 001's pipeline to stdout (8,192 records, 16 MiB, 64
+ * KiB max); --log store: the engine's defaults, into --dir. */
 static int open_log(void)
 {
-	if (opt.log != LOG_ASYNC)
+	if (opt.log != LOG_ASYNC && opt.log != LOG_STORE)
 		return 0;
 	le_config_init(&cfg);
-	/* Seed 001's async pipeline: 8,192 records, 16 MiB, 64 KiB max. */
-	cfg.queue_capacity_bytes = 16u << 20;
-	cfg.store = 0;
-	cfg.stream_fd = 1;
-	cfg.stream_format = opt.format;
+	if (opt.log == LOG_STORE) {
+		cfg.dir = opt.dir;
+		cfg.create_dir = 1;
+	} else {
+		cfg.queue_capacity_bytes = 16u << 20;
+		cfg.store = 0;
+		cfg.stream_fd = 1;
+		cfg.stream_format = opt.format;
+	}
 	if (opt.queue_bytes)
 		cfg.queue_capacity_bytes = opt.queue_bytes;
 	int rc = le_open(&eng, &cfg);
@@ -556,7 +620,6 @@ static void report(void)
 {
 	le_stats st;
 	struct rusage ru;
-	const char *mode[] = {"off", "sync", "async"};
 	uint64_t stuck, busy;
 
 	count_stuck(&stuck, &busy);
@@ -581,26 +644,86 @@ static void report(void)
 	        ",\"max_record_bytes\":%" PRIu32 ",\"stream_lines\":%" PRIu64
 	        ",\"stream_dropped\":%" PRIu64 ",\"stream_bytes\":%" PRIu64
 	        ",\"writer_cpu_ns\":%" PRIu64 ",\"stream_cpu_ns\":%" PRIu64
-	        ",\"log_call_ns\":%" PRIu64 ",\"record_hwm_bytes\":%" PRIu64
+	        ",\"log_call_ns\":%" PRIu64 ",\"log_timer_ns\":%" PRIu64
+	        ",\"record_hwm_bytes\":%" PRIu64
 	        ",\"quiet_dropped\":%" PRIu64 ",\"quiet_logged\":%" PRIu64
 	        ",\"cpu_user_s\":%.3f"
 	        ",\"cpu_sys_s\":%.3f,\"maxrss_kb\":%ld}\n",
-	        mode[opt.log], (uint64_t)atomic_load(&n_requests), stuck, busy,
+	        log_names[opt.log], (uint64_t)atomic_load(&n_requests), stuck, busy,
 	        (uint64_t)atomic_load(&n_backend_errors),
 	        (uint64_t)atomic_load(&n_log_errors),
-	        st.accepted, st.stream_lines,
+	        st.accepted, opt.log == LOG_STORE ? st.written : st.stream_lines,
 	        st.dropped_full + st.stream_dropped, st.truncated, st.rejected, st.queue_hwm_records,
 	        st.queue_hwm_bytes, eng ? cfg.queue_capacity : 0,
 	        eng ? cfg.queue_capacity_bytes : 0,
 	        eng ? cfg.max_record_bytes : 0, st.stream_lines,
 	        st.stream_dropped, st.stream_bytes, st.writer_cpu_ns,
 	        st.stream_cpu_ns, opt.log != LOG_OFF ? log_call_ns() : 0,
+	        timer_ns(),
 	        st.record_hwm_bytes, (uint64_t)atomic_load(&n_quiet_dropped),
 	        (uint64_t)atomic_load(&n_quiet_logged),
 	        (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec / 1e6,
 	        (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec / 1e6,
 	        ru.ru_maxrss);
 	fflush(stderr);
+}
+
+/* The whole of file path, NUL-terminated (libmicrohttpd wants PEM text
+ * in memory), or NULL with a message. */
+static char *slurp(const char *path)
+{
+	FILE *f = fopen(path, "rb");
+	char *buf = NULL;
+	long len;
+
+	if (f && fseek(f, 0, SEEK_END) == 0 && (len = ftell(f)) >= 0 &&
+	    fseek(f, 0, SEEK_SET) == 0 && (buf = malloc((size_t)len + 1)) &&
+	    fread(buf, 1, (size_t)len, f) == (size_t)len)
+		buf[len] = '\0';
+	else {
+		fprintf(stderr, "gateway: %s: %s\n", path, strerror(errno));
+		free(buf);
+		buf = NULL;
+	}
+	if (f)
+		fclose(f);
+	return buf;
+}
+
+/* One thread per connection on address a; with --tls-cert, HTTPS.  The
+ * PEM texts stay allocated for the daemon's life (the process's).
+ * @return the daemon, or NULL with a message. */
+static struct MHD_Daemon *start_daemon(const struct sockaddr_in *a)
+{
+	unsigned flags = MHD_USE_THREAD_PER_CONNECTION |
+	                 MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG;
+	struct MHD_OptionItem ops[] = {
+		{MHD_OPTION_SOCK_ADDR, 0, (void *)a},
+		{MHD_OPTION_CONNECTION_TIMEOUT, 30, NULL},
+		{MHD_OPTION_CONNECTION_LIMIT, 1000, NULL},
+		{MHD_OPTION_LISTEN_BACKLOG_SIZE, 1024, NULL},
+		{MHD_OPTION_THREAD_STACK_SIZE, 256 << 10, NULL},
+		{MHD_OPTION_END, 0, NULL}, /* HTTPS_MEM_KEY */
+		{MHD_OPTION_END, 0, NULL}, /* HTTPS_MEM_CERT */
+		{MHD_OPTION_END, 0, NULL},
+	};
+
+	if (opt.tls_cert) {
+		if (MHD_is_feature_supported(MHD_FEATURE_TLS) != MHD_YES) {
+			fputs("gateway: this libmicrohttpd has no TLS (Debian's "
+			      "libmicrohttpd12 is built with GnuTLS)\n", stderr);
+			return NULL;
+		}
+		char *key = slurp(opt.tls_key), *cert = slurp(opt.tls_cert);
+		if (!key || !cert)
+			return NULL;
+		flags |= MHD_USE_TLS;
+		ops[5] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_MEM_KEY, 0, key};
+		ops[6] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_MEM_CERT, 0,
+		                                 cert};
+	}
+	return MHD_start_daemon(flags, (uint16_t)opt.port, NULL, NULL, handle,
+	                        NULL, MHD_OPTION_ARRAY, ops, MHD_OPTION_END);
 }
 
 /* A connection thread stuck in a blocking write (sync, stalled stdout)
@@ -635,24 +758,21 @@ int main(int argc, char **argv)
 	struct sockaddr_in a = {.sin_family = AF_INET,
 	                        .sin_port = htons((uint16_t)opt.port),
 	                        .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-	struct MHD_Daemon *d = MHD_start_daemon(
-	        MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD |
-	                MHD_USE_ERROR_LOG,
-	        (uint16_t)opt.port, NULL, NULL, handle, NULL,
-	        MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&a,
-	        MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)30,
-	        MHD_OPTION_CONNECTION_LIMIT, (unsigned)1000,
-	        MHD_OPTION_LISTEN_BACKLOG_SIZE, (unsigned)1024,
-	        MHD_OPTION_THREAD_STACK_SIZE, (size_t)(256 << 10), MHD_OPTION_END);
+	struct MHD_Daemon *d = start_daemon(&a);
 	if (!d) {
 		fprintf(stderr, "gateway: cannot listen on 127.0.0.1:%d\n",
 		        opt.port);
 		le_close(eng);
 		return 1;
 	}
-	fprintf(stderr, "gateway: listening on 127.0.0.1:%d, backend %d, "
-	        "log %s\n", opt.port, opt.backend_port,
-	        opt.log == LOG_OFF ? "off" : opt.log == LOG_SYNC ? "sync" : "async");
+	/* --port 0: the kernel's pick, said on this line. */
+	const union MHD_DaemonInfo *di =
+	        MHD_get_daemon_info(d, MHD_DAEMON_INFO_BIND_PORT);
+	if (di && di->port)
+		opt.port = di->port;
+	fprintf(stderr, "gateway: listening on 127.0.0.1:%d (%s), backend %d, "
+	        "log %s\n", opt.port, opt.tls_cert ? "https" : "http",
+	        opt.backend_port, log_names[opt.log]);
 	while (sigwait(&ss, &sig) != 0 || sig == SIGUSR1)
 		if (sig == SIGUSR1)
 			atomic_store(&window_mark, now_ns());

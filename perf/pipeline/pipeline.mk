@@ -10,17 +10,23 @@
 #                          sh scripts/deps.sh pipeline, run by this target)
 #   make pipeline-smoke    compare-log-pipeline.sh with short windows
 #   make compare-log-pipeline   the full harness run (several minutes)
+#   make tls-sweep         seed 004's sweep: HTTPS at 64/256/512
+#                          connections, access log off / file / logengine
+#                          (tls-sweep.sh, about 8 minutes)
+#   make tls-sweep-smoke   the same with short windows, one trial
 #
 # Nothing here is a prerequisite of `all` or `check`: a machine without
 # libmicrohttpd builds and tests everything else.  The capture tests
-# (tests/system/test_capture.c) need only build/logengine.
+# (tests/system/test_capture.c) need only build/logengine;
+# tests/system/test_gateway_tls.c builds build/gateway itself.
 
 PIPE_DIR = perf/pipeline
 MHD_CFLAGS = $(shell pkg-config --cflags libmicrohttpd 2>/dev/null)
 MHD_LIBS = $(shell pkg-config --libs libmicrohttpd 2>/dev/null || echo -lmicrohttpd)
 PIPELINE_BIN = $(BUILD)/gateway $(BUILD)/mock-backend $(BUILD)/throttle-reader
 
-.PHONY: pipeline pipeline-deps pipeline-smoke compare-log-pipeline
+.PHONY: pipeline pipeline-deps pipeline-smoke compare-log-pipeline \
+        tls-sweep tls-sweep-smoke
 
 pipeline-deps:
 	sh scripts/deps.sh pipeline
@@ -46,3 +52,11 @@ pipeline-smoke: pipeline
 
 compare-log-pipeline: pipeline
 	BUILD=$(BUILD) sh $(PIPE_DIR)/compare-log-pipeline.sh
+
+# Seed 004: the goals' lines (under 1%, under 4 MiB) are in the output.
+tls-sweep: pipeline
+	BUILD=$(BUILD) sh $(PIPE_DIR)/tls-sweep.sh
+
+tls-sweep-smoke: pipeline
+	WARMUP_S=1 DURATION_S=2 COOL_S=1 TRIALS=1 BUILD=$(BUILD) \
+		sh $(PIPE_DIR)/tls-sweep.sh

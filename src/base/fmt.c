@@ -44,6 +44,11 @@
  *                 k = 124, |x| < 2^-72 and the first 21 decimals are 0.
  * No floating-point operation touches the value: nothing is rounded twice.
  *
+ * le__fspec_parse and le__fspec_put split a conversion's work in two:
+ * parsed once, then formatted from a value rather than a va_list, by the
+ * same code (convert_val) le__vfmt's conversions go through; deferred
+ * records' readers format each record's arguments that way.
+ *
  * A conversion is parsed in full before it writes, so -2 never follows
  * output of the conversion it is about; but earlier conversions have
  * written and taken their arguments by then, which is why the caller
@@ -76,13 +81,10 @@ enum { LEN_NONE, LEN_HH, LEN_H, LEN_L, LEN_LL, LEN_J, LEN_Z, LEN_T };
 #define STAR (-2)            /* width or precision from the argument list */
 #define FIELD_MAX (1 << 20)  /* larger widths and precisions: vsnprintf */
 
-struct spec {
-	unsigned flags; /* F_* */
-	int width;      /* 0..FIELD_MAX, or STAR until its argument is read */
-	int prec;       /* -1 (none), 0..FIELD_MAX, or STAR */
-	int len;        /* LEN_* */
-	char conv;      /* one of d i u o x X c s p f F */
-};
+/* A conversion (le__fspec, fmt.h): flags F_*; width 0..FIELD_MAX, or STAR
+ * until its argument is read; prec -1 (none), 0..FIELD_MAX, or STAR; len
+ * LEN_*; conv one of d i u o x X c s p f F. */
+_Static_assert(STAR == LE__FSPEC_STAR, "one star");
 
 /* Where output goes: the first lim bytes into buf, the rest counted. */
 struct out {
@@ -151,7 +153,7 @@ static void done(struct out *o, const char *d, size_t n, const char *tmp)
  * after pre: glibc lets the 0 flag pad numbers only), then pre and the
  * zeros.  @return the spaces owed after the body (the - flag).
  */
-static size_t open_field(struct out *o, const struct spec *sp,
+static size_t open_field(struct out *o, const le__fspec *sp,
                          const char *pre, size_t plen, size_t zeros,
                          size_t n, int zpad)
 {
@@ -220,7 +222,7 @@ static void put_dec(struct out *o, uint64_t v, char sgn)
 }
 
 /* d i (magnitude v, sign neg), u o x X, and p of a non-NULL pointer. */
-static void fmt_int(struct out *o, const struct spec *sp, uint64_t v, int neg)
+static void fmt_int(struct out *o, const le__fspec *sp, uint64_t v, int neg)
 {
 	char pre[3], tmp[26], c = sp->conv; /* pre, 22 octal digits, # 0 */
 	int shift = c == 'o' ? 3 : c == 'x' || c == 'X' || c == 'p' ? 4 : 0;
@@ -264,7 +266,7 @@ static void fmt_int(struct out *o, const struct spec *sp, uint64_t v, int neg)
 }
 
 /* Bytes of body: a string, a character, "(nil)". */
-static void fmt_bytes(struct out *o, const struct spec *sp, const char *s,
+static void fmt_bytes(struct out *o, const le__fspec *sp, const char *s,
                       size_t n)
 {
 	size_t owed = open_field(o, sp, NULL, 0, 0, n, 0);
@@ -272,7 +274,7 @@ static void fmt_bytes(struct out *o, const struct spec *sp, const char *s,
 	fill(o, ' ', owed);
 }
 
-static void fmt_str(struct out *o, const struct spec *sp, const char *s)
+static void fmt_str(struct out *o, const le__fspec *sp, const char *s)
 {
 	if (!s) /* glibc: all of "(null)" or nothing */
 		s = sp->prec < 0 || sp->prec >= 6 ? "(null)" : "";
@@ -374,7 +376,7 @@ static int frac_long(uint64_t frac, int k, int prec, uint64_t *ip, char *d)
 }
 
 /* %f %F of inf and nan: spaces only, whatever the flags. */
-static void fmt_special(struct out *o, const struct spec *sp, char sgn,
+static void fmt_special(struct out *o, const le__fspec *sp, char sgn,
                         int nan)
 {
 	int up = sp->conv == 'F';
@@ -396,7 +398,7 @@ static uint64_t split(uint64_t m, int e, uint64_t *ip)
 
 /* %f's usual case, |x| < 2^64 and a precision <= 19: the sign, ip, '.'
  * and the prec digits of q, straight into buf. */
-static void fmt_fixed(struct out *o, const struct spec *sp, char sgn,
+static void fmt_fixed(struct out *o, const le__fspec *sp, char sgn,
                       uint64_t ip, uint64_t q, int prec)
 {
 	char tmp[41]; /* sign, 20 digits, '.', 19 digits */
@@ -421,7 +423,7 @@ static void fmt_fixed(struct out *o, const struct spec *sp, char sgn,
 /* %f's rare cases: |x| >= 2^64 (big_dec), |x| < 2^-11 (k > 63), or a
  * precision above 19: digits one at a time, zeros past them.  @return -1
  * where frac_long cannot. */
-static int fmt_wide(struct out *o, const struct spec *sp, char sgn,
+static int fmt_wide(struct out *o, const le__fspec *sp, char sgn,
                     uint64_t m, int e, int prec)
 {
 	char txt[456], *dot = txt + 320, *s; /* 309 digits '.' 124 digits */
@@ -449,7 +451,7 @@ static int fmt_wide(struct out *o, const struct spec *sp, char sgn,
 }
 
 /* %f %F.  @return 0, or -1 for what is left to vsnprintf. */
-static int fmt_double(struct out *o, const struct spec *sp, double x)
+static int fmt_double(struct out *o, const le__fspec *sp, double x)
 {
 	uint64_t bits, ip;
 	int prec = sp->prec < 0 ? 6 : sp->prec;
@@ -509,9 +511,9 @@ static int is_conv(char c)
 
 /* Parse a conversion; f is past its '%'.  @return the byte after it, or
  * NULL for what is left to vsnprintf. */
-static const char *parse(const char *f, struct spec *sp)
+static const char *parse(const char *f, le__fspec *sp)
 {
-	static const struct spec bare = {.prec = -1, .len = LEN_NONE};
+	static const le__fspec bare = {.prec = -1, .len = LEN_NONE};
 
 	if (is_conv(*f)) { /* most are: %d, %s, %f */
 		*sp = bare;
@@ -558,45 +560,44 @@ static const char *parse(const char *f, struct spec *sp)
 
 /* Arguments as their length modifiers have them passed: z is size_t or
  * the signed type of its width (ssize_t), t ptrdiff_t or the unsigned
- * type of its width (size_t, on every glibc target). */
+ * type of its width (size_t, on every glibc target).  An argument is read
+ * as its width's bits (raw_arg), then cast as its modifier says (as_u,
+ * as_s), so that a value from a va_list and one from an argument block
+ * (le__fspec_put) print alike. */
 _Static_assert(sizeof(size_t) == sizeof(ptrdiff_t), "z and t alike");
+_Static_assert(sizeof(uintmax_t) == 8 && sizeof(void *) <= 8 &&
+               sizeof(long) == 8, "integers are formatted in 64 bits");
 
-static uint64_t uarg(va_list *ap, int len)
+static uint64_t raw_arg(va_list *ap, int len)
 {
-	switch (len) {
-	case LEN_HH: return (unsigned char)va_arg(*ap, unsigned);
-	case LEN_H: return (unsigned short)va_arg(*ap, unsigned);
-	case LEN_L: return va_arg(*ap, unsigned long);
-	case LEN_LL: return va_arg(*ap, unsigned long long);
-	case LEN_J: return va_arg(*ap, uintmax_t);
-	case LEN_Z: case LEN_T: return va_arg(*ap, size_t);
-	}
-	return va_arg(*ap, unsigned);
+	if (len == LEN_NONE || len == LEN_HH || len == LEN_H)
+		return va_arg(*ap, unsigned);
+	return va_arg(*ap, unsigned long long);
 }
 
-static int64_t sarg(va_list *ap, int len)
+static uint64_t as_u(uint64_t raw, int len)
 {
 	switch (len) {
-	case LEN_HH: return (signed char)va_arg(*ap, int);
-	case LEN_H: return (short)va_arg(*ap, int);
-	case LEN_L: return va_arg(*ap, long);
-	case LEN_LL: return va_arg(*ap, long long);
-	case LEN_J: return va_arg(*ap, intmax_t);
-	case LEN_Z: return va_arg(*ap, ssize_t);
-	case LEN_T: return va_arg(*ap, ptrdiff_t);
+	case LEN_NONE: return (uint32_t)raw;
+	case LEN_HH: return (unsigned char)raw;
+	case LEN_H: return (unsigned short)raw;
 	}
-	return va_arg(*ap, int);
+	return raw;
 }
 
-_Static_assert(sizeof(uintmax_t) == 8 && sizeof(void *) <= 8,
-               "integers are formatted in 64 bits");
+static int64_t as_s(uint64_t raw, int len)
+{
+	switch (len) {
+	case LEN_NONE: return (int32_t)(uint32_t)raw;
+	case LEN_HH: return (signed char)raw;
+	case LEN_H: return (short)raw;
+	}
+	return (int64_t)raw;
+}
 
-/* Read the * arguments, then the value, and write the field.  @return 0,
- * or -1 for what is left to vsnprintf. */
-static int convert(struct out *o, struct spec *sp, va_list *ap)
+int le__fspec_star(le__fspec *sp, int w, int p)
 {
 	if (sp->width == STAR) {
-		int w = va_arg(*ap, int);
 		if (w < -FIELD_MAX || w > FIELD_MAX)
 			return -1;
 		if (w < 0)
@@ -604,58 +605,81 @@ static int convert(struct out *o, struct spec *sp, va_list *ap)
 		sp->width = w < 0 ? -w : w;
 	}
 	if (sp->prec == STAR) {
-		int p = va_arg(*ap, int);
 		if (p > FIELD_MAX)
 			return -1;
 		sp->prec = p < 0 ? -1 : p;
 	}
+	return 0;
+}
+
+/* Write the field of value v (sp's stars resolved).  @return 0, or -1
+ * for what is left to vsnprintf. */
+static int convert_val(struct out *o, const le__fspec *sp, le__fval v)
+{
 	int plain = !sp->width && sp->prec < 0;
 	char sgn;
 	switch (sp->conv) {
 	case 'd': case 'i': {
-		int64_t v = sarg(ap, sp->len);
-		uint64_t u = v < 0 ? 0 - (uint64_t)v : (uint64_t)v;
-		sign(&sgn, v < 0, sp->flags);
+		int64_t x = as_s(v.u, sp->len);
+		uint64_t u = x < 0 ? 0 - (uint64_t)x : (uint64_t)x;
+		sign(&sgn, x < 0, sp->flags);
 		if (plain)
 			put_dec(o, u, sgn);
 		else
-			fmt_int(o, sp, u, v < 0);
+			fmt_int(o, sp, u, x < 0);
 		return 0;
 	}
 	case 'u':
 		if (plain)
-			put_dec(o, uarg(ap, sp->len), 0);
+			put_dec(o, as_u(v.u, sp->len), 0);
 		else
-			fmt_int(o, sp, uarg(ap, sp->len), 0);
+			fmt_int(o, sp, as_u(v.u, sp->len), 0);
 		return 0;
 	case 'c': {
-		char c = (char)(unsigned char)va_arg(*ap, int);
+		char c = (char)(unsigned char)v.u;
 		fmt_bytes(o, sp, &c, 1);
 		return 0;
 	}
 	case 's':
-		fmt_str(o, sp, va_arg(*ap, const char *));
+		fmt_str(o, sp, v.s);
 		return 0;
-	case 'p': {
-		const void *p = va_arg(*ap, const void *);
-		if (p)
-			fmt_int(o, sp, (uintptr_t)p, 0);
+	case 'p':
+		if (v.u)
+			fmt_int(o, sp, v.u, 0);
 		else /* whatever the precision */
 			fmt_bytes(o, sp, "(nil)", 5);
 		return 0;
-	}
 	case 'f': case 'F':
-		return fmt_double(o, sp, va_arg(*ap, double));
+		return fmt_double(o, sp, v.d);
 	}
-	fmt_int(o, sp, uarg(ap, sp->len), 0);
+	fmt_int(o, sp, as_u(v.u, sp->len), 0);
 	return 0;
+}
+
+/* Read the * arguments, then the value, and write the field.  @return 0,
+ * or -1 for what is left to vsnprintf. */
+static int convert(struct out *o, le__fspec *sp, va_list *ap)
+{
+	int w = sp->width == STAR ? va_arg(*ap, int) : 0;
+	int p = sp->prec == STAR ? va_arg(*ap, int) : 0;
+	le__fval v;
+
+	if (le__fspec_star(sp, w, p) < 0)
+		return -1;
+	switch (sp->conv) {
+	case 's': v.s = va_arg(*ap, const char *); break;
+	case 'p': v.u = (uintptr_t)va_arg(*ap, const void *); break;
+	case 'f': case 'F': v.d = va_arg(*ap, double); break;
+	default: v.u = raw_arg(ap, sp->len);
+	}
+	return convert_val(o, sp, v);
 }
 
 static int run(struct out *o, const char *fmt, va_list *ap)
 {
-	static const struct spec bare_f = {.prec = -1, .conv = 'f'};
+	static const le__fspec bare_f = {.prec = -1, .conv = 'f'};
 	const char *pc, *s;
-	struct spec sp;
+	le__fspec sp;
 	int v;
 
 	while ((pc = strchr(fmt, '%'))) {
@@ -706,11 +730,46 @@ int le__vfmt(char *buf, size_t cap, const char *fmt, va_list ap)
 	return (int)o.len;
 }
 
+const char *le__fspec_parse(const char *f, le__fspec *sp)
+{
+	return parse(f, sp);
+}
+
+int le__fspec_put(char *buf, size_t cap, const le__fspec *sp, le__fval v)
+{
+	static char none; /* as le__vfmt's */
+	struct out o = {cap ? buf : &none, cap ? cap - 1 : 0, 0};
+
+	if (convert_val(&o, sp, v) < 0 || o.len > INT_MAX)
+		return LE__FMT_UNHANDLED;
+	if (cap)
+		buf[o.len < o.lim ? o.len : o.lim] = '\0';
+	return (int)o.len;
+}
+
 #else /* not glibc, or no 128-bit integers: the C library does it all */
 
 int le__vfmt(char *buf, size_t cap, const char *fmt, va_list ap)
 {
 	(void)buf, (void)cap, (void)fmt, (void)ap;
+	return LE__FMT_UNHANDLED;
+}
+
+const char *le__fspec_parse(const char *f, le__fspec *sp)
+{
+	(void)f, (void)sp;
+	return NULL;
+}
+
+int le__fspec_star(le__fspec *sp, int w, int p)
+{
+	(void)sp, (void)w, (void)p;
+	return -1;
+}
+
+int le__fspec_put(char *buf, size_t cap, const le__fspec *sp, le__fval v)
+{
+	(void)buf, (void)cap, (void)sp, (void)v;
 	return LE__FMT_UNHANDLED;
 }
 

@@ -31,6 +31,46 @@ int le__vfmt(char *buf, size_t cap, const char *fmt, va_list ap);
  * it. */
 int le__vsnprintf(char *buf, size_t cap, const char *fmt, va_list ap);
 
+/*
+ * One conversion parsed once and formatted many times from values, as
+ * le__vfmt formats it (the deferred records' readers: the format is known
+ * before the values, which come from an argument block, not a va_list).
+ * Fields are le__vfmt's: flags F_*, width, prec (-1: none), the length
+ * modifier, the conversion letter; a '*' leaves LE__FSPEC_STAR.
+ */
+#define LE__FSPEC_STAR (-2)
+typedef struct le__fspec {
+	unsigned flags;
+	int width;
+	int prec;
+	int len;
+	char conv;
+} le__fspec;
+
+/* A conversion's value: an integer as its argument's type passes it (an
+ * int-sized one in the low 32 bits, the rest zero), a pointer's bits, a
+ * double, or a string (NULL allowed). */
+typedef union le__fval {
+	uint64_t u;
+	double d;
+	const char *s;
+} le__fval;
+
+/* Parse the conversion at f, just past its '%' (read up to its letter).
+ * @return the byte after it, or NULL when le__vfmt leaves it to
+ * vsnprintf (then so must the caller). */
+const char *le__fspec_parse(const char *f, le__fspec *sp);
+
+/* Resolve sp's '*' width and precision with w and p (read from the
+ * arguments in that order; each used only where sp has a star).
+ * @return 0, or -1 where le__vfmt leaves the call to vsnprintf. */
+int le__fspec_star(le__fspec *sp, int w, int p);
+
+/* v formatted by sp (its stars resolved) into buf as le__vfmt(buf, cap,
+ * "%<sp>", v) would.  @return its whole length, or LE__FMT_UNHANDLED
+ * (a %f outside le__vfmt's cases: locale, rounding mode). */
+int le__fspec_put(char *buf, size_t cap, const le__fspec *sp, le__fval v);
+
 /* Decimal digits of v (1 for 0). */
 int le__ndec(uint64_t v);
 

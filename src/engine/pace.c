@@ -108,6 +108,8 @@ void le__pace_pass(le__shard *sh, int full, uint64_t bytes, uint64_t recs,
 	w->nap_ns = nap_for(sh, bytes, recs, dt);
 	w->last_collect_mono = now;
 	le__rl_tick(now); /* the _every macros' clock */
+	if (sh->id == 0)
+		le__rl_sweep(sh->e); /* their silent sites' summaries */
 }
 
 /*
@@ -167,8 +169,14 @@ static void sleep_idle(le__shard *sh, uint64_t ns)
 		le__shard_page_start(sh);
 		atomic_exchange_explicit(&sh->sig.sleeping, LE_ASLEEP,
 		                         memory_order_acq_rel);
+		/* after idle and the announcement: a window noted since we
+		 * chose to sleep is seen here, or its note wakes us
+		 * (ratelimit.c, note_due) */
+		uint64_t rl = sh->id == 0 ? le__rl_wait(sh->e, le__mono_ns())
+		                          : UINT64_MAX;
 		if (!has_work(sh))
-			le__futex_wait(&sh->sig.sleeping, LE_ASLEEP, ns);
+			le__futex_wait(&sh->sig.sleeping, LE_ASLEEP,
+			               rl < ns ? rl : ns);
 		atomic_store(&sh->sig.sleeping, 0);
 		sh->page.period_ns = sh->w.page_period;
 	}
@@ -185,6 +193,12 @@ void le__pace_nap(le__shard *sh, uint64_t now)
 	if (sh->batch.n) {
 		uint64_t age = now - sh->batch.since;
 		wait = age >= wait ? 0 : wait - age;
+	}
+	if (sh->id == 0) {
+		/* the rate limiter's sweep (le__pace_pass) is due then */
+		uint64_t rl = le__rl_wait(e, now);
+		if (rl < wait)
+			wait = rl;
 	}
 	/* The interval sync is this loop's too (periodic): never sleep past
 	 * it while something written waits for it. */

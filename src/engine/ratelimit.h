@@ -16,6 +16,13 @@ void le__rl_init(le__rlreg *r);
  * (stored at most once a millisecond, so the line the suppressed calls
  * read stays in their caches). */
 void le__rl_tick(uint64_t mono);
+/* Shard 0's writer, after each tick: write the summary of every
+ * registered site whose window ended (LE_RL_SETTLE_NS ago) with calls
+ * not told, and close the window.  One load when there is none. */
+void le__rl_sweep(le_engine *e);
+/* Shard 0's writer, before a sleep: ns until the sweep has work
+ * (UINT64_MAX: none). */
+uint64_t le__rl_wait(le_engine *e, uint64_t now);
 /* le_close, while records are still accepted: write each registered
  * site's pending summary and close its window, so that the next engine
  * to use the site starts it afresh. */

@@ -222,6 +222,13 @@ struct le_engine {
 #define LE_ASLEEP 1u
 #define LE_NAPPING 2u
 
+/* Nonzero while the calling thread must not wait for queue room: a
+ * writer's own records (ratelimit.c's sweep), room for which only a
+ * writer could make.  reserve_slow (submit.c) then returns LE_EFULL at
+ * once and counts no drop: the caller keeps what it had to say and tries
+ * again. */
+extern _Thread_local int le__nowait;
+
 /* What a producer's record asks of the writer (le__wake_queued): nothing,
  * a sleeping writer's wake-up (a batch is queued), or a napping one's too
  * (the queue is half full). */

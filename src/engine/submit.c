@@ -68,6 +68,8 @@ static inline int wake_for(const le_engine *e, const le__shard *sh,
 	               ? LE_WAKE_ANY : LE_WAKE_ASLEEP;
 }
 
+_Thread_local int le__nowait;
+
 /* Budget for len payload bytes and `need` ring bytes for one slot, or
  * NULL (record dropped, or the engine is closing). */
 static __attribute__((noinline)) le__slot *
@@ -87,6 +89,10 @@ reserve_slow(le_engine *e, le__shard *sh, uint32_t len, uint32_t need,
 			/* The ring is sized so this cannot happen while the
 			 * budget allows; give the budget back if it does. */
 			le__budget_give(&e->budget, 1, len);
+		}
+		if (le__nowait) {
+			*rc = LE_EFULL; /* not a drop: see shard.h */
+			return NULL;
 		}
 		if (e->cfg.overflow == LE_OVERFLOW_DROP ||
 		    atomic_load_explicit(&e->closing, memory_order_relaxed)) {

@@ -345,6 +345,8 @@ int le_reader_next_sized(le_reader *r, le_record *rec, size_t size)
 
 	if (!rec || size < RECORD_MIN_SIZE)
 		return LE_EINVAL;
+	if (size == sizeof full) /* this release's callers: no copy */
+		return reader_next(r, rec);
 	int rc = reader_next(r, &full);
 	if (rc == 1)
 		le__copy_sized(rec, size, &full, sizeof full);

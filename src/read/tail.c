@@ -27,6 +27,7 @@
 #include <sys/stat.h>
 
 #include "record/defer.h"
+#include "record/fields.h"
 #include "base/internal.h"
 #include "store/seg_zst.h"
 #include "store/segment.h"
@@ -171,6 +172,7 @@ static void to_record(le_tail *t, const le__frame *f, uint64_t off,
 	rec->origin_seq = 0;
 	rec->fields = f->fields;
 	rec->fields_len = f->fields_len;
+	le__rec_backtrace(rec); /* fields.c: as le_reader_next reports it */
 	if (f->flags & LE_REC_DEFERRED) {
 		/* the text, or one that says why there is none */
 		long n = le__dcache_text(&t->dc, t->scan.fd, t->seg,

@@ -516,6 +516,167 @@ long_:
 	return -1;
 }
 
+/* ---- text, compiled ---- */
+
+int le__dtext_make(le__dtext *t, const le__desc *d)
+{
+	size_t pos = 0, lit = 0;
+	struct conv c;
+	char spec[SPEC_MAX];
+	int rc;
+
+	t->fmt = d->fmt;
+	t->flen = d->flen;
+	t->n = 0;
+	t->pad = 0;
+	while ((rc = conv_next(d->fmt, d->flen, &pos, &c)) == 1) {
+		struct le__dtconv *k = &t->c[t->n];
+		size_t sl = c.end - c.start;
+		if (t->n == LE_DTEXT_CONVS || sl + 4 > SPEC_MAX)
+			return -1;
+		*k = (struct le__dtconv){(uint32_t)lit, (uint32_t)(c.start - lit),
+		                         (uint8_t)c.type, (uint8_t)c.wstar,
+		                         (uint8_t)c.pstar, 0, {0}};
+		lit = pos;
+		t->n++;
+		if (c.type == T_PCT)
+			continue;
+		memcpy(spec, d->fmt + c.start + 1, sl - 1);
+		spec[sl - 1] = 0;
+		if (le__fspec_parse(spec, &k->sp) != spec + sl - 1)
+			return -1;
+		k->bare = !k->sp.flags && !k->sp.width && k->sp.prec < 0 &&
+		          !c.wstar && !c.pstar;
+		if (k->bare && c.type == T_I32 && !k->sp.len)
+			k->bare += k->sp.conv == 'u' ? 2 : k->sp.conv == 'd' ||
+			           k->sp.conv == 'i';
+	}
+	t->tail = (uint32_t)lit;
+	return rc;
+}
+
+/* One '*' value from r into *v.  @return 0, or -1 (short, or out of the
+ * range le__defer_text accepts). */
+static int star(struct rd *r, int *v)
+{
+	const unsigned char *b;
+	if (take(r, 4, &b) < 0)
+		return -1;
+	*v = (int)le__get32(b);
+	return *v > FIELD_MAX || *v < -FIELD_MAX ? -1 : 0;
+}
+
+/* v's digits (and a '-' when neg) at w, which has room for them.
+ * @return the bytes written. */
+static size_t dec(char *w, uint64_t v, int neg)
+{
+	int n = le__ndec(v);
+	w[0] = '-';
+	le__dec_fixed(v, w + neg + n, n);
+	return (size_t)(neg + n);
+}
+
+/* One conversion k of t, its arguments taken from r, at w (room bytes
+ * free).  @return the bytes written, or -1 (le__dtext_run's cases). */
+static long dconv(const struct le__dtconv *k, struct rd *r, char *w,
+                  size_t room)
+{
+	const unsigned char *b;
+	le__fspec sp = k->sp;
+	int sw = 0, spr = 0;
+	le__fval v;
+
+	if ((k->wstar && star(r, &sw) < 0) || (k->pstar && star(r, &spr) < 0))
+		return -1;
+	if (k->type == T_STR) {
+		if (take(r, 4, &b) < 0)
+			return -1;
+		uint32_t L = le__get32(b);
+		v.s = NULL;
+		if (L != LE_DEFER_NULLSTR) {
+			/* le__defer_text prints the stored bytes with their
+			 * length as the precision, whatever the format's */
+			if (take(r, L, &b) < 0)
+				return -1;
+			v.s = (const char *)b;
+			spr = (int)L;
+			sp.prec = LE__FSPEC_STAR;
+			if (k->bare && !k->wstar) {
+				size_t n = strnlen(v.s, L);
+				if (n > room)
+					return -1;
+				memcpy(w, v.s, n);
+				return (long)n;
+			}
+		}
+	} else {
+		size_t n = k->type == T_I32 ? 4 : 8;
+		if (take(r, n, &b) < 0)
+			return -1;
+		v.u = n == 4 ? le__get32(b) : le__get64(b);
+	}
+	if (le__fspec_star(&sp, sw, spr) < 0)
+		return -1;
+	int n = le__fspec_put(w, room + 1, &sp, v);
+	return n < 0 || (size_t)n > room ? -1 : n;
+}
+
+/* The literal fmt[at..at + n) to w (room bytes free): up to 32 bytes as
+ * two fixed 16-byte copies when fmt is padded and w has the room (what
+ * lands past n is overwritten next, or past the text's end). */
+static int lit(const le__dtext *t, uint32_t at, uint32_t n, char *w,
+               size_t room)
+{
+	if (room < n)
+		return -1;
+	if (t->pad && n <= 32 && room >= 32) {
+		memcpy(w, t->fmt + at, 16);
+		memcpy(w + 16, t->fmt + at + 16, 16);
+	} else {
+		memcpy(w, t->fmt + at, n);
+	}
+	return 0;
+}
+
+long le__dtext_run(const le__dtext *t, const unsigned char *args,
+                   size_t alen, char *out, size_t cap)
+{
+	struct rd r = {args, alen};
+	char *w = out, *end = out + cap - 1;
+
+	for (uint32_t i = 0; i < t->n; i++) {
+		const struct le__dtconv *k = &t->c[i];
+		const unsigned char *b;
+		if (lit(t, k->lit, k->lit_len, w, (size_t)(end - w)) < 0)
+			return -1;
+		w += k->lit_len;
+		if (k->type == T_PCT) {
+			if (w == end)
+				return -1;
+			*w++ = '%';
+			continue;
+		}
+		if (k->bare >= 2 && end - w >= 11 && take(&r, 4, &b) == 0) {
+			/* an int's %d %i %u: its digits straight in */
+			int32_t x = (int32_t)le__get32(b);
+			w += k->bare == 3 ? dec(w, (uint32_t)x, 0)
+			                  : dec(w, x < 0 ? 0 - (uint64_t)x
+			                                 : (uint64_t)x, x < 0);
+			continue;
+		}
+		long n = dconv(k, &r, w, (size_t)(end - w));
+		if (n < 0)
+			return -1;
+		w += n;
+	}
+	uint32_t tl = (uint32_t)(t->flen - t->tail);
+	if (r.left || lit(t, t->tail, tl, w, (size_t)(end - w)) < 0)
+		return -1;
+	w += tl;
+	*w = 0;
+	return w - out;
+}
+
 void le__rec_plain(const le__rec *r, le__rec *out, unsigned char *buf,
                    size_t cap)
 {

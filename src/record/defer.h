@@ -27,6 +27,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "base/fmt.h"
 #include "logengine.h"
 
 #define LE_DESC_VERSION 1
@@ -148,6 +149,47 @@ long le__defer_text(const le__desc *d, const unsigned char *args,
                     size_t alen, char *out, size_t cap, const char **why);
 
 /*
+ * A descriptor's format compiled once (le__dtext_make), so that a reader
+ * makes each record's text from its argument block without parsing the
+ * format again nor a printf call per argument (le__dtext_run): literal
+ * runs copied, bare %d %i %u %s written inline, the other conversions
+ * through le__fspec_put.  The same bytes as le__defer_text, which remains
+ * the reference: whatever the compiled form does not cover, it makes.
+ */
+#define LE_DTEXT_CONVS 24
+typedef struct le__dtext {
+	const char *fmt;       /* the descriptor's format, flen bytes: the
+	                          literal text (it outlives this) */
+	size_t flen;
+	uint32_t n;            /* conversions in c[] */
+	uint32_t tail;         /* literal text after the last: fmt[tail..) */
+	struct le__dtconv {
+		uint32_t lit, lit_len; /* literal before it, in fmt */
+		uint8_t type;          /* defer.c's T_* */
+		uint8_t wstar, pstar;  /* '*' width, '.*' precision */
+		uint8_t bare;          /* no flag, width nor precision;
+		                          2: and an int's %d %i, 3: %u */
+		le__fspec sp;
+	} c[LE_DTEXT_CONVS];
+	int pad;               /* fmt may be read LE_DTEXT_PAD bytes past
+	                          its end (the caller's copy has them) */
+} le__dtext;
+#define LE_DTEXT_PAD 32
+
+/* Compile d's format into t.  @return 0, or -1 when le__defer_text must
+ * make its texts: a conversion records cannot take or le__vfmt leaves to
+ * vsnprintf, or more than LE_DTEXT_CONVS conversions. */
+int le__dtext_make(le__dtext *t, const le__desc *d);
+
+/* The text of the argument block args[0..alen) by t, at out (cap bytes,
+ * NUL-terminated).  @return its length, or -1 when le__defer_text must
+ * make it: the block does not match the format (its error says how), the
+ * text does not fit in cap - 1 bytes, or a value le__vfmt leaves to
+ * vsnprintf. */
+long le__dtext_run(const le__dtext *t, const unsigned char *args,
+                   size_t alen, char *out, size_t cap);
+
+/*
  * The parts of a deferred payload (after any field block): in a segment
  * (R, the inline descriptor, the arguments) or in a queue slot (the site
  * number, the arguments).  @return 0 or -1 (*why).
@@ -170,6 +212,9 @@ typedef struct le__dcache {
 		uint32_t off;     /* frame offset + 1; 0: empty */
 		uint32_t len;
 		unsigned char *d;
+		le__dtext *t;     /* d's format compiled, owned; NULL:
+		                     not yet, or (dt < 0) it cannot be */
+		int dt;
 	} *e;
 	size_t cap, n;            /* entries (a power of two), in use */
 	char *text;

@@ -34,8 +34,8 @@ static void dcache_clear(le__dcache *c)
 {
 	for (size_t i = 0; i < c->cap; i++) {
 		free(c->e[i].d);
-		c->e[i].off = 0;
-		c->e[i].d = NULL;
+		free(c->e[i].t);
+		c->e[i] = (struct le__dent){0, 0, NULL, NULL, 0};
 	}
 	c->n = 0;
 }
@@ -61,14 +61,17 @@ static int dent_add(le__dcache *c, uint32_t off, const unsigned char *d,
 		}
 		free(old);
 	}
-	unsigned char *copy = malloc(len);
+	/* padded: the compiled format reads its literals in whole 16-byte
+	 * copies (le__dtext.pad) */
+	unsigned char *copy = malloc(len + LE_DTEXT_PAD);
 	if (!copy)
 		return -1;
 	memcpy(copy, d, len);
+	memset(copy + len, 0, LE_DTEXT_PAD);
 	size_t j = (off * 2654435761u) & (c->cap - 1);
 	while (c->e[j].off)
 		j = (j + 1) & (c->cap - 1);
-	c->e[j] = (struct le__dent){off + 1, (uint32_t)len, copy};
+	c->e[j] = (struct le__dent){off + 1, (uint32_t)len, copy, NULL, 0};
 	c->n++;
 	return 0;
 }
@@ -156,6 +159,33 @@ static long undecodable(le__dcache *c, const char **text, const char *why)
 	return n < (int)c->text_cap ? n : (long)c->text_cap - 1;
 }
 
+/* The text of args by e's descriptor, compiled the first time (the
+ * cache's entries live as long as their segment is read, so a format is
+ * parsed once per segment).  @return its length, or -1 when
+ * le__defer_text must make it (le__dtext_run). */
+static long text_compiled(le__dcache *c, struct le__dent *e,
+                          const unsigned char *args, size_t alen)
+{
+	if (!e->dt) {
+		le__desc desc;
+		const char *why;
+		e->dt = -1;
+		if (!le__desc_decode(e->d, e->len, &desc, &why) ||
+		    !(e->t = malloc(sizeof *e->t)))
+			return -1;
+		e->dt = le__dtext_make(e->t, &desc) == 0 ? 1 : -1;
+		e->t->pad = 1; /* dent_add's copy */
+	}
+	if (e->dt < 0)
+		return -1;
+	if (!c->text_cap) {
+		if (!(c->text = malloc(4096)))
+			return -1;
+		c->text_cap = 4096;
+	}
+	return le__dtext_run(e->t, args, alen, c->text, c->text_cap);
+}
+
 long le__dcache_text(le__dcache *c, int fd, uint64_t seg, uint32_t version,
                      uint32_t fields, uint64_t at, const unsigned char *p,
                      size_t len, const char **text, uint32_t *flags,
@@ -172,11 +202,13 @@ long le__dcache_text(le__dcache *c, int fd, uint64_t seg, uint32_t version,
 	}
 	if (le__defer_split_seg(p, len, &ref, &d, &dlen, &args, &alen, why) < 0)
 		goto bad;
+	struct le__dent *e = NULL;
 	if (d) {
-		if (at < LE_DEFER_INLINE && !dent_find(c, (uint32_t)at))
-			dent_add(c, (uint32_t)at, d, dlen);
+		if (at < LE_DEFER_INLINE && !(e = dent_find(c, (uint32_t)at)) &&
+		    dent_add(c, (uint32_t)at, d, dlen) == 0)
+			e = dent_find(c, (uint32_t)at);
 	} else {
-		struct le__dent *e = dent_find(c, ref);
+		e = dent_find(c, ref);
 		if (e) {
 			d = e->d;
 			dlen = e->len;
@@ -184,7 +216,13 @@ long le__dcache_text(le__dcache *c, int fd, uint64_t seg, uint32_t version,
 			d = desc_at(c, fd, version, fields, ref, &dlen, why);
 			if (!d)
 				goto bad;
+			e = dent_find(c, ref);
 		}
+	}
+	long fast = e ? text_compiled(c, e, args, alen) : -1;
+	if (fast >= 0) {
+		*text = c->text;
+		return fast;
 	}
 	if (!le__desc_decode(d, dlen, &desc, why))
 		goto bad;

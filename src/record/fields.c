@@ -276,16 +276,26 @@ int le_record_field(const le_record *rec, size_t *pos, le_field *out)
 	return rc < 0 ? LE_ECORRUPT : rc;
 }
 
+int le__fields_unmark(const unsigned char **b, size_t *len)
+{
+	if (!*b || *len < LE_BT_FIELD_LEN ||
+	    memcmp(*b, LE_BT_FIELD, LE_BT_FIELD_LEN) != 0)
+		return 0;
+	*b += LE_BT_FIELD_LEN;
+	*len -= LE_BT_FIELD_LEN;
+	return 1;
+}
+
 void le__rec_backtrace(le_record *rec)
 {
-	if (!rec->fields || rec->fields_len < LE_BT_FIELD_LEN ||
-	    memcmp(rec->fields, LE_BT_FIELD, LE_BT_FIELD_LEN) != 0)
+	const unsigned char *b = rec->fields;
+	size_t len = rec->fields_len;
+
+	if (!le__fields_unmark(&b, &len))
 		return;
 	rec->flags |= LE_REC_BACKTRACE;
-	rec->fields_len -= LE_BT_FIELD_LEN;
-	rec->fields = rec->fields_len ? (const unsigned char *)rec->fields +
-	                                        LE_BT_FIELD_LEN
-	                              : NULL;
-	if (!rec->fields_len)
+	rec->fields_len = len;
+	rec->fields = len ? b : NULL;
+	if (!len)
 		rec->flags &= ~LE_REC_FIELDS;
 }

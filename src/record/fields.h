@@ -83,8 +83,12 @@ int le__field_next(const unsigned char *b, size_t len, size_t *pos,
  * "le.backtrace" = true, first in a record's field block. */
 #define LE_BT_FIELD "\x05\x0c" "le.backtrace" "\x01"
 #define LE_BT_FIELD_LEN 15u
+/* A field block b[0..*len) that starts with that field: step *b and
+ * *len past it.  @return 1 (recorded history) or 0 (b left as it was). */
+int le__fields_unmark(const unsigned char **b, size_t *len);
 /* A record read back: that field, when first, taken out of rec's fields
- * and reported as LE_REC_BACKTRACE (a block of it alone leaves none). */
+ * and reported as LE_REC_BACKTRACE (a block of it alone leaves none):
+ * the reader's and le_tail's. */
 void le__rec_backtrace(le_record *rec);
 
 /* ---- recfmt.c: fields and values as text ---- */

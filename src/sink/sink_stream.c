@@ -120,14 +120,19 @@ size_t le__stream_format(unsigned char *out, size_t cap, int format,
 {
 	size_t w = 0, flen = 0, mlen;
 	const unsigned char *p = payload, *fb = NULL;
+	int bt = 0;
 
 	if (cap < 256)
 		return 0;
 	/* A field block (fields.h) goes after the message, formatted by
-	 * recfmt.c as every output formats it. */
+	 * recfmt.c as every output formats it.  Recorded history (the
+	 * flight recorder's) is marked as logengine cat marks it:
+	 * "backtrace":true, or {backtrace} before the message. */
 	if ((flags & LE_REC_FIELDS) &&
-	    le__fields_split(payload, len, &fb, &flen, &p, &mlen) == 0)
+	    le__fields_split(payload, len, &fb, &flen, &p, &mlen) == 0) {
 		len = (uint32_t)mlen;
+		bt = le__fields_unmark(&fb, &flen);
+	}
 	if (format == LE_STREAM_JSON) {
 		/* {"seq":..,"ts":"..","level":"..","shard":..,"msg":".."} */
 		w = put_str(out, "{\"seq\":");
@@ -143,6 +148,8 @@ size_t le__stream_format(unsigned char *out, size_t cap, int format,
 			w += put_str(out + w, "\"truncated\":true,");
 		if (flags & LE_REC_MARKER)
 			w += put_str(out + w, "\"marker\":true,");
+		if (bt)
+			w += put_str(out + w, "\"backtrace\":true,");
 		w += put_str(out + w, "\"msg\":\"");
 		w += le__json_escape(out + w, cap - w - 4, p, len);
 		out[w++] = '"';
@@ -161,6 +168,8 @@ size_t le__stream_format(unsigned char *out, size_t cap, int format,
 			w += 5;
 			out[w++] = ' ';
 		}
+		if (bt)
+			w += put_str(out + w, "{backtrace} ");
 		/* One record, one line: a newline inside becomes "\n". */
 		const unsigned char *q = p, *end = p + len;
 		while (q < end && w + 3 < cap) {

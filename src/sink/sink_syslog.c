@@ -137,6 +137,8 @@ void le__syslog_id_init(le__syslog_id *id, int facility, const char *app,
 	id->tail_len = w;
 }
 
+#define BT_TAG "{backtrace} "
+
 size_t le__syslog_format(unsigned char *out, size_t cap,
                          const le__syslog_id *id, const le__rec *r)
 {
@@ -146,9 +148,15 @@ size_t le__syslog_format(unsigned char *out, size_t cap,
 
 	if (cap > LE_SYSLOG_MSG_MAX)
 		cap = LE_SYSLOG_MSG_MAX;
+	int bt = 0;
+
 	if ((r->flags & LE_REC_FIELDS) &&
 	    le__fields_split(r->payload, r->len, &fb, &flen, &msg, &mlen) < 0)
 		flen = 0;
+	/* recorded history (the flight recorder's): MSG starts with
+	 * {backtrace}, as logengine cat shows it */
+	if (flen)
+		bt = le__fields_unmark(&fb, &flen);
 	w = (size_t)snprintf((char *)out, cap, "<%d>1 ",
 	                     id->facility * 8 + (sev < 0 ? 5 : sev));
 	w += le__put_ts((char *)out + w, r->ts, 6);
@@ -166,6 +174,10 @@ size_t le__syslog_format(unsigned char *out, size_t cap,
 		out[w++] = '-';
 	}
 	out[w++] = ' ';
+	if (bt && cap - w >= sizeof BT_TAG - 1) {
+		memcpy(out + w, BT_TAG, sizeof BT_TAG - 1);
+		w += sizeof BT_TAG - 1;
+	}
 	if (mlen > cap - w)
 		mlen = cap - w;
 	memcpy(out + w, msg, mlen);

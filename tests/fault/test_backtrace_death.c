@@ -249,9 +249,7 @@ TEST(clean_close_leaves_no_history_to_write)
 int main(int argc, char **argv)
 {
 	T_INIT(argc, argv);
-	done = mmap(NULL, sizeof *done, PROT_READ | PROT_WRITE,
-	            MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-	CHECK(done != MAP_FAILED);
+	done = t_shared(sizeof *done);
 	srand((unsigned)getpid());
 	RUN(kill9_kept_records_are_written_by_the_next_le_open);
 	RUN(kill9_kept_records_are_written_by_logengine_recover);

@@ -385,6 +385,30 @@ TEST(judged_targets_count_the_paired_repeats_that_met_them)
 	cleanup();
 }
 
+/* The producers preset: 1/2/4/8 producers on 1 and 2 shards, untimed
+ * and timed (16 rows), judged against the single producer on one shard
+ * with its paired repeats counted. */
+TEST(producers_preset_runs_every_point_and_judges_the_lowest)
+{
+	char *md = bench_md("--only producers -n 4000 -r 2");
+	for (int t = 1; t <= 8; t *= 2)
+		for (int sh = 1; sh <= 2; sh++) {
+			char row[64];
+			snprintf(row, sizeof row, "| producers=%d shards=%d, not "
+			         "timed |", t, sh);
+			CHECK(strstr(md, row));
+			snprintf(row, sizeof row, "| producers=%d shards=%d |",
+			         t, sh);
+			CHECK(strstr(md, row));
+		}
+	const char *judged = strstr(md, "no configuration below the single "
+	                                "producer's rate");
+	CHECK(judged);
+	CHECK(strstr(judged, " paired repeats)"));
+	CHECK(strstr(md, "highest p99.9 of the timed points"));
+	cleanup();
+}
+
 TEST(soak_reports_every_interval_and_accounts_for_every_record)
 {
 	int rc = bench("--only soak --soak 1 --soak-interval 0.25 "
@@ -419,6 +443,7 @@ int main(int argc, char **argv)
 	RUN(run_whose_files_lack_records_is_invalid);
 	RUN(markdown_table_names_every_competitor_and_target);
 	RUN(judged_targets_count_the_paired_repeats_that_met_them);
+	RUN(producers_preset_runs_every_point_and_judges_the_lowest);
 	RUN(soak_reports_every_interval_and_accounts_for_every_record);
 	return t_done();
 }

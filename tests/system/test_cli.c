@@ -366,6 +366,91 @@ TEST(json_prints_sequence_numbers_of_every_width)
 	t_rmrf(tmp);
 }
 
+/*
+ * A deferred record's text is made by the reader (a format compiled once
+ * per descriptor), a plain record's by snprintf at the call: the same
+ * text must print the same in every format.  Each case goes in twice,
+ * through le_info and as le_write of snprintf's text, and cat's lines are
+ * compared pairwise from the message on (json: "msg", short: past "] ").
+ */
+#define BOTH(e, fmt, ...)                                                    \
+	do {                                                                 \
+		char line_[512];                                             \
+		int n_ = snprintf(line_, sizeof line_, fmt, __VA_ARGS__);    \
+		le_info(e, fmt, __VA_ARGS__);                                \
+		CHECK_EQ(le_write(e, 0, LE_INFO, line_, (uint32_t)n_), 0);   \
+	} while (0)
+
+static void log_both(const char *dir, int n)
+{
+	static const char *const strs[] = {"plain", "q\"uote", "back\\slash",
+	                                   "tab\tnl\n\x01", "\xc3\xa9t\xc3\xa9",
+	                                   "bad \xff\xfe", ""};
+	le_config c;
+	le_engine *e;
+
+	le_config_init(&c);
+	c.dir = dir;
+	c.durability = LE_SYNC_NONE;
+	CHECK_EQ(le_open(&e, &c), 0);
+	for (int i = 0; i < n; i++) {
+		const char *s = strs[i % 7];
+		long long big = (long long)i * -987654321987ll;
+		BOTH(e, "Logging int: %d, int: %d, double: %f", i, 2 * i,
+		     i / 2.0);
+		BOTH(e, "u=%u x=%x s=%s %%", (unsigned)i * 2654435761u, i, s);
+		BOTH(e, "[%5d|%-6s|%+.2f|%08.3f]", -i, s, i * -1.25, i / 7.0);
+		BOTH(e, "%lld %zu %c %.3s", big, (size_t)i << 40, 'A' + i % 26,
+		     s);
+		BOTH(e, "%*d %.*f %e", i % 9, i, i % 5, i * 1e-3, i * 1e10);
+	}
+	CHECK_EQ(le_close(e), 0);
+}
+
+/* Lines of out_text, pairwise equal from the first `from` on. */
+static void pairs_equal(const char *from, int want_lines)
+{
+	char *save = NULL;
+	int n = 0;
+	const char *prev = NULL;
+	for (char *l = strtok_r(out_text, "\n", &save); l;
+	     l = strtok_r(NULL, "\n", &save), n++) {
+		const char *m = strstr(l, from);
+		CHECK(m != NULL);
+		if (n % 2 && strcmp(prev, m) != 0) {
+			fprintf(stderr, "  line %d: \"%s\" against \"%s\"\n", n,
+			        m, prev);
+			CHECK(0);
+		}
+		prev = m;
+	}
+	CHECK_EQ(n, want_lines);
+}
+
+TEST(deferred_records_print_as_snprintfs_text_in_json_and_short)
+{
+	char log[256], tmp[256], args[600];
+	le_reader *r;
+	le_record rec;
+	int deferred = 0;
+
+	dirs(log, tmp);
+	log_both(log, 300);
+	CHECK_EQ(le_reader_open(&r, log, NULL), 0);
+	while (le_reader_next(r, &rec) > 0)
+		deferred += (rec.flags & LE_REC_DEFERRED) != 0;
+	le_reader_close(r);
+	CHECK(deferred >= 300 * 4); /* the detector: most went deferred */
+	snprintf(args, sizeof args, "cat -o json '%s'", log);
+	CHECK_EQ(run(tmp, args), 0);
+	pairs_equal("\"msg\":", 300 * 5 * 2);
+	snprintf(args, sizeof args, "cat -o short '%s'", log);
+	CHECK_EQ(run(tmp, args), 0);
+	pairs_equal("] ", 300 * 5 * 2);
+	t_rmrf(log);
+	t_rmrf(tmp);
+}
+
 TEST(cat_on_corruption_exits_1_naming_file_and_offset)
 {
 	char log[256], tmp[256], args[600], path[512], want[700];
@@ -624,6 +709,7 @@ int main(int argc, char **argv)
 	RUN(cat_json_has_required_keys_and_escapes);
 	RUN(json_and_text_escape_every_payload_as_documented);
 	RUN(json_prints_sequence_numbers_of_every_width);
+	RUN(deferred_records_print_as_snprintfs_text_in_json_and_short);
 	RUN(cat_on_corruption_exits_1_naming_file_and_offset);
 	RUN(cat_into_closed_pipe_exits_quietly);
 	RUN(verify_exits_0_on_clean_and_1_with_offset_on_flip);

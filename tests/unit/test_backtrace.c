@@ -4,12 +4,17 @@
  * marked as recorded history, before a trigger, on le_dump_backtrace;
  * only the levels asked for; a bounded ring that drops its oldest and
  * counts them; inheritance by child loggers; the settings from le_config
- * and LOGENGINE_BACKTRACE; NULL handles.  What survives a dead process
+ * and LOGENGINE_BACKTRACE; NULL handles; the marking in the stream and
+ * syslog lines and in le_tail.  What survives a dead process
  * is tests/fault/test_kill9.c's.
  */
 #include "harness.h"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
 #include <pthread.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 
 #include "logengine.h"
@@ -319,6 +324,141 @@ TEST(concurrent_keeping_and_dumping_accounts_for_every_call)
 	t_rmrf(dir);
 }
 
+/* A root recorder at DEBUG, the store, and c's line outputs as set. */
+static le_engine *open_lines(le_config *c)
+{
+	c->dir = t_tmpdir(dir);
+	c->durability = LE_SYNC_NONE;
+	c->flush_ms = 5;
+	c->backtrace = "debug";
+	unsetenv("LOGENGINE_LEVEL");
+	unsetenv("LOGENGINE_BACKTRACE");
+	return t_open(c);
+}
+
+/* One kept record with a field, one plain, the trigger: written as
+ * plain, kept (out before its trigger), boom. */
+static void log_kept_plain_error(le_engine *e)
+{
+	le_debug_kv(e, LE_FIELDS(LE_I64("n", 5)), "kept %d", 1);
+	le_info(e, "plain");
+	le_error(e, "boom");
+}
+
+/* The stream sink's lines of recorded history say so as logengine cat
+ * does ({backtrace} before the text, "backtrace":true in JSON), and the
+ * marking field is not printed as one of the record's. */
+TEST(stream_lines_mark_recorded_history)
+{
+	static const struct {
+		int format;
+		const char *kept;
+	} want[] = {
+		{LE_STREAM_TEXT, "DEBUG {backtrace} kept 1 n=5\n"},
+		{LE_STREAM_JSON, "\"backtrace\":true,\"msg\":\"kept 1\","
+		                 "\"fields\":{\"n\":5}}\n"},
+	};
+	char sdir[256], out[300], text[4096];
+	for (size_t i = 0; i < sizeof want / sizeof *want; i++) {
+		le_config c;
+		le_config_init(&c);
+		snprintf(out, sizeof out, "%s/stream.log", t_tmpdir(sdir));
+		c.stream_path = out;
+		c.stream_format = want[i].format;
+		le_engine *e = open_lines(&c);
+		log_kept_plain_error(e);
+		CHECK_RC(le_close(e));
+		FILE *f = fopen(out, "r");
+		CHECK(f != NULL);
+		size_t n = fread(text, 1, sizeof text - 1, f);
+		fclose(f);
+		text[n] = '\0';
+		CHECK(strstr(text, want[i].kept) != NULL);
+		CHECK(strstr(text, "le.backtrace") == NULL);
+		char *plain = strstr(text, "plain"); /* logged after it */
+		CHECK(plain && plain < strstr(text, "kept 1"));
+		*strchr(plain, '\n') = '\0';
+		CHECK(strstr(text, "backtrace") == NULL);
+		t_rmrf(sdir);
+		t_rmrf(dir);
+	}
+}
+
+/* A bound UDP socket on the loopback, as a syslog server's. */
+static int udp_server(int *port)
+{
+	struct sockaddr_in a = {.sin_family = AF_INET};
+	socklen_t len = sizeof a;
+	int fd = socket(AF_INET, SOCK_DGRAM, 0);
+	CHECK(fd >= 0);
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	CHECK(bind(fd, (struct sockaddr *)&a, sizeof a) == 0);
+	CHECK(getsockname(fd, (struct sockaddr *)&a, &len) == 0);
+	*port = ntohs(a.sin_port);
+	return fd;
+}
+
+/* The next datagram into buf (NUL-terminated), waited for 5 s at most. */
+static void udp_next(int fd, char *buf, size_t cap)
+{
+	struct pollfd p = {.fd = fd, .events = POLLIN};
+	CHECK(poll(&p, 1, 5000) == 1);
+	ssize_t n = recv(fd, buf, cap - 1, 0);
+	CHECK(n > 0);
+	buf[n] = '\0';
+}
+
+/* Syslog messages of recorded history start their text with
+ * {backtrace}; the field is not among their structured data. */
+TEST(syslog_messages_mark_recorded_history)
+{
+	char addr[64], msg[3][2048];
+	int port, fd = udp_server(&port);
+	le_config c;
+	le_config_init(&c);
+	snprintf(addr, sizeof addr, "udp://127.0.0.1:%d", port);
+	c.syslog_addr = addr;
+	le_engine *e = open_lines(&c);
+	log_kept_plain_error(e);
+	for (int i = 0; i < 3; i++)
+		udp_next(fd, msg[i], sizeof msg[i]);
+	CHECK_RC(le_close(e));
+	close(fd);
+	CHECK(strstr(msg[0], " - plain") != NULL);
+	CHECK(strstr(msg[1], "[fields@32473 n=\"5\"] {backtrace} kept 1"));
+	CHECK(strstr(msg[1], "le.backtrace") == NULL);
+	CHECK(strstr(msg[2], " - boom") != NULL);
+	t_rmrf(dir);
+}
+
+/* le_tail reports recorded history as the reader does: the flag, and
+ * the marking field out of the record's fields. */
+TEST(tail_reports_recorded_history_as_the_flag)
+{
+	le_config c;
+	le_config_init(&c);
+	le_engine *e = open_lines(&c);
+	le_record r;
+	le_tail *t;
+	size_t pos = 0;
+	le_field f;
+	log_kept_plain_error(e);
+	CHECK_RC(le_flush(e, -1));
+	CHECK_RC(le_tail_open(&t, dir, 0, 1, 0));
+	CHECK_EQ(le_tail_next(t, &r), 1); /* plain */
+	CHECK(!(r.flags & LE_REC_BACKTRACE));
+	CHECK_EQ(le_tail_next(t, &r), 1);
+	CHECK_EQ(r.len, 6);
+	CHECK(!memcmp(r.payload, "kept 1", 6));
+	CHECK(r.flags & LE_REC_BACKTRACE);
+	CHECK_EQ(le_record_field(&r, &pos, &f), 1);
+	CHECK_EQ(f.key_len, 1); /* n=5, the marking field gone */
+	CHECK_EQ(le_record_field(&r, &pos, &f), 0);
+	le_tail_close(t);
+	CHECK_RC(le_close(e));
+	t_rmrf(dir);
+}
+
 int main(int argc, char **argv)
 {
 	T_INIT(argc, argv);
@@ -332,5 +472,8 @@ int main(int argc, char **argv)
 	RUN(environment_sets_recorders_and_bad_items_are_reported);
 	RUN(null_handles_and_bad_levels_are_refused);
 	RUN(concurrent_keeping_and_dumping_accounts_for_every_call);
+	RUN(stream_lines_mark_recorded_history);
+	RUN(syslog_messages_mark_recorded_history);
+	RUN(tail_reports_recorded_history_as_the_flag);
 	return t_done();
 }

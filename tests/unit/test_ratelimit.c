@@ -224,25 +224,113 @@ static void *window_racer(void *arg)
 	return NULL;
 }
 
+/* RACERS threads of fn on a new engine (race_e) for 300 ms, adding
+ * their calls to window_calls; then the log tallied into t. */
+static void race(void *(*fn)(void *), struct tally *t, le_stats *st)
+{
+	pthread_t th[RACERS];
+	atomic_store(&window_calls, 0);
+	race_e = open_e();
+	race_until = mono_ns() + 300 * 1000000ull;
+	for (int i = 0; i < RACERS; i++)
+		CHECK(pthread_create(&th[i], NULL, fn, NULL) == 0);
+	for (int i = 0; i < RACERS; i++)
+		pthread_join(th[i], NULL);
+	close_and_tally(race_e, st, t, NULL);
+}
+
 /* Four threads through many 20-ms windows of 5: the records between two
  * summaries (one window's, and the racers' of the window before) are at
  * most 5 + 3, and every call is a record or counted. */
 TEST(racing_threads_keep_the_bound_in_every_window)
 {
-	pthread_t th[RACERS];
-	race_e = open_e();
-	race_until = mono_ns() + 300 * 1000000ull;
-	for (int i = 0; i < RACERS; i++)
-		CHECK(pthread_create(&th[i], NULL, window_racer, NULL) == 0);
-	for (int i = 0; i < RACERS; i++)
-		pthread_join(th[i], NULL);
 	struct tally t = {.prefix = "windows"};
 	le_stats st;
-	close_and_tally(race_e, &st, &t, NULL);
+	race(window_racer, &t, &st);
 	CHECK(t.summaries >= 3); /* windows opened again under the load */
 	CHECK(t.most_run <= 5 + RACERS - 1);
 	CHECK_EQ(t.suppressed + (uint64_t)t.records,
 	         (uint64_t)atomic_load(&window_calls));
+	t_rmrf(dir);
+}
+
+/* A tally of what the log holds now, read while e still writes to it
+ * (a batch half written is a torn tail for now). */
+static struct tally tally_now(const char *prefix)
+{
+	struct tally t = {.prefix = prefix};
+	CHECK(read_all(dir, LE_RECOVER_TOLERATE_TAIL, tally_rec, &t) >= 0);
+	return t;
+}
+
+static void warn_flood(le_engine *e, int i)
+{
+	le_warn_every(e, 1500, 5, "flood %d", i);
+}
+
+/* A flood that stops within its window and no call of the site after
+ * it: the summary is in the log soon after the window ends, from the
+ * writer's sweep, not at le_close; and only once.  The window outlasts
+ * the writer's wait before it sleeps long (about a second), so a sweep
+ * that slept through the window's end would come seconds late. */
+TEST(a_flood_that_stops_is_summarised_when_its_window_ends)
+{
+	le_engine *e = open_e();
+	uint64_t t0 = mono_ns();
+	for (int i = 0; i < 20000; i++)
+		warn_flood(e, i);
+	struct tally t;
+	for (;;) {
+		t = tally_now("flood");
+		if (t.summaries)
+			break;
+		CHECK(mono_ns() - t0 < 5000 * 1000000ull);
+		usleep(1000);
+	}
+	uint64_t ms = (mono_ns() - t0) / 1000000u;
+	printf("  summary %llu ms after the flood's first call (window 1500)\n",
+	       (unsigned long long)ms);
+	CHECK(ms >= 1500); /* never before the window's end */
+	CHECK_STR_EQ(t.order, "rrrrrs");
+	CHECK_EQ(t.suppressed, 20000 - 5);
+	le_stats st;
+	struct tally after = {.prefix = "flood"};
+	close_and_tally(e, &st, &after, NULL);
+	CHECK_STR_EQ(after.order, "rrrrrs"); /* le_close had nothing more */
+	CHECK_EQ(st.suppressed, 20000 - 5);
+	CHECK_EQ(st.suppressed_summaries, 1);
+	t_rmrf(dir);
+}
+
+static void *pausing_racer(void *arg)
+{
+	struct timespec pause = {0, 20 * 1000000};
+	uint64_t n = 0;
+	(void)arg;
+	/* the pauses, longer than a window and its settling time, let the
+	 * sweep tell windows while the other racers call */
+	while (mono_ns() < race_until) {
+		for (int i = 0; i < 500; i++, n++)
+			le_warn_every(race_e, 5, 3, "pausing %d", i);
+		nanosleep(&pause, NULL);
+	}
+	atomic_fetch_add(&window_calls, n);
+	return NULL;
+}
+
+/* Racers that call and pause, through many 5-ms windows: windows are
+ * told by the sweep and by calls, each call still a record or in
+ * exactly one summary. */
+TEST(racing_threads_and_the_sweep_count_every_call_once)
+{
+	struct tally t = {.prefix = "pausing"};
+	le_stats st;
+	race(pausing_racer, &t, &st);
+	CHECK(t.summaries >= 3);
+	CHECK_EQ(t.suppressed + (uint64_t)t.records,
+	         (uint64_t)atomic_load(&window_calls));
+	CHECK_EQ(st.suppressed, t.suppressed);
+	CHECK_EQ(st.suppressed_summaries, (uint64_t)t.summaries);
 	t_rmrf(dir);
 }
 
@@ -389,6 +477,8 @@ int main(int argc, char **argv)
 	RUN(two_call_sites_are_limited_apart);
 	RUN(racing_threads_let_through_at_most_burst_plus_threads_and_count_all);
 	RUN(racing_threads_keep_the_bound_in_every_window);
+	RUN(a_flood_that_stops_is_summarised_when_its_window_ends);
+	RUN(racing_threads_and_the_sweep_count_every_call_once);
 	RUN(a_loggers_limit_overrides_the_calls_and_is_inherited);
 	RUN(logengine_ratelimit_sets_limits_at_open);
 	RUN(bad_logengine_ratelimit_is_reported_and_defaults_kept);
