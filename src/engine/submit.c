@@ -561,11 +561,10 @@ static inline void bt_put_name(const struct le__head *h, unsigned char *p,
 /* A deferred record into an entry: [name] site number, then the
  * arguments, from a (read before) or straight from ap (a fixed-size
  * plan); alen bytes of them. */
-static inline void bt_keep_block(le_engine *e, le__shard *sh,
-                                 const struct le__head *h,
-                                 const le__dsite *ds, uint32_t id,
-                                 uint32_t fb, const le__dargs *a, va_list ap,
-                                 size_t alen)
+static inline __attribute__((always_inline)) void
+bt_keep_block(le_engine *e, le__shard *sh, const struct le__head *h,
+              const le__dsite *ds, uint32_t id, uint32_t fb,
+              const le__dargs *a, va_list ap, size_t alen)
 {
 	uint64_t gen;
 	le__btent *en = bt_claim(e, sh, &gen);

@@ -168,6 +168,8 @@ static int take_one(le__btring *r, uint64_t n, int logger, int dead,
 		    &e->gen, &g, mine | LE_BT_READING, memory_order_acquire,
 		    memory_order_relaxed))
 		return 0;
+	/* relaxed: a count for le__btring_dropped, which orders nothing */
+	atomic_fetch_add_explicit(&r->taken, 1, memory_order_relaxed);
 	copy->ts = e->ts;
 	copy->meta = atomic_load_explicit(&e->meta, memory_order_relaxed);
 	uint32_t len = LE_BT_LEN(copy->meta);
@@ -213,4 +215,22 @@ uint64_t le__btring_take(le__btring *r, uint32_t max, int logger, int dead,
 		k++;
 	}
 	return k;
+}
+
+uint64_t le__btring_dropped(le__btring *r)
+{
+	if (!r->map)
+		return 0;
+	/* acquire: the entries of every claim counted are looked at after */
+	uint64_t n = atomic_load_explicit(r->claims, memory_order_acquire);
+	uint64_t held = 0;
+
+	n -= atomic_load_explicit(&r->taken, memory_order_relaxed);
+	for (uint32_t i = 0; i < r->cap; i++) {
+		uint64_t g = atomic_load_explicit(&r->ent[i].gen,
+		                                  memory_order_relaxed);
+		held += g != 0 && ((g & 3) == LE_BT_WRITING ||
+		                   (g & 3) == LE_BT_KEPT);
+	}
+	return n > held ? n - held : 0;
 }
