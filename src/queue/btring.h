@@ -14,6 +14,7 @@
  *    32   4  clock unit of the stamps: 1 ns since the epoch, 2 TSC ticks
  *    40   8  boot: FNV-1a of the kernel's boot_id (queue.h)
  *    64   8  claims: entries ever claimed (the next claim's number)
+ *    72   8  taken: entries readers took (state 2 -> 0)
  *   128      entries, each:
  *              0  8  gen: (claim number + 1) << 2 | state
  *              8  8  ts: the producer's stamp (as a queue slot's)
@@ -28,8 +29,8 @@
  * with a fetch-and-add on claims, then takes entry n % entries with one
  * CAS (acquire) from state 2 or 3 of an older number; an entry being
  * written or read, or holding a newer number, makes it drop its own
- * record instead (counted, le__btring_dropped): it never waits.  It fills the entry and
- * publishes with a release store of state 2.  A reader takes an entry by
+ * record instead (counted: le__btring_dropped): it never waits.  It
+ * fills the entry and publishes with a release store of state 2.  A reader takes an entry by
  * CAS 2 -> 0 (acquire: it sees the producer's bytes), copies it, and
  * stores state 3 (release: a producer's later CAS sees the copy done).
  * So no byte of an entry is ever written while it is read.  meta is one
@@ -52,6 +53,7 @@
 #define LE_BT_ENTRY_HDR 24u
 #define LE_BT_PAYLOAD_MAX (LE_BT_ENTRY - LE_BT_ENTRY_HDR)
 #define LE_BT_CLAIMS_OFF 64u
+#define LE_BT_TAKEN_OFF 72u
 
 enum { LE_BT_READING = 0, LE_BT_WRITING = 1, LE_BT_KEPT = 2, LE_BT_OUT = 3 };
 
@@ -78,8 +80,8 @@ typedef struct le__btring {
 	_Atomic uint64_t *claims;  /* [atomic] producers fetch-and-add */
 	le__btent *ent;            /* [const] cap entries */
 	uint32_t cap;              /* [const] a power of two */
-	_Atomic uint64_t taken;    /* [atomic] entries readers took (state 2
-	                              -> 0), in this process */
+	_Atomic uint64_t *taken;   /* [atomic] readers add: in the mapping,
+	                              so a fork child's dumps count too */
 	void *map;
 	size_t map_len;
 	int fd;                    /* -1: anonymous */
