@@ -577,7 +577,9 @@ typedef struct le_stats {
 	                               recorded history (le_set_backtrace) */
 	uint64_t backtrace_dropped; /* kept records lost before being
 	                               written out: overwritten by newer ones
-	                               in a full ring, or a ring entry busy */
+	                               in a full ring, or a ring entry busy
+	                               (counted as it is read: one look at
+	                               each ring entry, none by the calls) */
 } le_stats;
 
 /**

@@ -8,6 +8,10 @@
  * ring, not queued), alternating rounds in one process.
  * What the empty call shows at p99.9 is this machine's (interrupts, the
  * hypervisor taking the vCPU), and no logging call can do better.
+ * "2 rmw" is the floor under both logging calls: the two locked
+ * read-modify-writes each makes (queued: the budget word and the ring's
+ * head; kept: the ring's claim counter and the entry's state), on two
+ * lines of their own, and nothing else.
  *
  *   build/burst-floor [CALLS [ROUNDS]]    (default 1,000,000 calls, 5 rounds)
  *
@@ -15,6 +19,7 @@
  * included, as bench reports them).
  */
 #define _GNU_SOURCE
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -55,6 +60,21 @@ static __attribute__((noinline)) int deferred(le_engine *e, long i)
 {
 	le_info(e, "Logging int: %d, int: %d, double: %f", (int)i,
 	        (int)(2 * i), (double)i / 2.0);
+	return 0;
+}
+
+/* Two words on lines of their own, as the budget and a ring's head. */
+static struct {
+	_Alignas(64) _Atomic uint64_t a;
+	_Alignas(64) _Atomic uint64_t b;
+} rmw_words;
+
+static __attribute__((noinline)) int two_rmw(le_engine *e, long i)
+{
+	(void)e;
+	atomic_fetch_add_explicit(&rmw_words.a, (uint64_t)i,
+	                          memory_order_relaxed);
+	atomic_fetch_add_explicit(&rmw_words.b, 1, memory_order_relaxed);
 	return 0;
 }
 
@@ -132,6 +152,7 @@ int main(int argc, char **argv)
 	for (int r = 1; r <= rounds; r++) {
 		printf("round %d\n", r);
 		run("empty", empty, e, lat, n);
+		run("2 rmw", two_rmw, e, lat, n);
 		run("le_info", deferred, e, lat, n);
 		run("recorded", recorded, e, lat, n);
 	}

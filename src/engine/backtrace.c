@@ -406,8 +406,7 @@ uint64_t le__bt_dropped(le_engine *e)
 	uint64_t n = 0;
 
 	for (uint32_t i = 0; e->shards && i < e->nshards; i++)
-		n += atomic_load_explicit(&e->shards[i].bt.dropped,
-		                          memory_order_relaxed) +
+		n += le__btring_dropped(&e->shards[i].bt) +
 		     e->shards[i].bt_dead.lost;
 	return n + atomic_load_explicit(&e->bt_lost, memory_order_relaxed);
 }

@@ -180,7 +180,8 @@ reserve(le_engine *e, le__shard *sh, uint32_t len, uint32_t need, int *rc,
 /* After publishing, when the queue is filling: wake the writer if it
  * sleeps, or naps while the queue is half full (le__wake_queued: no lost
  * wake-up, no fence on the common path). */
-static void publish_and_wake(le__shard *sh, le__slot *s, int wake)
+static inline __attribute__((always_inline)) void
+publish_and_wake(le__shard *sh, le__slot *s, int wake)
 {
 	le__slot_publish(s);
 	if (wake)
@@ -305,15 +306,23 @@ int le_write(le_engine *e, uint64_t route_key, int level, const void *payload,
 }
 
 /* Route key of the calling thread for le_logf: a number fixed per thread,
- * so one thread's formatted records stay in order in one shard. */
+ * so one thread's formatted records stay in order in one shard.
+ * initial-exec as sample_tick: no call to find it in the shared library. */
 static _Atomic uint64_t next_thread_key;
-static _Thread_local uint64_t thread_key;
+static _Thread_local uint64_t thread_key
+	__attribute__((tls_model("initial-exec")));
 
 static uint64_t my_key(void)
 {
 	if (!thread_key)
 		thread_key = atomic_fetch_add(&next_thread_key, 1) + 1;
 	return thread_key - 1;
+}
+
+/* The calling thread's shard: with one shard, no key to look up. */
+static inline le__shard *my_shard(le_engine *e)
+{
+	return e->nshards == 1 ? &e->shards[0] : route(e, my_key());
 }
 
 /*
@@ -365,7 +374,7 @@ int le__submitf(le_engine *e, int level, const le__fieldset *fs,
 		fb = le__fields_fit(fs, len);
 	size_t mlen = len - fb < (size_t)n ? len - fb : (size_t)n;
 	len = fb + mlen;
-	le__shard *sh = route(e, my_key());
+	le__shard *sh = my_shard(e);
 	/* One ring byte more than the payload: vsnprintf's terminating NUL
 	 * must land inside this slot, never in the next one. */
 	uint32_t need = le__slot_bytes((uint32_t)len + 1);
@@ -448,7 +457,7 @@ int le__submitd(le_engine *e, le__dsite *ds, const le__fieldset *fs,
 		id = 0;
 	if (!id)
 		return le__submitf(e, ds->site.level, fs, fmt, ap);
-	le__shard *sh = route(e, my_key());
+	le__shard *sh = my_shard(e);
 	if (__builtin_expect(!le__sitetab_has(&sh->sites, id), 0) &&
 	    le__sitetab_put(&sh->sites, id, ds) < 0)
 		return le__submitf(e, ds->site.level, fs, fmt, ap);
@@ -567,11 +576,10 @@ static inline void bt_put_name(const struct le__head *h, unsigned char *p,
 /* A deferred record into an entry: [name] site number, then the
  * arguments, from a (read before) or straight from ap (a fixed-size
  * plan); alen bytes of them. */
-static inline void bt_keep_block(le_engine *e, le__shard *sh,
-                                 const struct le__head *h,
-                                 const le__dsite *ds, uint32_t id,
-                                 uint32_t fb, const le__dargs *a, va_list ap,
-                                 size_t alen)
+static inline __attribute__((always_inline)) void
+bt_keep_block(le_engine *e, le__shard *sh, const struct le__head *h,
+              const le__dsite *ds, uint32_t id, uint32_t fb,
+              const le__dargs *a, va_list ap, size_t alen)
 {
 	uint64_t gen;
 	le__btent *en = bt_claim(e, sh, &gen);
@@ -630,7 +638,7 @@ bt_keepd(struct le__head *h, le__dsite *ds, const char *fmt, va_list ap)
 	/* acquire: the site's number and plan were stored before its state */
 	uint32_t id = __atomic_load_n(&ds->state, __ATOMIC_ACQUIRE) == 2
 	                      ? ds->id : le__dsite_number(ds, fmt);
-	le__shard *sh = route(e, my_key());
+	le__shard *sh = my_shard(e);
 	const le__dplan *plan = le__dsite_plan(ds);
 
 	if (e->cfg.source_location || !e->dsites || !id ||
@@ -661,7 +669,7 @@ bt_keepd(struct le__head *h, le__dsite *ds, const char *fmt, va_list ap)
 int le__bt_keepf(le_engine *e, const struct le__head *h, int level,
                  const le__fieldset *fs, const char *fmt, va_list ap)
 {
-	return bt_keep_text(e, route(e, my_key()), h, level, fs, fmt, ap);
+	return bt_keep_text(e, my_shard(e), h, level, fs, fmt, ap);
 }
 
 /*
@@ -702,7 +710,7 @@ int le_logd_at(struct le__head *h, le__dsite *ds, const char *fmt, ...)
 		le__shard *sh;
 		if (__atomic_load_n(&ds->state, __ATOMIC_ACQUIRE) == 2 &&
 		    plan->fixed_only && e0->dsites &&
-		    le__sitetab_has(&(sh = route(e0, my_key()))->sites, ds->id)) {
+		    le__sitetab_has(&(sh = my_shard(e0))->sites, ds->id)) {
 			sample_start(e0);
 			rc = atomic_load_explicit(&e0->closing,
 			                          memory_order_relaxed)

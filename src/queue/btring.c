@@ -81,6 +81,8 @@ int le__btring_open(le__btring *r, const char *path, uint32_t cap,
 	r->boot = le__boot_id();
 	r->claims = (_Atomic uint64_t *)(void *)((unsigned char *)m +
 	                                         LE_BT_CLAIMS_OFF);
+	r->taken = (_Atomic uint64_t *)(void *)((unsigned char *)m +
+	                                        LE_BT_TAKEN_OFF);
 	r->ent = (le__btent *)(void *)((unsigned char *)m + LE_BT_HDR);
 	return 0;
 }
@@ -128,6 +130,8 @@ int le__btring_attach(le__btring *r, const char *path, uint32_t shard)
 	r->boot = le__get64(m + 40);
 	r->claims = (_Atomic uint64_t *)(void *)((unsigned char *)r->map +
 	                                         LE_BT_CLAIMS_OFF);
+	r->taken = (_Atomic uint64_t *)(void *)((unsigned char *)r->map +
+	                                        LE_BT_TAKEN_OFF);
 	r->ent = (le__btent *)(void *)((unsigned char *)r->map + LE_BT_HDR);
 	return 1;
 none:
@@ -168,6 +172,8 @@ static int take_one(le__btring *r, uint64_t n, int logger, int dead,
 		    &e->gen, &g, mine | LE_BT_READING, memory_order_acquire,
 		    memory_order_relaxed))
 		return 0;
+	/* relaxed: a count for le__btring_dropped, which orders nothing */
+	atomic_fetch_add_explicit(r->taken, 1, memory_order_relaxed);
 	copy->ts = e->ts;
 	copy->meta = atomic_load_explicit(&e->meta, memory_order_relaxed);
 	uint32_t len = LE_BT_LEN(copy->meta);
@@ -213,4 +219,22 @@ uint64_t le__btring_take(le__btring *r, uint32_t max, int logger, int dead,
 		k++;
 	}
 	return k;
+}
+
+uint64_t le__btring_dropped(le__btring *r)
+{
+	if (!r->map)
+		return 0;
+	/* acquire: the entries of every claim counted are looked at after */
+	uint64_t n = atomic_load_explicit(r->claims, memory_order_acquire);
+	uint64_t held = 0;
+
+	n -= atomic_load_explicit(r->taken, memory_order_relaxed);
+	for (uint32_t i = 0; i < r->cap; i++) {
+		uint64_t g = atomic_load_explicit(&r->ent[i].gen,
+		                                  memory_order_relaxed);
+		held += g != 0 && ((g & 3) == LE_BT_WRITING ||
+		                   (g & 3) == LE_BT_KEPT);
+	}
+	return n > held ? n - held : 0;
 }

@@ -14,6 +14,7 @@
  *    32   4  clock unit of the stamps: 1 ns since the epoch, 2 TSC ticks
  *    40   8  boot: FNV-1a of the kernel's boot_id (queue.h)
  *    64   8  claims: entries ever claimed (the next claim's number)
+ *    72   8  taken: entries readers took (state 2 -> 0)
  *   128      entries, each:
  *              0  8  gen: (claim number + 1) << 2 | state
  *              8  8  ts: the producer's stamp (as a queue slot's)
@@ -28,8 +29,8 @@
  * with a fetch-and-add on claims, then takes entry n % entries with one
  * CAS (acquire) from state 2 or 3 of an older number; an entry being
  * written or read, or holding a newer number, makes it drop its own
- * record instead (counted): it never waits.  It fills the entry and
- * publishes with a release store of state 2.  A reader takes an entry by
+ * record instead (counted: le__btring_dropped): it never waits.  It
+ * fills the entry and publishes with a release store of state 2.  A reader takes an entry by
  * CAS 2 -> 0 (acquire: it sees the producer's bytes), copies it, and
  * stores state 3 (release: a producer's later CAS sees the copy done).
  * So no byte of an entry is ever written while it is read.  meta is one
@@ -52,6 +53,7 @@
 #define LE_BT_ENTRY_HDR 24u
 #define LE_BT_PAYLOAD_MAX (LE_BT_ENTRY - LE_BT_ENTRY_HDR)
 #define LE_BT_CLAIMS_OFF 64u
+#define LE_BT_TAKEN_OFF 72u
 
 enum { LE_BT_READING = 0, LE_BT_WRITING = 1, LE_BT_KEPT = 2, LE_BT_OUT = 3 };
 
@@ -78,8 +80,8 @@ typedef struct le__btring {
 	_Atomic uint64_t *claims;  /* [atomic] producers fetch-and-add */
 	le__btent *ent;            /* [const] cap entries */
 	uint32_t cap;              /* [const] a power of two */
-	_Atomic uint64_t dropped;  /* [atomic] kept entries overwritten, and
-	                              records that lost their entry */
+	_Atomic uint64_t *taken;   /* [atomic] readers add: in the mapping,
+	                              so a fork child's dumps count too */
 	void *map;
 	size_t map_len;
 	int fd;                    /* -1: anonymous */
@@ -117,9 +119,17 @@ int le__btring_attach(le__btring *r, const char *path, uint32_t shard);
  * is its parent's too. */
 void le__btring_close(le__btring *r, int clean);
 
-/* The producer's side, inline on the hot path: claim an entry (*gen its
+/*
+ * The producer's side, inline on the hot path: claim an entry (*gen its
  * word), fill it, then le__btring_publish.  @return the entry, or NULL
- * when the record lost its entry (counted in dropped). */
+ * when the record lost its entry.
+ *
+ * Two locked instructions, the claim and the CAS, and no count: every
+ * claim ends as an entry being written or kept, one a reader took, or a
+ * dropped record (it lost its entry, or a later claim overwrote its kept
+ * entry), so le__btring_dropped derives the drops from the claim number,
+ * the readers' count and a look at the entries, off the hot path.
+ */
 static inline le__btent *le__btring_claim(le__btring *r, uint64_t *gen)
 {
 	/* relaxed: the number only picks the entry; the CAS below orders */
@@ -127,6 +137,14 @@ static inline le__btent *le__btring_claim(le__btring *r, uint64_t *gen)
 	                                       memory_order_relaxed);
 	le__btent *e = &r->ent[n & (r->cap - 1)];
 	uint64_t want = (n + 1) << 2 | LE_BT_WRITING;
+
+	/* The entry two claims on, asked for now (its first line: state,
+	 * stamp, meta and the payload's start): written a lap ago, it has
+	 * often left this core's caches, and its trip then overlaps this
+	 * call instead of stalling a later one of the burst.  Only this
+	 * producer's side writes entries, so a read prefetch gets the line
+	 * exclusive when no other core holds it. */
+	__builtin_prefetch(&r->ent[(n + 2) & (r->cap - 1)], 1);
 	uint64_t old = atomic_load_explicit(&e->gen, memory_order_relaxed);
 
 	/* acquire: a reader's copy (its store of state 3) is done before
@@ -137,11 +155,8 @@ static inline le__btent *le__btring_claim(le__btring *r, uint64_t *gen)
 	    !atomic_compare_exchange_strong_explicit(&e->gen, &old, want,
 	                                             memory_order_acquire,
 	                                             memory_order_relaxed)) {
-		atomic_fetch_add_explicit(&r->dropped, 1, memory_order_relaxed);
 		return NULL;
 	}
-	if ((old & 3) == LE_BT_KEPT) /* the oldest, never written out */
-		atomic_fetch_add_explicit(&r->dropped, 1, memory_order_relaxed);
 	*gen = want;
 	return e;
 }
@@ -155,6 +170,17 @@ static inline void le__btring_publish(le__btent *e, uint64_t gen,
 	atomic_store_explicit(&e->gen, (gen & ~3ull) | LE_BT_KEPT,
 	                      memory_order_release);
 }
+
+/*
+ * Records this ring dropped: claimed (claims), minus those whose entry a
+ * reader took, minus those still in an entry (being written, or kept).
+ * So an entry overwritten while kept, and a record that lost its entry,
+ * both count, and no producer counts either.  Exact once producers are
+ * still; while they run, a producer between its claim and its CAS counts
+ * as a drop until its entry shows it (a few instructions).  Reads every
+ * entry's state word: one line per entry, for le_stats_get.
+ */
+uint64_t le__btring_dropped(le__btring *r);
 
 /* A kept entry as a reader copied it. */
 typedef struct le__btcopy {

@@ -119,15 +119,23 @@ TEST(without_a_recorder_nothing_is_kept_and_no_ring_is_made)
 }
 
 /* 40 kept in a ring of 16: the newest 16 are written, the 24 oldest are
- * counted as dropped. */
+ * counted as dropped.  The drops are derived, not counted by the calls:
+ * records still kept are never among them, before the ring is full,
+ * before the dump, or after it (the 41st). */
 TEST(full_ring_drops_the_oldest_and_counts_them)
 {
 	le_engine *e = open_bt("debug", 16, 1);
 	le_stats st;
 	struct text t;
-	for (int i = 0; i < 40; i++)
+	for (int i = 0; i < 40; i++) {
 		le_debug(e, "%d", i);
+		if (i != 9 && i != 39)
+			continue;
+		CHECK_RC(le_stats_get(e, &st));
+		CHECK_EQ(st.backtrace_dropped, i < 16 ? 0 : 24);
+	}
 	CHECK_EQ(le_dump_backtrace(e), 16);
+	le_debug(e, "%d", 40);
 	CHECK_RC(le_flush(e, 5000));
 	CHECK_RC(le_stats_get(e, &st));
 	CHECK_EQ(st.backtrace_written, 16);
