@@ -770,6 +770,44 @@ TEST(server_paused_five_seconds_holds_the_window_and_memory)
 	teardown(&n);
 }
 
+/* A server stopped while the forwarder writes a message to it: the
+ * message (a batch of about 1 MiB, larger than libnats's buffer) is
+ * written from its own bytes while the full socket holds the write up,
+ * past --ack-wait-ms, so libnats's timer reports it timed out during the
+ * write.  Freed by the ack handler then, its bytes would go from freed
+ * memory (MALLOC_PERTURB_ fills it: the collector then finds damaged
+ * frames and records go missing; a sanitizer build stops at the use).
+ * Every record must arrive intact and the forwarder exit 0. */
+TEST(message_timed_out_while_still_being_written_arrives_intact)
+{
+	t_nats n;
+	struct wopts w = {.shards = 1, .payload = 2000};
+
+	setup();
+	write_log(path("src"), 20000, &w); /* 40 MB: more than sockets hold */
+	server(&n, NULL);
+	setenv("MALLOC_PERTURB_", "165", 1);
+	pid_t f = start_tool(path("fwd.err"), "forward", "--nats", n.url,
+	                     "--host", "h", "--once", "--ack-wait-ms", "300",
+	                     "--max-inflight-bytes", "64M", path("src"),
+	                     (const char *)NULL);
+	unsetenv("MALLOC_PERTURB_");
+	long m = 0;
+	for (int i = 0; i < 2000 && (m = t_stream_msgs(n.url, "LOGS")) <= 0;
+	     i++)
+		t_sleep_ms(5);
+	CHECK(m > 0);
+	kill(n.pid, SIGSTOP);
+	t_sleep_ms(1500); /* the outage: five ack waits */
+	kill(n.pid, SIGCONT);
+	int rc = t_wait(f, 90, NULL);
+	if (rc != 0)
+		say_file("forward", path("fwd.err"));
+	CHECK_EQ(rc, 0);
+	CHECK_EQ(collect_compare(&n, "src", "h", 1), 20000);
+	teardown(&n);
+}
+
 TEST(forwarder_killed_ten_times_during_a_million_records)
 {
 	t_nats n;
@@ -2837,6 +2875,7 @@ int main(int argc, char **argv)
 	RUN(server_restarted_mid_stream_loses_nothing);
 	RUN(server_killed_after_the_log_was_read_loses_nothing);
 	RUN(server_paused_five_seconds_holds_the_window_and_memory);
+	RUN(message_timed_out_while_still_being_written_arrives_intact);
 	RUN(forwarder_killed_ten_times_during_a_million_records);
 	RUN(restart_behind_its_cursor_with_other_batches_stores_nothing_twice);
 	RUN(deferred_records_read_back_the_same_text_after_forward_and_collect);
