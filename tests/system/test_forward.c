@@ -718,6 +718,19 @@ static long rss_settled(pid_t pid)
 	return still < 10 ? -1 : at;
 }
 
+/* Stop n's server (SIGSTOP) once the forwarder ships: once its stream
+ * holds a message. */
+static void stop_once_shipping(const t_nats *n)
+{
+	long m = 0;
+
+	for (int i = 0; i < 2000 && (m = t_stream_msgs(n->url, "LOGS")) <= 0;
+	     i++)
+		t_sleep_ms(5);
+	CHECK(m > 0);
+	kill(n->pid, SIGSTOP);
+}
+
 /* Paused once the forwarder ships (its stream exists), the server takes
  * nothing more: the forwarder fills its 4 MiB window and then holds
  * still, its memory with it, for five seconds. */
@@ -733,12 +746,7 @@ TEST(server_paused_five_seconds_holds_the_window_and_memory)
 	                     "--host", "h", "--once", "--max-inflight-bytes",
 	                     "4M", "--max-batch-bytes", "256K", path("src"),
 	                     (const char *)NULL);
-	long m = 0;
-	for (int i = 0; i < 2000 && (m = t_stream_msgs(n.url, "LOGS")) <= 0;
-	     i++)
-		t_sleep_ms(5);
-	CHECK(m > 0);
-	kill(n.pid, SIGSTOP);
+	stop_once_shipping(&n);
 	long rp = t_proc_rss_kib(f), r0 = rss_settled(f), hi = r0;
 	/* What the pause let it take on is its window (4 MiB) and what a
 	 * forwarder just started still touches, not the log (60 MB).  A
@@ -792,12 +800,7 @@ TEST(message_timed_out_while_still_being_written_arrives_intact)
 	                     "--max-inflight-bytes", "64M", path("src"),
 	                     (const char *)NULL);
 	unsetenv("MALLOC_PERTURB_");
-	long m = 0;
-	for (int i = 0; i < 2000 && (m = t_stream_msgs(n.url, "LOGS")) <= 0;
-	     i++)
-		t_sleep_ms(5);
-	CHECK(m > 0);
-	kill(n.pid, SIGSTOP);
+	stop_once_shipping(&n);
 	t_sleep_ms(1500); /* the outage: five ack waits */
 	kill(n.pid, SIGCONT);
 	int rc = t_wait(f, 90, NULL);
