@@ -139,6 +139,8 @@ struct fwd {
 	struct entry q[QCAP];
 	uint64_t head, tail;  /* entries [head, tail) in publish order */
 	uint64_t inflight;    /* bytes of pending entries */
+	natsMsg *sending;     /* inside js_PublishMsgAsync now, or NULL */
+	int sending_done;     /* its ack handler ran meanwhile: ours to free */
 	/* counters */
 	uint64_t msgs, records, bytes, acked, dups, rewinds, lost, oversize;
 };
@@ -199,6 +201,41 @@ static natsStatus make_msg(struct fwd *f, struct fshard *s, natsMsg **m,
 	return NATS_OK;
 }
 
+/*
+ * js_PublishMsgAsync, with m kept alive until it returns.  The call
+ * registers m (and starts its MaxWait timer) before it writes m to the
+ * socket, and writes a message larger than libnats's buffer straight
+ * from m's bytes, waiting while the socket is full (a slow or stopped
+ * server).  If the wait outlasts MaxWait, libnats's timer reports m
+ * timed out and on_ack runs on its thread during the write: freeing m
+ * there would pull the bytes from under the writer (a use after free;
+ * a crash, or another message's bytes sent under m's headers).  So
+ * on_ack leaves f->sending to us, and we free it once the call is over.
+ * @return the call's status; on failure m is still the caller's.
+ */
+static natsStatus publish_async(struct fwd *f, natsMsg **m,
+                                jsPubOptions *po)
+{
+	natsMsg *sent = *m;
+
+	pthread_mutex_lock(&f->mu);
+	f->sending = sent;
+	f->sending_done = 0;
+	pthread_mutex_unlock(&f->mu);
+	natsStatus st = js_PublishMsgAsync(f->js, m, po);
+	pthread_mutex_lock(&f->mu);
+	int done = f->sending_done;
+	f->sending = NULL;
+	pthread_mutex_unlock(&f->mu);
+	/* The handler ran only if the library took m (st is NATS_OK, *m
+	 * NULL); *m cleared all the same, so m is freed once. */
+	if (done) {
+		natsMsg_Destroy(sent);
+		*m = NULL;
+	}
+	return st;
+}
+
 /* Publish body b as records first..last of s (a gap message when gap).
  * The entry is in the window before the call, so an ack that comes back
  * at once finds it. */
@@ -232,7 +269,7 @@ static int publish(struct fwd *f, struct fshard *s, uint64_t first,
 	jsPubOptions_Init(&po);
 	po.ExpectStream = f->conn.stream;
 	po.MaxWait = (int64_t)f->ack_wait_ms;
-	st = js_PublishMsgAsync(f->js, &m, &po);
+	st = publish_async(f, &m, &po);
 	if (st != NATS_OK) {
 		pthread_mutex_lock(&f->mu);
 		if (slot->msg == e.msg && slot->state == E_PENDING) {
@@ -275,8 +312,13 @@ static void on_ack(jsCtx *js, natsMsg *m, jsPubAck *pa, jsPubAckErr *pae,
 		}
 		break;
 	}
+	/* Still being written by publish_async: it frees m when done. */
+	int keep = m == f->sending;
+	if (keep)
+		f->sending_done = 1;
 	pthread_mutex_unlock(&f->mu);
-	natsMsg_Destroy(m);
+	if (!keep)
+		natsMsg_Destroy(m);
 	if (write(f->wake[1], &b, 1) < 0) {
 		/* full: the main loop is awake anyway */
 	}

@@ -718,6 +718,19 @@ static long rss_settled(pid_t pid)
 	return still < 10 ? -1 : at;
 }
 
+/* Stop n's server (SIGSTOP) once the forwarder ships: once its stream
+ * holds a message. */
+static void stop_once_shipping(const t_nats *n)
+{
+	long m = 0;
+
+	for (int i = 0; i < 2000 && (m = t_stream_msgs(n->url, "LOGS")) <= 0;
+	     i++)
+		t_sleep_ms(5);
+	CHECK(m > 0);
+	kill(n->pid, SIGSTOP);
+}
+
 /* Paused once the forwarder ships (its stream exists), the server takes
  * nothing more: the forwarder fills its 4 MiB window and then holds
  * still, its memory with it, for five seconds. */
@@ -733,12 +746,7 @@ TEST(server_paused_five_seconds_holds_the_window_and_memory)
 	                     "--host", "h", "--once", "--max-inflight-bytes",
 	                     "4M", "--max-batch-bytes", "256K", path("src"),
 	                     (const char *)NULL);
-	long m = 0;
-	for (int i = 0; i < 2000 && (m = t_stream_msgs(n.url, "LOGS")) <= 0;
-	     i++)
-		t_sleep_ms(5);
-	CHECK(m > 0);
-	kill(n.pid, SIGSTOP);
+	stop_once_shipping(&n);
 	long rp = t_proc_rss_kib(f), r0 = rss_settled(f), hi = r0;
 	/* What the pause let it take on is its window (4 MiB) and what a
 	 * forwarder just started still touches, not the log (60 MB).  A
@@ -767,6 +775,39 @@ TEST(server_paused_five_seconds_holds_the_window_and_memory)
 	CHECK(hi - r0 <= 4096);
 	CHECK_EQ(t_wait(f, 90, NULL), 0);
 	CHECK_EQ(collect_compare(&n, "src", "h", 1), 300000);
+	teardown(&n);
+}
+
+/* A server stopped while the forwarder writes a message to it: the
+ * message (a batch of about 1 MiB, larger than libnats's buffer) is
+ * written from its own bytes while the full socket holds the write up,
+ * past --ack-wait-ms, so libnats's timer reports it timed out during the
+ * write.  Freed by the ack handler then, its bytes would go from freed
+ * memory (MALLOC_PERTURB_ fills it: the collector then finds damaged
+ * frames and records go missing; a sanitizer build stops at the use).
+ * Every record must arrive intact and the forwarder exit 0. */
+TEST(message_timed_out_while_still_being_written_arrives_intact)
+{
+	t_nats n;
+	struct wopts w = {.shards = 1, .payload = 2000};
+
+	setup();
+	write_log(path("src"), 20000, &w); /* 40 MB: more than sockets hold */
+	server(&n, NULL);
+	setenv("MALLOC_PERTURB_", "165", 1);
+	pid_t f = start_tool(path("fwd.err"), "forward", "--nats", n.url,
+	                     "--host", "h", "--once", "--ack-wait-ms", "300",
+	                     "--max-inflight-bytes", "64M", path("src"),
+	                     (const char *)NULL);
+	unsetenv("MALLOC_PERTURB_");
+	stop_once_shipping(&n);
+	t_sleep_ms(1500); /* the outage: five ack waits */
+	kill(n.pid, SIGCONT);
+	int rc = t_wait(f, 90, NULL);
+	if (rc != 0)
+		say_file("forward", path("fwd.err"));
+	CHECK_EQ(rc, 0);
+	CHECK_EQ(collect_compare(&n, "src", "h", 1), 20000);
 	teardown(&n);
 }
 
@@ -2837,6 +2878,7 @@ int main(int argc, char **argv)
 	RUN(server_restarted_mid_stream_loses_nothing);
 	RUN(server_killed_after_the_log_was_read_loses_nothing);
 	RUN(server_paused_five_seconds_holds_the_window_and_memory);
+	RUN(message_timed_out_while_still_being_written_arrives_intact);
 	RUN(forwarder_killed_ten_times_during_a_million_records);
 	RUN(restart_behind_its_cursor_with_other_batches_stores_nothing_twice);
 	RUN(deferred_records_read_back_the_same_text_after_forward_and_collect);
