@@ -18,6 +18,10 @@
  *   fdatasync,  succeed at once: nothing is durable in RAM, and a crash
  *   fsync       is not what these targets simulate
  *   sync_range  none (NULL: le__writeback does nothing)
+ *   madvise     succeeds at once: MADV_POPULATE_WRITE only reserves a
+ *               mapping's blocks early so that a full disk is an error
+ *               and not a SIGBUS; the pages of QUEUE, SITES and STATS
+ *               come in on first touch just the same
  *
  * Everything that reads or writes the bytes (open, openat, pread,
  * pwrite, ftruncate, rename, unlink) stays the real call, so the
@@ -59,6 +63,12 @@ static inline int fuzz_no_sync(int fd)
 	return 0;
 }
 
+static inline int fuzz_no_populate(void *p, size_t len, int advice)
+{
+	(void)p, (void)len, (void)advice;
+	return 0;
+}
+
 /* Install the table, once per process (before the first le_open). */
 static inline void fuzz_os_install(void)
 {
@@ -67,6 +77,7 @@ static inline void fuzz_os_install(void)
 	t.fdatasync = fuzz_no_sync;
 	t.fsync = fuzz_no_sync;
 	t.sync_range = NULL;
+	t.madvise = fuzz_no_populate;
 	le__os_install(&t);
 }
 

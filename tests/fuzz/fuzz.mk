@@ -23,11 +23,15 @@
 #   make fuzz          build $(BUILD)/fuzz/fuzz_* and run each briefly on its
 #                      seed corpus (FUZZ_RUNS runs, at most FUZZ_SMOKE_SECONDS);
 #                      fails on any crash, leak or broken invariant
-#   make fuzz-long     each target for FUZZ_LONG_RUNS executions (10 M), one
-#                      after another (hours: segment reads files, recover and
-#                      queue open an engine, 0.5 to 2 ms an input); FUZZ_SECONDS
-#                      caps each (0: no cap), FUZZ_SECONDS_queue=N one of
-#                      them; each prints its executions at the end
+#   make fuzz-long     each target for its goal, one after another: 10 M
+#                      executions of a decoder (FUZZ_LONG_RUNS), 1 M of a
+#                      target that opens an engine (FUZZ_ENGINE_RUNS: queue,
+#                      recover); FUZZ_LONG_RUNS_queue=N sets one.
+#                      Hours: segment reads files, recover and queue open an
+#                      engine (about 1 ms of CPU an input, most of it
+#                      le_open's files, mappings and writer thread).
+#                      FUZZ_SECONDS caps each (0: no cap), FUZZ_SECONDS_queue=N
+#                      one of them; each prints its executions at the end
 #   make fuzz-corpus   regenerate the seed corpus tests/fuzz/corpus/
 #   FUZZ_TARGETS="segment recover"   only those
 #   FUZZ_SRC=DIR       fuzz the library sources in DIR (a fix, before it lands)
@@ -52,6 +56,9 @@ FUZZ_RUNS     ?= 20000
 FUZZ_SMOKE_SECONDS ?= 15
 FUZZ_SECONDS  ?= 0
 FUZZ_LONG_RUNS ?= 10000000
+FUZZ_ENGINE_RUNS ?= 1000000
+FUZZ_LONG_RUNS_queue   ?= $(FUZZ_ENGINE_RUNS)
+FUZZ_LONG_RUNS_recover ?= $(FUZZ_ENGINE_RUNS)
 FUZZ_ARGS     ?=
 # Inputs larger than these bring nothing new and only slow a run down.
 FUZZ_MAXLEN_frame      ?= 4096
@@ -113,8 +120,8 @@ fuzz: $(FUZZ_BINS)
 	    { echo "fuzz: FAILED (inputs in $(FUZZ_OUT)/crash/)"; exit 1; }
 
 fuzz-long: $(FUZZ_BINS)
-	@st=0; $(foreach t,$(FUZZ_TARGETS),echo "== fuzz_$(t): $(FUZZ_LONG_RUNS) runs"; \
-	    if $(call fuzz_run,$(t),-runs=$(FUZZ_LONG_RUNS) -max_total_time=$(or $(FUZZ_SECONDS_$(t)),$(FUZZ_SECONDS))) \
+	@st=0; $(foreach t,$(FUZZ_TARGETS),echo "== fuzz_$(t): $(or $(FUZZ_LONG_RUNS_$(t)),$(FUZZ_LONG_RUNS)) runs"; \
+	    if $(call fuzz_run,$(t),-runs=$(or $(FUZZ_LONG_RUNS_$(t)),$(FUZZ_LONG_RUNS)) -max_total_time=$(or $(FUZZ_SECONDS_$(t)),$(FUZZ_SECONDS))) \
 	        2>$(FUZZ_OUT)/fuzz_$(t)-long.log; \
 	    then grep -E '^stat::' $(FUZZ_OUT)/fuzz_$(t)-long.log; \
 	    else grep -v '^    #' $(FUZZ_OUT)/fuzz_$(t)-long.log | tail -n 30; st=1; fi;) \

@@ -161,6 +161,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	c.queue_capacity = 16;
 	c.queue_capacity_bytes = 1024;
 	c.max_record_bytes = 1024;
+	/* The store's buffer is max_pending_bytes and a record: at the
+	 * default 1 MiB, ASan maps, fills and unmaps it on every open (its
+	 * allocator gives anything past 128 KiB a mapping of its own). */
+	c.max_pending_bytes = 4096;
 	c.durability = LE_SYNC_NONE;
 	c.checkpoint_ms = 0;
 	le_engine *e;
