@@ -450,6 +450,39 @@ static int fmt_wide(struct out *o, const le__fspec *sp, char sgn,
 	return 0;
 }
 
+/* Does %f print as this file prints it: '.' the thread's radix point,
+ * rounding to nearest? */
+static int plain_locale(void)
+{
+	const char *point = nl_langinfo(RADIXCHAR); /* the thread's locale */
+	return point[0] == '.' && !point[1] && rounds_to_nearest();
+}
+
+/* The finite double of bits as *ip and the prec decimals *q of its
+ * magnitude, rounded as %f rounds, when it is %f's usual case (|x| <
+ * 2^64, |x| >= 2^-11 or 0, prec <= 19).  @return its exponent, or INT_MIN
+ * for fmt_wide's cases. */
+static int short_parts(uint64_t bits, int prec, uint64_t *ip, uint64_t *q)
+{
+	uint64_t m = bits & ((UINT64_C(1) << 52) - 1);
+	int bexp = (int)(bits >> 52 & 0x7ff);
+	if (bexp)
+		m |= UINT64_C(1) << 52;
+	else
+		bexp = 1; /* subnormal */
+	int e = m ? bexp - 1075 : 0; /* 0 is m << 0 as well as any */
+	if (e > 11 || e < -63 || prec > 19)
+		return INT_MIN;
+	*q = 0;
+	if (e < 0) {
+		*ip = m >> -e;
+		*q = frac_short(m & ((UINT64_C(1) << -e) - 1), -e, prec, ip);
+	} else {
+		*ip = m << e;
+	}
+	return e;
+}
+
 /* %f %F.  @return 0, or -1 for what is left to vsnprintf. */
 static int fmt_double(struct out *o, const le__fspec *sp, double x)
 {
@@ -465,25 +498,37 @@ static int fmt_double(struct out *o, const le__fspec *sp, double x)
 		fmt_special(o, sp, sgn, m != 0);
 		return 0;
 	}
-	const char *point = nl_langinfo(RADIXCHAR); /* the thread's locale */
-	if (point[0] != '.' || point[1] || !rounds_to_nearest())
+	if (!plain_locale())
 		return -1;
-	if (bexp)
-		m |= UINT64_C(1) << 52;
-	else
-		bexp = 1; /* subnormal */
-	int e = m ? bexp - 1075 : 0; /* 0 is m << 0 as well as any */
-	if (e > 11 || e < -63 || prec > 19)
-		return fmt_wide(o, sp, sgn, m, e, prec);
-	uint64_t q = 0;
-	if (e < 0) {
-		ip = m >> -e;
-		q = frac_short(m & ((UINT64_C(1) << -e) - 1), -e, prec, &ip);
-	} else {
-		ip = m << e;
+	uint64_t q;
+	int e = short_parts(bits, prec, &ip, &q);
+	if (e != INT_MIN) {
+		fmt_fixed(o, sp, sgn, ip, q, prec);
+		return 0;
 	}
-	fmt_fixed(o, sp, sgn, ip, q, prec);
-	return 0;
+	m |= bexp ? UINT64_C(1) << 52 : 0;
+	e = m ? (bexp ? bexp : 1) - 1075 : 0; /* 0 is m << 0 as well as any */
+	return fmt_wide(o, sp, sgn, m, e, prec);
+}
+
+int le__fmt_f(char *w, double x, int prec)
+{
+	uint64_t bits, ip, q;
+
+	memcpy(&bits, &x, sizeof bits);
+	if ((bits >> 52 & 0x7ff) == 0x7ff || !plain_locale() ||
+	    short_parts(bits, prec, &ip, &q) == INT_MIN)
+		return -1;
+	size_t neg = bits >> 63;
+	int nint = le__ndec(ip);
+	w[0] = '-'; /* a digit overwrites it when x is positive */
+	le__dec_fixed(ip, w + neg + nint, nint);
+	char *d = w + neg + nint;
+	if (!prec)
+		return (int)(d - w);
+	*d = '.';
+	le__dec_fixed(q, d + 1 + prec, prec);
+	return (int)(d + 1 + prec - w);
 }
 
 /* Read digits at *f into *v; @return -1 past FIELD_MAX. */

@@ -550,6 +550,9 @@ int le__dtext_make(le__dtext *t, const le__desc *d)
 		if (k->bare && c.type == T_I32 && !k->sp.len)
 			k->bare += k->sp.conv == 'u' ? 2 : k->sp.conv == 'd' ||
 			           k->sp.conv == 'i';
+		if (c.type == T_F64 && !k->sp.flags && !k->sp.width &&
+		    !c.wstar && !c.pstar)
+			k->bare = 4; /* parse took only %f %F */
 	}
 	t->tail = (uint32_t)lit;
 	return rc;
@@ -656,13 +659,27 @@ long le__dtext_run(const le__dtext *t, const unsigned char *args,
 			*w++ = '%';
 			continue;
 		}
-		if (k->bare >= 2 && end - w >= 11 && take(&r, 4, &b) == 0) {
+		if ((k->bare == 2 || k->bare == 3) && end - w >= 11 &&
+		    take(&r, 4, &b) == 0) {
 			/* an int's %d %i %u: its digits straight in */
 			int32_t x = (int32_t)le__get32(b);
 			w += k->bare == 3 ? dec(w, (uint32_t)x, 0)
 			                  : dec(w, x < 0 ? 0 - (uint64_t)x
 			                                 : (uint64_t)x, x < 0);
 			continue;
+		}
+		if (k->bare == 4 && end - w >= LE__FMT_F_MAX && r.left >= 8) {
+			/* a double's %f %F: le__fmt_f's usual case in place */
+			uint64_t u = le__get64(r.p);
+			double x;
+			memcpy(&x, &u, sizeof x);
+			int n = le__fmt_f(w, x, k->sp.prec < 0 ? 6 : k->sp.prec);
+			if (n >= 0) {
+				r.p += 8;
+				r.left -= 8;
+				w += n;
+				continue;
+			}
 		}
 		long n = dconv(k, &r, w, (size_t)(end - w));
 		if (n < 0)

@@ -168,7 +168,9 @@ typedef struct le__dtext {
 		uint8_t type;          /* defer.c's T_* */
 		uint8_t wstar, pstar;  /* '*' width, '.*' precision */
 		uint8_t bare;          /* no flag, width nor precision;
-		                          2: and an int's %d %i, 3: %u */
+		                          2: and an int's %d %i, 3: %u;
+		                          4: a double's %f %F, no flag
+		                          nor width */
 		le__fspec sp;
 	} c[LE_DTEXT_CONVS];
 	int pad;               /* fmt may be read LE_DTEXT_PAD bytes past
