@@ -424,6 +424,36 @@ TEST(random_doubles_match_glibc)
 	printf("  %ld doubles, %ld declined\n", n, declined);
 }
 
+/* le__fmt_f, the compiled deferred texts' %f: snprintf's bytes wherever
+ * it does not decline, and it declines only outside its usual case. */
+TEST(fmt_f_prints_what_snprintf_prints)
+{
+	struct fg_src r = {.state = env_u64("LE_FMT_SEED", 1) ^ 0xf00f};
+	long n = (long)env_u64("LE_FMT_CASES", 400000) / 2, declined = 0;
+	char a[LE__FMT_F_MAX + 8], b[400];
+	for (long i = 0; i < n; i++) {
+		double x = i < 4 ? (double[]){0.0, -0.0, 0.5, -1e19}[i]
+		                 : fg_double(&r);
+		int prec = (int)fg_below(&r, 21);
+		int na = le__fmt_f(a, x, prec);
+		int nb = snprintf(b, sizeof b, "%.*f", prec, x);
+		double ax = x < 0 ? -x : x;
+		int usual = x - x == 0 && ax < 0x1p64 && (ax >= 0x1p-11 ||
+		            ax == 0) && prec <= 19;
+		if (na < 0 && !usual) {
+			declined++;
+			continue;
+		}
+		if (na != nb || memcmp(a, b, (size_t)nb)) {
+			fprintf(stderr, "  %.17g at %d: \"%.*s\" (%d), snprintf "
+			        "\"%s\" (%d)\n", x, prec, na < 0 ? 0 : na, a, na,
+			        b, nb);
+			_exit(1);
+		}
+	}
+	printf("  %ld doubles, %ld outside the usual case\n", n, declined);
+}
+
 /* ---- everything at once ---- */
 
 TEST(truncation_at_every_cap_matches_glibc)
@@ -595,6 +625,7 @@ int main(int argc, char **argv)
 	RUN(doubles_round_ties_half_to_even_like_glibc);
 	RUN(doubles_near_decimal_boundaries_match_glibc);
 	RUN(doubles_at_the_edges_match_glibc);
+	RUN(fmt_f_prints_what_snprintf_prints);
 	RUN(double_flags_and_widths_match_glibc);
 	RUN(doubles_are_declined_only_where_documented);
 	RUN(random_doubles_match_glibc);
