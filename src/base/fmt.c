@@ -181,22 +181,33 @@ int le__ndec(uint64_t v)
 	return t + (t == 0 || v >= pow10[t]);
 }
 
+/* 2^57 / 10^k rounded up (k even, 0..8): v * it >> 25 is v / 10^k in 32.32
+ * fixed point, a little above it (the + 1 below), so the integer part and
+ * each "fraction times 100" are v's next digits exactly: for v < 10^(k+2),
+ * checked for every such v (at most 10^9), the product below 2^64. */
+static const uint64_t dec_magic[5] = {
+	UINT64_C(144115188075855873), UINT64_C(1441151880758559),
+	UINT64_C(14411518807586), UINT64_C(144115188076), UINT64_C(1441151881)};
+
 /* Exactly n digits of v < 10^n, leading zeros included, ending at end;
- * the last 9 in 32 bits, where dividing is cheaper. */
+ * the first 9 by one multiplication and then one per pair, no division. */
 void le__dec_fixed(uint64_t v, char *end, int n)
 {
-	char *start = end - n;
-
-	for (; end - start > 9; v /= 100)
+	for (; n > 9; n -= 2, v /= 100)
 		memcpy(end -= 2, dig2 + v % 100 * 2, 2);
-	for (uint32_t w = (uint32_t)v, q;; w = q) {
-		if (end - start < 2) {
-			if (end > start)
-				*--end = (char)('0' + w);
-			return;
-		}
-		q = w / 100;
-		memcpy(end -= 2, dig2 + (w - q * 100) * 2, 2);
+	if (n <= 0)
+		return;
+	char *d = end - n;
+	uint64_t y = (v * dec_magic[(n - 1) >> 1] >> 25) + 1;
+	if (n & 1) {
+		*d++ = (char)('0' + (y >> 32));
+	} else {
+		memcpy(d, dig2 + (y >> 32) * 2, 2);
+		d += 2;
+	}
+	for (; d < end; d += 2) {
+		y = (uint32_t)y * UINT64_C(100);
+		memcpy(d, dig2 + (y >> 32) * 2, 2);
 	}
 }
 
