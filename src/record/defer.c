@@ -627,8 +627,11 @@ static long dconv(const struct le__dtconv *k, struct rd *r, char *w,
 /* The literal fmt[at..at + n) to w (room bytes free): up to 32 bytes as
  * two fixed 16-byte copies when fmt is padded and w has the room (what
  * lands past n is overwritten next, or past the text's end). */
-static int lit(const le__dtext *t, uint32_t at, uint32_t n, char *w,
-               size_t room)
+#if defined(__GNUC__)
+__attribute__((always_inline))
+#endif
+static inline int lit(const le__dtext *t, uint32_t at, uint32_t n, char *w,
+                      size_t room)
 {
 	if (room < n)
 		return -1;
