@@ -175,6 +175,10 @@ typedef struct le__dtext {
 	} c[LE_DTEXT_CONVS];
 	int pad;               /* fmt may be read LE_DTEXT_PAD bytes past
 	                          its end (the caller's copy has them) */
+	uint32_t most;         /* the longest text when every conversion is
+	                          an int's or a double's bare one (0: not
+	                          so), from exactly `need` argument bytes */
+	uint32_t need;
 } le__dtext;
 #define LE_DTEXT_PAD 32
 
