@@ -473,7 +473,11 @@ static int plain_locale(void)
  * magnitude, rounded as %f rounds, when it is %f's usual case (|x| <
  * 2^64, |x| >= 2^-11 or 0, prec <= 19).  @return its exponent, or INT_MIN
  * for fmt_wide's cases. */
-static int short_parts(uint64_t bits, int prec, uint64_t *ip, uint64_t *q)
+#if defined(__GNUC__)
+__attribute__((always_inline))
+#endif
+static inline int short_parts(uint64_t bits, int prec, uint64_t *ip,
+                              uint64_t *q)
 {
 	uint64_t m = bits & ((UINT64_C(1) << 52) - 1);
 	int bexp = (int)(bits >> 52 & 0x7ff);
