@@ -152,8 +152,9 @@ long le__defer_text(const le__desc *d, const unsigned char *args,
  * A descriptor's format compiled once (le__dtext_make), so that a reader
  * makes each record's text from its argument block without parsing the
  * format again nor a printf call per argument (le__dtext_run): literal
- * runs copied, bare %d %i %u %s written inline, the other conversions
- * through le__fspec_put.  The same bytes as le__defer_text, which remains
+ * runs copied, bare %d %i %u %s written inline, a double's %f %F with no
+ * flag nor width by le__fmt_f, the other conversions through
+ * le__fspec_put.  The same bytes as le__defer_text, which remains
  * the reference: whatever the compiled form does not cover, it makes.
  */
 #define LE_DTEXT_CONVS 24
