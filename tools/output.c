@@ -134,6 +134,10 @@ static void add_u64(struct out *o, uint64_t v)
 	static const uint32_t p10[] = {1, 10, 100, 1000, 10000, 100000,
 	                               1000000, 10000000, 100000000,
 	                               1000000000};
+	if (v < 10) { /* a shard, a level: one digit */
+		addc(o, (char)('0' + v));
+		return;
+	}
 	if (v >= 1000000000) { /* the digits above the last nine first */
 		add_u64(o, v / 1000000000);
 		digits_back(o->buf + o->len + 9, (uint32_t)(v % 1000000000), 9);

@@ -181,22 +181,33 @@ int le__ndec(uint64_t v)
 	return t + (t == 0 || v >= pow10[t]);
 }
 
+/* 2^57 / 10^k rounded up (k even, 0..8): v * it >> 25 is v / 10^k in 32.32
+ * fixed point, a little above it (the + 1 below), so the integer part and
+ * each "fraction times 100" are v's next digits exactly: for v < 10^(k+2),
+ * checked for every such v (at most 10^9), the product below 2^64. */
+static const uint64_t dec_magic[5] = {
+	UINT64_C(144115188075855873), UINT64_C(1441151880758559),
+	UINT64_C(14411518807586), UINT64_C(144115188076), UINT64_C(1441151881)};
+
 /* Exactly n digits of v < 10^n, leading zeros included, ending at end;
- * the last 9 in 32 bits, where dividing is cheaper. */
+ * the first 9 by one multiplication and then one per pair, no division. */
 void le__dec_fixed(uint64_t v, char *end, int n)
 {
-	char *start = end - n;
-
-	for (; end - start > 9; v /= 100)
+	for (; n > 9; n -= 2, v /= 100)
 		memcpy(end -= 2, dig2 + v % 100 * 2, 2);
-	for (uint32_t w = (uint32_t)v, q;; w = q) {
-		if (end - start < 2) {
-			if (end > start)
-				*--end = (char)('0' + w);
-			return;
-		}
-		q = w / 100;
-		memcpy(end -= 2, dig2 + (w - q * 100) * 2, 2);
+	if (n <= 0)
+		return;
+	char *d = end - n;
+	uint64_t y = (v * dec_magic[(n - 1) >> 1] >> 25) + 1;
+	if (n & 1) {
+		*d++ = (char)('0' + (y >> 32));
+	} else {
+		memcpy(d, dig2 + (y >> 32) * 2, 2);
+		d += 2;
+	}
+	for (; d < end; d += 2) {
+		y = (uint32_t)y * UINT64_C(100);
+		memcpy(d, dig2 + (y >> 32) * 2, 2);
 	}
 }
 
@@ -450,6 +461,43 @@ static int fmt_wide(struct out *o, const le__fspec *sp, char sgn,
 	return 0;
 }
 
+/* Does %f print as this file prints it: '.' the thread's radix point,
+ * rounding to nearest? */
+static int plain_locale(void)
+{
+	const char *point = nl_langinfo(RADIXCHAR); /* the thread's locale */
+	return point[0] == '.' && !point[1] && rounds_to_nearest();
+}
+
+/* The finite double of bits as *ip and the prec decimals *q of its
+ * magnitude, rounded as %f rounds, when it is %f's usual case (|x| <
+ * 2^64, |x| >= 2^-11 or 0, prec <= 19).  @return its exponent, or INT_MIN
+ * for fmt_wide's cases. */
+#if defined(__GNUC__)
+__attribute__((always_inline))
+#endif
+static inline int short_parts(uint64_t bits, int prec, uint64_t *ip,
+                              uint64_t *q)
+{
+	uint64_t m = bits & ((UINT64_C(1) << 52) - 1);
+	int bexp = (int)(bits >> 52 & 0x7ff);
+	if (bexp)
+		m |= UINT64_C(1) << 52;
+	else
+		bexp = 1; /* subnormal */
+	int e = m ? bexp - 1075 : 0; /* 0 is m << 0 as well as any */
+	if (e > 11 || e < -63 || prec > 19)
+		return INT_MIN;
+	*q = 0;
+	if (e < 0) {
+		*ip = m >> -e;
+		*q = frac_short(m & ((UINT64_C(1) << -e) - 1), -e, prec, ip);
+	} else {
+		*ip = m << e;
+	}
+	return e;
+}
+
 /* %f %F.  @return 0, or -1 for what is left to vsnprintf. */
 static int fmt_double(struct out *o, const le__fspec *sp, double x)
 {
@@ -465,25 +513,37 @@ static int fmt_double(struct out *o, const le__fspec *sp, double x)
 		fmt_special(o, sp, sgn, m != 0);
 		return 0;
 	}
-	const char *point = nl_langinfo(RADIXCHAR); /* the thread's locale */
-	if (point[0] != '.' || point[1] || !rounds_to_nearest())
+	if (!plain_locale())
 		return -1;
-	if (bexp)
-		m |= UINT64_C(1) << 52;
-	else
-		bexp = 1; /* subnormal */
-	int e = m ? bexp - 1075 : 0; /* 0 is m << 0 as well as any */
-	if (e > 11 || e < -63 || prec > 19)
-		return fmt_wide(o, sp, sgn, m, e, prec);
-	uint64_t q = 0;
-	if (e < 0) {
-		ip = m >> -e;
-		q = frac_short(m & ((UINT64_C(1) << -e) - 1), -e, prec, &ip);
-	} else {
-		ip = m << e;
+	uint64_t q;
+	int e = short_parts(bits, prec, &ip, &q);
+	if (e != INT_MIN) {
+		fmt_fixed(o, sp, sgn, ip, q, prec);
+		return 0;
 	}
-	fmt_fixed(o, sp, sgn, ip, q, prec);
-	return 0;
+	m |= bexp ? UINT64_C(1) << 52 : 0;
+	e = m ? (bexp ? bexp : 1) - 1075 : 0; /* 0 is m << 0 as well as any */
+	return fmt_wide(o, sp, sgn, m, e, prec);
+}
+
+int le__fmt_f(char *w, double x, int prec)
+{
+	uint64_t bits, ip, q;
+
+	memcpy(&bits, &x, sizeof bits);
+	if ((bits >> 52 & 0x7ff) == 0x7ff || !plain_locale() ||
+	    short_parts(bits, prec, &ip, &q) == INT_MIN)
+		return -1;
+	size_t neg = bits >> 63;
+	int nint = le__ndec(ip);
+	w[0] = '-'; /* a digit overwrites it when x is positive */
+	le__dec_fixed(ip, w + neg + nint, nint);
+	char *d = w + neg + nint;
+	if (!prec)
+		return (int)(d - w);
+	*d = '.';
+	le__dec_fixed(q, d + 1 + prec, prec);
+	return (int)(d + 1 + prec - w);
 }
 
 /* Read digits at *f into *v; @return -1 past FIELD_MAX. */

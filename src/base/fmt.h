@@ -71,6 +71,14 @@ int le__fspec_star(le__fspec *sp, int w, int p);
  * (a %f outside le__vfmt's cases: locale, rounding mode). */
 int le__fspec_put(char *buf, size_t cap, const le__fspec *sp, le__fval v);
 
+/* A finite x as le__vfmt(w, cap, "%.<prec>f", x) prints it, no flag nor
+ * width, at w (room for LE__FMT_F_MAX bytes; no NUL), when it is the usual
+ * case: |x| < 2^64 and not below 2^-11 (0 is), prec <= 19, the C radix
+ * point and rounding to nearest.  @return its length, or -1 for the other
+ * cases (le__fspec_put makes them). */
+#define LE__FMT_F_MAX 41 /* '-', 20 digits, '.', 19 digits */
+int le__fmt_f(char *w, double x, int prec);
+
 /* Decimal digits of v (1 for 0). */
 int le__ndec(uint64_t v);
 

@@ -529,6 +529,8 @@ int le__dtext_make(le__dtext *t, const le__desc *d)
 	t->flen = d->flen;
 	t->n = 0;
 	t->pad = 0;
+	t->most = (uint32_t)d->flen;
+	t->need = 0;
 	while ((rc = conv_next(d->fmt, d->flen, &pos, &c)) == 1) {
 		struct le__dtconv *k = &t->c[t->n];
 		size_t sl = c.end - c.start;
@@ -550,8 +552,17 @@ int le__dtext_make(le__dtext *t, const le__desc *d)
 		if (k->bare && c.type == T_I32 && !k->sp.len)
 			k->bare += k->sp.conv == 'u' ? 2 : k->sp.conv == 'd' ||
 			           k->sp.conv == 'i';
+		if (c.type == T_F64 && !k->sp.flags && !k->sp.width &&
+		    !c.wstar && !c.pstar)
+			k->bare = 4; /* parse took only %f %F */
+		t->most += k->bare == 4 ? LE__FMT_F_MAX : 11;
+		t->need += k->bare == 4 ? 8 : 4;
+		if (k->bare < 2 || t->most > UINT32_MAX / 2)
+			t->most = UINT32_MAX / 2;
 	}
 	t->tail = (uint32_t)lit;
+	if (t->most == UINT32_MAX / 2)
+		t->most = 0;
 	return rc;
 }
 
@@ -624,8 +635,11 @@ static long dconv(const struct le__dtconv *k, struct rd *r, char *w,
 /* The literal fmt[at..at + n) to w (room bytes free): up to 32 bytes as
  * two fixed 16-byte copies when fmt is padded and w has the room (what
  * lands past n is overwritten next, or past the text's end). */
-static int lit(const le__dtext *t, uint32_t at, uint32_t n, char *w,
-               size_t room)
+#if defined(__GNUC__)
+__attribute__((always_inline))
+#endif
+static inline int lit(const le__dtext *t, uint32_t at, uint32_t n, char *w,
+                      size_t room)
 {
 	if (room < n)
 		return -1;
@@ -638,11 +652,54 @@ static int lit(const le__dtext *t, uint32_t at, uint32_t n, char *w,
 	return 0;
 }
 
+/* le__dtext_run's common case, t->most set and out with room for it and
+ * a 32-byte literal copy past it, the block t->need bytes: nothing to
+ * check but the doubles.  @return the length, or -1 when a double is not
+ * le__fmt_f's (le__dtext_run's own loop makes the text then). */
+static long run_sized(const le__dtext *t, const unsigned char *a, char *out)
+{
+	char *w = out;
+
+	for (uint32_t i = 0; i < t->n; i++) {
+		const struct le__dtconv *k = &t->c[i];
+		lit(t, k->lit, k->lit_len, w, (size_t)k->lit_len + 32);
+		w += k->lit_len;
+		if (k->type == T_PCT) {
+			*w++ = '%';
+		} else if (k->bare == 4) {
+			uint64_t u = le__get64(a);
+			double x;
+			memcpy(&x, &u, sizeof x);
+			int n = le__fmt_f(w, x, k->sp.prec < 0 ? 6 : k->sp.prec);
+			if (n < 0)
+				return -1;
+			w += n;
+			a += 8;
+		} else {
+			int32_t x = (int32_t)le__get32(a);
+			w += k->bare == 3 ? dec(w, (uint32_t)x, 0)
+			                  : dec(w, x < 0 ? 0 - (uint64_t)x
+			                                 : (uint64_t)x, x < 0);
+			a += 4;
+		}
+	}
+	lit(t, t->tail, (uint32_t)(t->flen - t->tail), w,
+	    t->flen - t->tail + 32);
+	w += t->flen - t->tail;
+	*w = 0;
+	return w - out;
+}
+
 long le__dtext_run(const le__dtext *t, const unsigned char *args,
                    size_t alen, char *out, size_t cap)
 {
 	struct rd r = {args, alen};
 	char *w = out, *end = out + cap - 1;
+	long sized;
+
+	if (t->most && t->pad && alen == t->need && cap > t->most + 32 &&
+	    (sized = run_sized(t, args, out)) >= 0)
+		return sized;
 
 	for (uint32_t i = 0; i < t->n; i++) {
 		const struct le__dtconv *k = &t->c[i];
@@ -656,13 +713,27 @@ long le__dtext_run(const le__dtext *t, const unsigned char *args,
 			*w++ = '%';
 			continue;
 		}
-		if (k->bare >= 2 && end - w >= 11 && take(&r, 4, &b) == 0) {
+		if ((k->bare == 2 || k->bare == 3) && end - w >= 11 &&
+		    take(&r, 4, &b) == 0) {
 			/* an int's %d %i %u: its digits straight in */
 			int32_t x = (int32_t)le__get32(b);
 			w += k->bare == 3 ? dec(w, (uint32_t)x, 0)
 			                  : dec(w, x < 0 ? 0 - (uint64_t)x
 			                                 : (uint64_t)x, x < 0);
 			continue;
+		}
+		if (k->bare == 4 && end - w >= LE__FMT_F_MAX && r.left >= 8) {
+			/* a double's %f %F: le__fmt_f's usual case in place */
+			uint64_t u = le__get64(r.p);
+			double x;
+			memcpy(&x, &u, sizeof x);
+			int n = le__fmt_f(w, x, k->sp.prec < 0 ? 6 : k->sp.prec);
+			if (n >= 0) {
+				r.p += 8;
+				r.left -= 8;
+				w += n;
+				continue;
+			}
 		}
 		long n = dconv(k, &r, w, (size_t)(end - w));
 		if (n < 0)

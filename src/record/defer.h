@@ -152,8 +152,9 @@ long le__defer_text(const le__desc *d, const unsigned char *args,
  * A descriptor's format compiled once (le__dtext_make), so that a reader
  * makes each record's text from its argument block without parsing the
  * format again nor a printf call per argument (le__dtext_run): literal
- * runs copied, bare %d %i %u %s written inline, the other conversions
- * through le__fspec_put.  The same bytes as le__defer_text, which remains
+ * runs copied, bare %d %i %u %s written inline, a double's %f %F with no
+ * flag nor width by le__fmt_f, the other conversions through
+ * le__fspec_put.  The same bytes as le__defer_text, which remains
  * the reference: whatever the compiled form does not cover, it makes.
  */
 #define LE_DTEXT_CONVS 24
@@ -168,11 +169,17 @@ typedef struct le__dtext {
 		uint8_t type;          /* defer.c's T_* */
 		uint8_t wstar, pstar;  /* '*' width, '.*' precision */
 		uint8_t bare;          /* no flag, width nor precision;
-		                          2: and an int's %d %i, 3: %u */
+		                          2: and an int's %d %i, 3: %u;
+		                          4: a double's %f %F, no flag
+		                          nor width */
 		le__fspec sp;
 	} c[LE_DTEXT_CONVS];
 	int pad;               /* fmt may be read LE_DTEXT_PAD bytes past
 	                          its end (the caller's copy has them) */
+	uint32_t most;         /* the longest text when every conversion is
+	                          an int's or a double's bare one (0: not
+	                          so), from exactly `need` argument bytes */
+	uint32_t need;
 } le__dtext;
 #define LE_DTEXT_PAD 32
 

@@ -424,6 +424,72 @@ TEST(random_doubles_match_glibc)
 	printf("  %ld doubles, %ld declined\n", n, declined);
 }
 
+/* le__fmt_f, the compiled deferred texts' %f: snprintf's bytes wherever
+ * it does not decline, and it declines only outside its usual case. */
+TEST(fmt_f_prints_what_snprintf_prints)
+{
+	struct fg_src r = {.state = env_u64("LE_FMT_SEED", 1) ^ 0xf00f};
+	long n = (long)env_u64("LE_FMT_CASES", 400000) / 2, declined = 0;
+	char a[LE__FMT_F_MAX + 8], b[400];
+	for (long i = 0; i < n; i++) {
+		double x = i < 4 ? (double[]){0.0, -0.0, 0.5, -1e19}[i]
+		                 : fg_double(&r);
+		int prec = (int)fg_below(&r, 21);
+		int na = le__fmt_f(a, x, prec);
+		int nb = snprintf(b, sizeof b, "%.*f", prec, x);
+		double ax = x < 0 ? -x : x;
+		int usual = x - x == 0 && ax < 0x1p64 && (ax >= 0x1p-11 ||
+		            ax == 0) && prec <= 19;
+		if (na < 0 && !usual) {
+			declined++;
+			continue;
+		}
+		if (na != nb || memcmp(a, b, (size_t)nb)) {
+			fprintf(stderr, "  %.17g at %d: \"%.*s\" (%d), snprintf "
+			        "\"%s\" (%d)\n", x, prec, na < 0 ? 0 : na, a, na,
+			        b, nb);
+			_exit(1);
+		}
+	}
+	printf("  %ld doubles, %ld outside the usual case\n", n, declined);
+}
+
+/* The i-th edge: 10^(i / 4) - 1 + i % 4. */
+static uint64_t edge(long i)
+{
+	uint64_t p = 1;
+	for (long k = 0; k < i / 4; k++)
+		p *= 10;
+	return p - 1 + (uint64_t)(i % 4);
+}
+
+/* le__dec_fixed, every number's digits: each width's edges (10^k - 1,
+ * 10^k, 10^k + 1, each pair's carries) and random values, as %0*llu. */
+TEST(dec_fixed_writes_every_width_exactly)
+{
+	struct fg_src r = {.state = env_u64("LE_FMT_SEED", 1) ^ 0xdec};
+	char a[24], b[24];
+	for (int n = 0; n <= 20; n++) {
+		uint64_t lim = n == 20 ? UINT64_MAX : 1;
+		for (int i = 0; i < n && n < 20; i++)
+			lim *= 10;
+		for (long i = 0; i < 20000; i++) {
+			uint64_t v = fg_u64(&r);
+			if (i < 80) /* 10^k - 1 .. 10^k + 2, every k */
+				v = edge(i);
+			if (n < 20)
+				v = n ? v % lim : 0;
+			le__dec_fixed(v, a + n, n);
+			snprintf(b, sizeof b, "%0*llu", n, (unsigned long long)v);
+			if (n && memcmp(a, b, (size_t)n)) {
+				fprintf(stderr, "  %llu at %d: %.*s\n",
+				        (unsigned long long)v, n, n, a);
+				_exit(1);
+			}
+		}
+	}
+}
+
 /* ---- everything at once ---- */
 
 TEST(truncation_at_every_cap_matches_glibc)
@@ -595,6 +661,8 @@ int main(int argc, char **argv)
 	RUN(doubles_round_ties_half_to_even_like_glibc);
 	RUN(doubles_near_decimal_boundaries_match_glibc);
 	RUN(doubles_at_the_edges_match_glibc);
+	RUN(fmt_f_prints_what_snprintf_prints);
+	RUN(dec_fixed_writes_every_width_exactly);
 	RUN(double_flags_and_widths_match_glibc);
 	RUN(doubles_are_declined_only_where_documented);
 	RUN(random_doubles_match_glibc);
