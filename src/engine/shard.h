@@ -241,12 +241,13 @@ enum { LE_WAKE_NONE, LE_WAKE_ASLEEP, LE_WAKE_ANY };
  * of a batch.  There is no per-shard count (it would be one more shared
  * line written by every record), so the engine's records are shared out
  * by ring bytes: the shard's `used` ring bytes over the engine's, each
- * record taken as its payload, a slot header and half an alignment step
- * of padding.  An estimate that errs either way by the padding of a
- * record's slot; a writer it leaves asleep still wakes within flush_ms.
- * @return a number compared with a record threshold `thr`: nonzero when
- * the shard holds about thr records or more.  Only multiplications,
- * in 64 bits (ring bytes < 2^33, records < 2^24, payload < 2^31).
+ * record taken as its payload and a slot header.  Slots are padded to
+ * LE_SLOT_ALIGN, so for records of the engine's mean size this counts
+ * at least the shard's records: its writer is woken no later than by its
+ * own batch.  One it leaves asleep still wakes within flush_ms.
+ * @return nonzero when the engine holds thr records or more and the
+ * shard about thr or more.  Multiplications, no division; in 64 bits
+ * (ring bytes < 2^33, records < 2^24, payload < 2^30: no overflow).
  */
 static inline int le__shard_holds(const le_engine *e, uint64_t b,
                                   uint64_t used, uint64_t thr)
@@ -257,8 +258,7 @@ static inline int le__shard_holds(const le_engine *e, uint64_t b,
 		return 0;
 	if (e->nshards == 1)
 		return 1;
-	return used * rec >=
-	       thr * (bytes + rec * (LE_SLOT_HDR + LE_SLOT_ALIGN / 2));
+	return used * rec >= thr * (bytes + rec * LE_SLOT_HDR);
 }
 
 /* Wake the shard's writer if it sleeps or naps.  A plain load first: a producer
