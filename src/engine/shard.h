@@ -234,6 +234,33 @@ extern _Thread_local int le__nowait;
  * (the queue is half full). */
 enum { LE_WAKE_NONE, LE_WAKE_ASLEEP, LE_WAKE_ANY };
 
+/*
+ * The records a shard holds, for a producer's wake-up decision: the
+ * budget word b counts the whole engine's, so with several shards a
+ * writer judged by it would be woken while its own ring holds a fraction
+ * of a batch.  There is no per-shard count (it would be one more shared
+ * line written by every record), so the engine's records are shared out
+ * by ring bytes: the shard's `used` ring bytes over the engine's, each
+ * record taken as its payload and a slot header.  Slots are padded to
+ * LE_SLOT_ALIGN, so for records of the engine's mean size this counts
+ * at least the shard's records: its writer is woken no later than by its
+ * own batch.  One it leaves asleep still wakes within flush_ms.
+ * @return nonzero when the engine holds thr records or more and the
+ * shard about thr or more.  Multiplications, no division; in 64 bits
+ * (ring bytes < 2^33, records < 2^24, payload < 2^30: no overflow).
+ */
+static inline int le__shard_holds(const le_engine *e, uint64_t b,
+                                  uint64_t used, uint64_t thr)
+{
+	uint64_t rec = b & LE_BUDGET_REC_MASK, bytes = b >> LE_BUDGET_REC_BITS;
+
+	if (rec < thr)
+		return 0;
+	if (e->nshards == 1)
+		return 1;
+	return used * rec >= thr * (bytes + rec * LE_SLOT_HDR);
+}
+
 /* Wake the shard's writer if it sleeps or naps.  A plain load first: a producer
  * dropping records as fast as it can (queue full) calls this for every
  * drop, and must not take the shard's line exclusive each time while the

@@ -51,7 +51,8 @@ static void note_hwm(le_engine *e, uint64_t b)
 }
 
 /* What a record that leaves budget word b and `used` ring bytes asks of
- * the writer (LE_WAKE_*).  The thresholds nest: urgent ones are higher.
+ * the writer (LE_WAKE_*), judged by its own shard's backlog
+ * (le__shard_holds).  The thresholds nest: urgent ones are higher.
  * An idle writer (pace.c) is woken by any record.  seq_cst: this load
  * comes after the claim's seq_cst CAS on head (le__ring_reserve), and
  * the writer stores idle before its seq_cst look at head, so one of the
@@ -64,8 +65,12 @@ static inline int wake_for(const le_engine *e, const le__shard *sh,
 
 	if (__builtin_expect(rec < e->wake_rec && used < e->wake_bytes, 1))
 		return atomic_load(&sh->idle) ? LE_WAKE_ASLEEP : LE_WAKE_NONE;
-	return rec >= e->urgent_rec || used >= e->urgent_bytes
-	               ? LE_WAKE_ANY : LE_WAKE_ASLEEP;
+	if (used >= e->urgent_bytes ||
+	    le__shard_holds(e, b, used, e->urgent_rec))
+		return LE_WAKE_ANY;
+	if (used >= e->wake_bytes || le__shard_holds(e, b, used, e->wake_rec))
+		return LE_WAKE_ASLEEP;
+	return atomic_load(&sh->idle) ? LE_WAKE_ASLEEP : LE_WAKE_NONE;
 }
 
 _Thread_local int le__nowait;

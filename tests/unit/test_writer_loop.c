@@ -61,6 +61,11 @@ static int written_sixteen(const le_stats *st)
 	return st->written >= 16;
 }
 
+static int written_batch(const le_stats *st)
+{
+	return st->written >= 256;
+}
+
 static int synced(const le_stats *st)
 {
 	return st->syncs >= 1;
@@ -150,6 +155,56 @@ TEST(a_napping_writer_is_woken_by_a_half_full_queue_not_by_a_batch)
 	CHECK_EQ(atomic_load(s), 0);
 	le__wake_queued(&sh, LE_WAKE_ANY); /* awake: nothing to do */
 	CHECK_EQ(atomic_load(s), 0);
+}
+
+/*
+ * A sleeping writer is woken by a producer once a batch is queued; with
+ * several shards, a batch in its own shard, not in the whole engine: the
+ * budget counts every shard's records, and a writer woken whenever the
+ * engine holds a batch is woken (a futex call in some producer's
+ * le_write) while its shard holds a fraction of one, twice as often with
+ * two shards.  Its own batch still wakes it (no wake-up lost).
+ */
+TEST(a_writer_is_not_woken_before_its_own_shard_holds_a_batch)
+{
+	static le_engine e;
+	/* 256 records of 16 B (64 ring bytes each) in the engine */
+	uint64_t b = 256 | (uint64_t)(256 * 16) << LE_BUDGET_REC_BITS;
+
+	e.nshards = 2;
+	/* 56 of them in this shard: not woken; all 256 (or 200): woken */
+	CHECK_EQ(le__shard_holds(&e, b, 56 * 64, 256), 0);
+	CHECK(le__shard_holds(&e, b, 256 * 64, 256));
+	CHECK(le__shard_holds(&e, b, 200 * 64, 256));
+	/* under a batch in the engine: no shard holds one */
+	CHECK_EQ(le__shard_holds(&e, b, 256 * 64, 257), 0);
+	/* one shard: the engine's count, as ever */
+	e.nshards = 1;
+	CHECK(le__shard_holds(&e, b, 56 * 64, 256));
+
+	/* A running engine: the writer of a shard that holds a batch, while
+	 * the other holds records too, is woken long before flush_ms. */
+	le_config c;
+	le_config_init(&c);
+	c.dir = t_tmpdir(dir);
+	c.durability = LE_SYNC_NONE;
+	c.shards = 2;
+	c.queue_capacity = 1024; /* a batch of 256 */
+	c.flush_ms = 60000;
+	le_engine *en = open_cfg(&c);
+	CHECK_EQ(en->batch, 256u);
+	writers_idle(en);
+	char buf[16];
+	memset(buf, 'w', sizeof buf);
+	for (int i = 0; i < 200; i++)
+		CHECK_EQ(le_write(en, 1, LE_INFO, buf, sizeof buf), 0);
+	for (int i = 0; i < 256; i++)
+		CHECK_EQ(le_write(en, 0, LE_INFO, buf, sizeof buf), 0);
+	t_stats_until(en, written_batch, 10000);
+	le_stats st;
+	CHECK_EQ(le_close_stats(en, &st), 0);
+	CHECK_EQ(st.written, 456u);
+	t_rmrf(dir);
 }
 
 /*
@@ -499,6 +554,7 @@ int main(int argc, char **argv)
 	T_INIT(argc, argv);
 	RUN(small_records_at_a_million_a_second_keep_the_writer_napping);
 	RUN(a_napping_writer_is_woken_by_a_half_full_queue_not_by_a_batch);
+	RUN(a_writer_is_not_woken_before_its_own_shard_holds_a_batch);
 	RUN(writer_sleeps_while_producers_drop_behind_a_batch_not_yet_due);
 	RUN(writer_sleeps_while_producers_drop_behind_a_stuck_slot);
 	RUN(a_record_waits_at_most_flush_ms_for_a_sleeping_writer);
