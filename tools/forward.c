@@ -982,24 +982,15 @@ static void summary(const struct fwd *f)
 	        f->lost, f->oversize, ship_peak_rss_kib());
 }
 
-/* libnats first, and waited for: an ack handler (on_ack, a libnats
- * thread) still running after run() gave up on the last acks touches
- * f->sh and f->mu, so neither is freed before every libnats thread has
- * ended.  nats_CloseAndWait is called from this thread, never from a
- * callback, as libnats requires. */
 static void cleanup(struct fwd *f)
 {
-	if (f->js)
-		jsCtx_Destroy(f->js);
-	if (f->nc) {
-		natsConnection_Close(f->nc);
-		natsConnection_Destroy(f->nc);
-	}
-	if (nats_CloseAndWait(5000) != NATS_OK)
-		fprintf(stderr, "logengine %s: libnats's threads did not end "
-		        "within 5 s\n", CMD);
 	for (size_t i = 0; i < f->nsh; i++)
 		le_spool_close(f->sh[i].sp);
+	if (f->js)
+		jsCtx_Destroy(f->js);
+	if (f->nc)
+		natsConnection_Destroy(f->nc);
+	nats_Close(); /* libnats's own threads and memory */
 	if (f->ino >= 0)
 		close(f->ino);
 	for (int i = 0; i < 2; i++)
