@@ -469,25 +469,31 @@ static int plain_locale(void)
 	return point[0] == '.' && !point[1] && rounds_to_nearest();
 }
 
-/* The finite double of bits as *ip and the prec decimals *q of its
- * magnitude, rounded as %f rounds, when it is %f's usual case (|x| <
- * 2^64, |x| >= 2^-11 or 0, prec <= 19).  @return its exponent, or INT_MIN
- * for fmt_wide's cases. */
+/* The finite double of bits as m * 2^e, m its 53-bit mantissa (the
+ * implicit bit set, subnormals as they are).  @return e. */
+static inline int mant_exp(uint64_t bits, uint64_t *m)
+{
+	int bexp = (int)(bits >> 52 & 0x7ff);
+
+	*m = bits & ((UINT64_C(1) << 52) - 1);
+	if (bexp)
+		*m |= UINT64_C(1) << 52;
+	else
+		bexp = 1; /* subnormal */
+	return *m ? bexp - 1075 : 0; /* 0 is m << 0 as well as any */
+}
+
+/* m * 2^e (mant_exp) as *ip and the prec decimals *q of its magnitude,
+ * rounded as %f rounds, when it is %f's usual case (|x| < 2^64, |x| >=
+ * 2^-11 or 0, prec <= 19).  @return 0, or -1 for fmt_wide's cases. */
 #if defined(__GNUC__)
 __attribute__((always_inline))
 #endif
-static inline int short_parts(uint64_t bits, int prec, uint64_t *ip,
+static inline int short_parts(uint64_t m, int e, int prec, uint64_t *ip,
                               uint64_t *q)
 {
-	uint64_t m = bits & ((UINT64_C(1) << 52) - 1);
-	int bexp = (int)(bits >> 52 & 0x7ff);
-	if (bexp)
-		m |= UINT64_C(1) << 52;
-	else
-		bexp = 1; /* subnormal */
-	int e = m ? bexp - 1075 : 0; /* 0 is m << 0 as well as any */
 	if (e > 11 || e < -63 || prec > 19)
-		return INT_MIN;
+		return -1;
 	*q = 0;
 	if (e < 0) {
 		*ip = m >> -e;
@@ -495,7 +501,7 @@ static inline int short_parts(uint64_t bits, int prec, uint64_t *ip,
 	} else {
 		*ip = m << e;
 	}
-	return e;
+	return 0;
 }
 
 /* %f %F.  @return 0, or -1 for what is left to vsnprintf. */
@@ -506,33 +512,30 @@ static int fmt_double(struct out *o, const le__fspec *sp, double x)
 	char sgn;
 
 	memcpy(&bits, &x, sizeof bits);
-	uint64_t m = bits & ((UINT64_C(1) << 52) - 1);
-	int bexp = (int)(bits >> 52 & 0x7ff);
 	sign(&sgn, (int)(bits >> 63), sp->flags); /* -0.0 and -nan too */
-	if (bexp == 0x7ff) {
-		fmt_special(o, sp, sgn, m != 0);
+	if ((bits >> 52 & 0x7ff) == 0x7ff) {
+		fmt_special(o, sp, sgn, (bits & ((UINT64_C(1) << 52) - 1)) != 0);
 		return 0;
 	}
 	if (!plain_locale())
 		return -1;
-	uint64_t q;
-	int e = short_parts(bits, prec, &ip, &q);
-	if (e != INT_MIN) {
-		fmt_fixed(o, sp, sgn, ip, q, prec);
-		return 0;
-	}
-	m |= bexp ? UINT64_C(1) << 52 : 0;
-	e = m ? (bexp ? bexp : 1) - 1075 : 0; /* 0 is m << 0 as well as any */
-	return fmt_wide(o, sp, sgn, m, e, prec);
+	uint64_t m, q;
+	int e = mant_exp(bits, &m);
+	if (short_parts(m, e, prec, &ip, &q) < 0)
+		return fmt_wide(o, sp, sgn, m, e, prec);
+	fmt_fixed(o, sp, sgn, ip, q, prec);
+	return 0;
 }
 
 int le__fmt_f(char *w, double x, int prec)
 {
-	uint64_t bits, ip, q;
+	uint64_t bits, ip, q, m;
 
 	memcpy(&bits, &x, sizeof bits);
-	if ((bits >> 52 & 0x7ff) == 0x7ff || !plain_locale() ||
-	    short_parts(bits, prec, &ip, &q) == INT_MIN)
+	if ((bits >> 52 & 0x7ff) == 0x7ff || !plain_locale())
+		return -1;
+	int e = mant_exp(bits, &m);
+	if (short_parts(m, e, prec, &ip, &q) < 0)
 		return -1;
 	size_t neg = bits >> 63;
 	int nint = le__ndec(ip);

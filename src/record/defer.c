@@ -587,6 +587,30 @@ static size_t dec(char *w, uint64_t v, int neg)
 	return (size_t)(neg + n);
 }
 
+/* An int's bare %d %i (bare 2) or %u (bare 3) of the 4 bytes at b, at w
+ * (11 bytes of room).  @return the bytes written. */
+static size_t put_i32(char *w, const unsigned char *b, int bare)
+{
+	int32_t x = (int32_t)le__get32(b);
+
+	if (bare == 3)
+		return dec(w, (uint32_t)x, 0);
+	return dec(w, x < 0 ? 0 - (uint64_t)x : (uint64_t)x, x < 0);
+}
+
+/* A double's bare %f %F (k->bare 4) of the 8 bytes at b by le__fmt_f, at
+ * w (LE__FMT_F_MAX bytes of room).  @return its length, or -1 when it is
+ * not le__fmt_f's. */
+static int put_f64(char *w, const unsigned char *b,
+                   const struct le__dtconv *k)
+{
+	uint64_t u = le__get64(b);
+	double x;
+
+	memcpy(&x, &u, sizeof x);
+	return le__fmt_f(w, x, k->sp.prec < 0 ? 6 : k->sp.prec);
+}
+
 /* One conversion k of t, its arguments taken from r, at w (room bytes
  * free).  @return the bytes written, or -1 (le__dtext_run's cases). */
 static long dconv(const struct le__dtconv *k, struct rd *r, char *w,
@@ -667,19 +691,13 @@ static long run_sized(const le__dtext *t, const unsigned char *a, char *out)
 		if (k->type == T_PCT) {
 			*w++ = '%';
 		} else if (k->bare == 4) {
-			uint64_t u = le__get64(a);
-			double x;
-			memcpy(&x, &u, sizeof x);
-			int n = le__fmt_f(w, x, k->sp.prec < 0 ? 6 : k->sp.prec);
+			int n = put_f64(w, a, k);
 			if (n < 0)
 				return -1;
 			w += n;
 			a += 8;
 		} else {
-			int32_t x = (int32_t)le__get32(a);
-			w += k->bare == 3 ? dec(w, (uint32_t)x, 0)
-			                  : dec(w, x < 0 ? 0 - (uint64_t)x
-			                                 : (uint64_t)x, x < 0);
+			w += put_i32(w, a, k->bare);
 			a += 4;
 		}
 	}
@@ -716,18 +734,12 @@ long le__dtext_run(const le__dtext *t, const unsigned char *args,
 		if ((k->bare == 2 || k->bare == 3) && end - w >= 11 &&
 		    take(&r, 4, &b) == 0) {
 			/* an int's %d %i %u: its digits straight in */
-			int32_t x = (int32_t)le__get32(b);
-			w += k->bare == 3 ? dec(w, (uint32_t)x, 0)
-			                  : dec(w, x < 0 ? 0 - (uint64_t)x
-			                                 : (uint64_t)x, x < 0);
+			w += put_i32(w, b, k->bare);
 			continue;
 		}
 		if (k->bare == 4 && end - w >= LE__FMT_F_MAX && r.left >= 8) {
 			/* a double's %f %F: le__fmt_f's usual case in place */
-			uint64_t u = le__get64(r.p);
-			double x;
-			memcpy(&x, &u, sizeof x);
-			int n = le__fmt_f(w, x, k->sp.prec < 0 ? 6 : k->sp.prec);
+			int n = put_f64(w, r.p, k);
 			if (n >= 0) {
 				r.p += 8;
 				r.left -= 8;
