@@ -477,6 +477,14 @@ static void build_one(const struct job *j)
 	if (le__index_build(path, &x) == 0) {
 		le__index_write(j->dir, &x);
 		le__index_free(&x);
+		/* Retention may have deleted the segment (and its index,
+		 * le__seg_unlink) while this read it: the index just written
+		 * would be an orphan until the next build. */
+		uint64_t bytes, mtime;
+		char ipath[LE_PATH_MAX];
+		if (le__seg_stat(path, &bytes, &mtime) == -ENOENT &&
+		    le__index_path(ipath, sizeof ipath, j->dir, j->index) >= 0)
+			unlink(ipath);
 	}
 }
 

@@ -152,6 +152,15 @@ int le__seg_unlink(const char *seg_path)
 	uint64_t h = claim(seg_path);
 	int a = le__unlink(seg_path), b = le__unlink(z);
 	unclaim(h);
+	/* Nor its time index, NAME.idx beside it (index.h): deleted here,
+	 * by whoever deletes the segment, it never waits for the index
+	 * builder's next sweep of orphans. */
+	size_t n = strlen(seg_path);
+	if (n > 4 && strcmp(seg_path + n - 4, ".seg") == 0) {
+		memcpy(z, seg_path, n - 4);
+		memcpy(z + n - 4, ".idx", 5);
+		le__unlink(z);
+	}
 	if (a == 0 || b == 0)
 		return 0;
 	return a != -ENOENT ? a : b;

@@ -7,6 +7,7 @@
 #include "segfile.h"
 
 #include "store/index.h"
+#include "store/seg_zst.h"
 #include "logengine.h"
 #include "store/segment.h"
 
@@ -334,6 +335,26 @@ TEST(engine_writes_an_index_for_every_segment_it_seals)
 	t_rmrf(dir);
 }
 
+/* Deleting a segment (retention, the reaper) deletes its index with it:
+ * nothing waits for the builder's next sweep. */
+TEST(deleting_a_segment_deletes_its_index)
+{
+	char dir[256], seg[300], idx[300];
+	const char *names[] = {seg, idx};
+
+	t_tmpdir(dir);
+	snprintf(seg, sizeof seg, "%s/%016x.seg", dir, 7);
+	snprintf(idx, sizeof idx, "%s/%016x.idx", dir, 7);
+	for (int i = 0; i < 2; i++) {
+		FILE *f = fopen(names[i], "w");
+		CHECK(f && fputs("x", f) >= 0 && fclose(f) == 0);
+	}
+	CHECK_RC(le__seg_unlink(seg));
+	CHECK(access(seg, F_OK) < 0 && errno == ENOENT);
+	CHECK(access(idx, F_OK) < 0 && errno == ENOENT);
+	t_rmrf(dir);
+}
+
 TEST(indexes_of_deleted_segments_do_not_pile_up)
 {
 	char dir[256], sdir[300];
@@ -343,14 +364,26 @@ TEST(indexes_of_deleted_segments_do_not_pile_up)
 	CHECK(le__index_idle(10000));
 	snprintf(sdir, sizeof sdir, "%s/shard-000", dir);
 	count_indexed(sdir, &segs);
-	int idx = 0;
+	int idx = 0, orphans = 0;
 	DIR *d = opendir(sdir);
 	struct dirent *de;
-	while ((de = readdir(d)))
-		idx += strstr(de->d_name, ".idx") != NULL;
+	while ((de = readdir(d))) {
+		const char *x = strstr(de->d_name, ".idx");
+		idx += x != NULL;
+		if (!x || x[4])
+			continue;
+		/* its segment, as le__seg_stat finds it (.seg or .seg.zst) */
+		char seg[600];
+		uint64_t bytes, mtime;
+		snprintf(seg, sizeof seg, "%s/%.*s.seg", sdir,
+		         (int)(x - de->d_name), de->d_name);
+		orphans += le__seg_stat(seg, &bytes, &mtime) == -ENOENT;
+	}
 	closedir(d);
-	/* the orphans of the last rotation's retention at most */
 	CHECK(idx <= segs + 8);
+	/* whoever deletes a segment deletes its index (le__seg_unlink),
+	 * and a build that lost its segment drops what it wrote */
+	CHECK_EQ(orphans, 0);
 	t_rmrf(dir);
 }
 
@@ -365,6 +398,7 @@ int main(int argc, char **argv)
 	RUN(build_stops_at_damage_and_covers_the_prefix);
 	RUN(load_refuses_an_index_of_another_segment_or_a_torn_one);
 	RUN(engine_writes_an_index_for_every_segment_it_seals);
+	RUN(deleting_a_segment_deletes_its_index);
 	RUN(indexes_of_deleted_segments_do_not_pile_up);
 	return t_done();
 }
