@@ -289,7 +289,8 @@ bench: deps-bench all $(BUILD)/bench
 PERF_TOOLS := $(BUILD)/submit-latency $(BUILD)/trickle-cost $(BUILD)/writer-cost \
               $(BUILD)/durable-cost $(BUILD)/write-limit \
               $(BUILD)/journal-gen $(BUILD)/level-cost $(BUILD)/archive-cost \
-              $(BUILD)/burst-floor $(BUILD)/every-cost $(BUILD)/producer-wakes
+              $(BUILD)/burst-floor $(BUILD)/every-cost $(BUILD)/producer-wakes \
+              $(BUILD)/csum-cost
 .PHONY: perf-tools bench-journal
 # cat of deferred records against the frame scan (docs/BENCHMARKS.md)
 PERF_TOOLS += $(BUILD)/cat-bench

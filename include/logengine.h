@@ -377,7 +377,21 @@ typedef struct le_config {
 	                             forwarder has not shipped yet.  0: not by
 	                             age (default) */
 	int archive_level;        /* zstd level of archives, 1..19.  0: 3 */
-	uint32_t reserved2_;      /* 0 */
+	uint32_t queue_checksum;  /* 1: each record in the mapped queue
+	                             carries a CRC32C over its payload, level,
+	                             flags, length and time, put by the
+	                             logging call and checked when a dead
+	                             process's queue is recovered: a record
+	                             whose bytes changed after it was queued
+	                             (a wild write of the crashing process, a
+	                             flipped bit) is dropped, counted and
+	                             named (recover exits 1, le_errmsg,
+	                             recovery_damaged) instead of written out
+	                             changed.  Costs each call a CRC of its
+	                             payload (docs/BENCHMARKS.md).  Only with
+	                             mapped_queue (a process's own memory
+	                             is never recovered).  0: the checks that
+	                             cost nothing (level, flags, lengths) */
 	/* The flight recorder (le_set_backtrace): records below a logger's
 	 * threshold kept in a ring per shard, written out when needed. */
 	const char *backtrace;    /* the levels loggers keep below their

@@ -91,7 +91,7 @@ int main(int argc, char **argv)
 	unsigned slow = 0, waited = 0, line[64] = {0};
 	uint64_t size = le__ring_size_for(c.queue_capacity,
 	                                  c.queue_capacity_bytes,
-	                                  c.max_record_bytes);
+	                                  c.max_record_bytes, 0);
 	for (uint64_t i = 0, pos = 0; i < N; i++, pos += 192) {
 		if (pos + 192 > size)
 			pos = 0; /* the rest of the lap is padding */

@@ -82,10 +82,8 @@ static int config_import(le_config *out, const le_config *cfg)
 	le__config_defaults(out);
 	memcpy(out, cfg, size < sizeof *out ? size : sizeof *out);
 	out->struct_size = sizeof *out;
-	if (out->reserved_ || out->reserved2_) {
-		le__seterr("%s: %u, must be 0",
-		           out->reserved_ ? "reserved_" : "reserved2_",
-		           out->reserved_ ? out->reserved_ : out->reserved2_);
+	if (out->reserved_) {
+		le__seterr("reserved_: %u, must be 0", out->reserved_);
 		return LE_EINVAL;
 	}
 	return 0;

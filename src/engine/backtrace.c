@@ -96,7 +96,8 @@ static int queue_kept(le_engine *e, le__shard *sh, int level, uint8_t flags,
 	n = (uint32_t)sizeof head + len;
 	if (!le__budget_take(&e->budget, n, e->cap_rec, e->cap_bytes))
 		goto drop;
-	le__slot *s = le__ring_reserve(&sh->ring, le__slot_bytes(n), &used);
+	le__slot *s = le__ring_reserve(&sh->ring,
+	                               le__ring_slot_bytes(&sh->ring, n), &used);
 	if (!s) {
 		le__budget_give(&e->budget, 1, n);
 		goto drop;
@@ -112,7 +113,7 @@ static int queue_kept(le_engine *e, le__shard *sh, int level, uint8_t flags,
 	               (uint32_t)flags << 8;
 	memcpy((unsigned char *)s + offsetof(le__slot, level), &lfr,
 	       sizeof lfr);
-	le__slot_publish(s);
+	le__slot_publish_ck(&sh->ring, s);
 	atomic_fetch_add_explicit(&sh->bt_written, 1, memory_order_relaxed);
 	return 1;
 drop:

@@ -194,6 +194,8 @@ int le__config_check(const le_config *c)
 		BAD("mapped_queue: %d is neither 0 nor 1", c->mapped_queue);
 	if (c->create_dir != 0 && c->create_dir != 1)
 		BAD("create_dir: %d is neither 0 nor 1", c->create_dir);
+	if (c->queue_checksum > 1)
+		BAD("queue_checksum: %u is neither 0 nor 1", c->queue_checksum);
 	if (c->deferred_sites > LE_SITES_MAX &&
 	    c->deferred_sites != LE_DEFERRED_OFF)
 		BAD("deferred_sites: %u is not between 1 and %u (or "

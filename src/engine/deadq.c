@@ -33,11 +33,12 @@ static const char *slot_damage(const le__ring *r, const le__slot *sl,
 {
 	int checked = r->version >= 2;
 	uint32_t level = checked ? sl->level & LE_SLOT_LEVEL_MASK : sl->level;
-	uint32_t plen = sl->len;
-	if (plen > sbytes - LE_SLOT_HDR)
+	uint32_t plen = sl->len, ck = r->csum ? LE_SLOT_CSUM : 0;
+	if (plen > sbytes - LE_SLOT_HDR - ck)
 		return "length past its slot";
-	/* le_write takes le__slot_bytes(len), le_logf one byte more */
-	if (sbytes != le__slot_bytes(plen) && sbytes != le__slot_bytes(plen + 1))
+	/* le_write takes le__ring_slot_bytes(len), le_logf one byte more */
+	if (sbytes != le__slot_bytes(plen + ck) &&
+	    sbytes != le__slot_bytes(plen + 1 + ck))
 		return "length not its slot's";
 	if (level > LE_FATAL)
 		return "level above FATAL";
@@ -45,6 +46,12 @@ static const char *slot_damage(const le__ring *r, const le__slot *sl,
 		return "unknown flags";
 	if (checked && sl->level != le__slot_lvbyte(level, sl->flags))
 		return "level or flags not their check's";
+	if (ck) {
+		uint32_t c;
+		memcpy(&c, (const unsigned char *)sl + sbytes - ck, sizeof c);
+		if (c != le__slot_crc(sl, plen))
+			return "record not its checksum's";
+	}
 	if (!fields_ok(sl, plen))
 		return "field block does not decode";
 	return NULL;

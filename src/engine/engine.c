@@ -117,7 +117,9 @@ static int add_sink(le__shard *sh, le__sink *s)
 static int shard_init(le_engine *e, uint32_t i)
 {
 	le__shard *sh = &e->shards[i];
-	uint64_t size = le__ring_size_for(e->cap_rec, e->cap_bytes, e->max_rec);
+	int csum = e->cfg.store && e->cfg.mapped_queue && e->cfg.queue_checksum;
+	uint64_t size = le__ring_size_for(e->cap_rec, e->cap_bytes, e->max_rec,
+	                                  csum);
 	char qpath[LE_PATH_MAX + 16], spath[LE_PATH_MAX + 16];
 	int rc;
 
@@ -150,7 +152,7 @@ static int shard_init(le_engine *e, uint32_t i)
 	}
 	rc = le__ring_open(&sh->ring,
 	                   e->cfg.store && e->cfg.mapped_queue ? qpath : NULL,
-	                   size, i, e->cfg.file_mode);
+	                   size, i, e->cfg.file_mode, csum);
 	if (rc < 0) {
 		if (!le_errmsg()[0])
 			le__seterr("queue: cannot map %llu bytes for shard %u",

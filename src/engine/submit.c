@@ -188,7 +188,7 @@ reserve(le_engine *e, le__shard *sh, uint32_t len, uint32_t need, int *rc,
 static inline __attribute__((always_inline)) void
 publish_and_wake(le__shard *sh, le__slot *s, int wake)
 {
-	le__slot_publish(s);
+	le__slot_publish_ck(&sh->ring, s);
 	if (wake)
 		le__wake_queued(sh, wake);
 }
@@ -299,7 +299,8 @@ int le_write(le_engine *e, uint64_t route_key, int level, const void *payload,
 		return rc;
 	le__shard *sh = route(e, route_key);
 	le__slot *s = reserve(e, sh, (uint32_t)len,
-	                      le__slot_bytes((uint32_t)len), &rc, &wake);
+	                      le__ring_slot_bytes(&sh->ring, (uint32_t)len),
+	                      &rc, &wake);
 	if (!s)
 		return rc;
 	fill(e, s, level, flags, (uint32_t)len);
@@ -382,7 +383,7 @@ int le__submitf(le_engine *e, int level, const le__fieldset *fs,
 	le__shard *sh = my_shard(e);
 	/* One ring byte more than the payload: vsnprintf's terminating NUL
 	 * must land inside this slot, never in the next one. */
-	uint32_t need = le__slot_bytes((uint32_t)len + 1);
+	uint32_t need = le__ring_slot_bytes(&sh->ring, (uint32_t)len + 1);
 	le__slot *s = reserve(e, sh, (uint32_t)len, need, &rc, &wake);
 	if (!s) {
 		va_end(ap2);
@@ -422,7 +423,8 @@ submit_fixed(le_engine *e, le__shard *sh, const le__dsite *ds, uint32_t id,
 		uint8_t f = 0;
 		clip(e, &l, &f);
 	}
-	le__slot *s = reserve(e, sh, len, le__slot_bytes(len), &rc, &wake);
+	le__slot *s = reserve(e, sh, len, le__ring_slot_bytes(&sh->ring, len),
+	                      &rc, &wake);
 	if (!s)
 		return rc;
 	unsigned char *p = (unsigned char *)(s + 1);
@@ -490,7 +492,8 @@ int le__submitd(le_engine *e, le__dsite *ds, const le__fieldset *fs,
 	va_end(ap2);
 	clip(e, &len, &flags); /* notes the largest; len fits */
 	le__slot *s = reserve(e, sh, (uint32_t)len,
-	                      le__slot_bytes((uint32_t)len), &rc, &wake);
+	                      le__ring_slot_bytes(&sh->ring, (uint32_t)len),
+	                      &rc, &wake);
 	if (!s)
 		return rc;
 	unsigned char *p = (unsigned char *)(s + 1);

@@ -201,6 +201,7 @@ static void put_header(unsigned char *h, const le__ring *r, uint32_t shard)
 	le__put32(h + 32, shard);
 	le__put32(h + 36, LE_SLOT_HDR);
 	le__put64(h + 40, boot_id());
+	le__put32(h + LE_QUEUE_FLAGS_OFF, r->csum ? LE_QUEUE_F_CSUM : 0);
 	le__put32(h + 60, le__crc_mask(le__crc32c_extend(0, h, 60)));
 }
 
@@ -250,6 +251,16 @@ static uint32_t damaged_version(const unsigned char *h)
 	uint32_t v = le__get32(h + 8);
 	return v >= LE_QUEUE_VERSION_MIN && v <= LE_QUEUE_VERSION
 	               ? v : LE_QUEUE_VERSION;
+}
+
+/* Whether a damaged header's slots carry checksums: its flags word when
+ * it is 0 or LE_QUEUE_F_CSUM (one flipped bit elsewhere leaves it so),
+ * else none.  A flip of that very bit makes every slot fail its check
+ * (dropped and named: loud), or lets checked slots through unchecked
+ * (their sizes still match: whole records). */
+static int damaged_csum(const unsigned char *h)
+{
+	return le__get32(h + LE_QUEUE_FLAGS_OFF) == LE_QUEUE_F_CSUM;
 }
 
 /*
@@ -466,11 +477,13 @@ static void keep_no_fd(le__ring *r)
 }
 
 int le__ring_open(le__ring *r, const char *path, uint64_t size,
-                  uint32_t shard, unsigned mode)
+                  uint32_t shard, unsigned mode, int csum)
 {
 	memset(r, 0, sizeof *r);
 	r->fd = -1;
 	r->version = LE_QUEUE_VERSION;
+	r->csum_cfg = path && csum;
+	r->csum = r->csum_cfg;
 	r->pfw = have_prefetchw();
 	if (!path) {
 		size_t len = LE_QUEUE_HDR + size;
@@ -499,6 +512,8 @@ int le__ring_open(le__ring *r, const char *path, uint64_t size,
 		rc = map_file(r, fd, old); /* drain first, renew later */
 		r->reused = 1;
 		r->version = le__get32(h + 8);
+		r->csum = (le__get32(h + LE_QUEUE_FLAGS_OFF) &
+		           LE_QUEUE_F_CSUM) != 0;
 		atomic_store(&r->backed, kept_backed(r));
 	} else if (newer(h, shard)) {
 		le__seterr("queue: %s: written by a newer logengine (QUEUE "
@@ -514,6 +529,7 @@ int le__ring_open(le__ring *r, const char *path, uint64_t size,
 		r->hdr_damaged = 1;
 		atomic_store(&r->backed, kept_backed(r));
 		r->version = damaged_version(h);
+		r->csum = damaged_csum(h);
 	} else {
 		rc = create(r, fd, size, shard);
 	}
@@ -567,6 +583,7 @@ int le__ring_renew(le__ring *r, const char *path, uint64_t size,
 	r->map = NULL;
 	r->reused = 0;
 	r->version = LE_QUEUE_VERSION;
+	r->csum = r->csum_cfg;
 	int rc = create(r, r->fd, size, shard);
 	if (rc < 0)
 		le__seterr("queue: %s: %s", path, le_strerror(rc));
@@ -768,12 +785,14 @@ uint64_t le__ring_skip_free(const le__ring *r, uint64_t from, uint64_t end)
 }
 
 uint64_t le__ring_size_for(uint64_t cap_rec, uint64_t cap_bytes,
-                           uint32_t max_record)
+                           uint32_t max_record, int csum)
 {
-	/* payload + per-record header and alignment + one pad and one slot
-	 * of slack for the lap boundary (see queue.h).  +1: le_logf's NUL. */
-	uint64_t max_slot = le__slot_bytes(max_record + 1);
-	uint64_t s = cap_bytes + cap_rec * (LE_SLOT_HDR + LE_SLOT_ALIGN) +
+	/* payload + per-record header, check and alignment + one pad and
+	 * one slot of slack for the lap boundary (see queue.h).  +1:
+	 * le_logf's NUL. */
+	uint32_t ck = csum ? LE_SLOT_CSUM : 0;
+	uint64_t max_slot = le__slot_bytes(max_record + 1 + ck);
+	uint64_t s = cap_bytes + cap_rec * (LE_SLOT_HDR + LE_SLOT_ALIGN + ck) +
 	             2 * max_slot;
 	/* Header page + ring up to a whole number of huge pages (see
 	 * map_aligned) when that costs at most an eighth more memory: the

@@ -43,6 +43,16 @@
  * (submit.c, fill): a few ALU instructions, no store or load more.
  * Only a QUEUE of version 2 has it (LE_QUEUE_VERSION).
  *
+ * The slot checksum (queue_checksum; LE_QUEUE_F_CSUM in the header's
+ * flags): the last 4 bytes of every record slot hold the masked CRC32C
+ * of header bytes 8..31 (seq as 0) and the payload, put by the producer
+ * just before it publishes (le__slot_publish_ck), so a slot takes 4
+ * bytes more (LE_SLOT_CSUM).  Not covered: the state word (its size is
+ * checked against len, its lap against the position) and seq (the
+ * writer's, stored after the check was made).  Recovery drops and names
+ * a slot that fails it; nobody else reads it: a live process's own
+ * memory is not checked.
+ *
  * Claiming.  A producer owns [h, h + need) once it has moved head from h
  * to h + need with one CAS (positions only grow: a producer with a stale
  * head fails it).  It then stores the claim word, lap << 32 | need, at h:
@@ -84,6 +94,8 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "base/crc32c.h"
+
 #define LE_SLOT_HDR 32u
 #define LE_SLOT_READY 1u
 #define LE_SLOT_PAD 2u
@@ -92,6 +104,8 @@
 /* The level's bits of its byte and bit 3 (zero): a level byte of a
  * version 2 slot masked with it reads above FATAL when bit 3 is set. */
 #define LE_SLOT_LEVEL_MASK 0x0fu
+/* The slot checksum's bytes, at the end of a slot when the ring has it. */
+#define LE_SLOT_CSUM 4u
 
 /* The level byte of a slot of this level and these flags (see "The
  * check" above).  level 0..5, flags LE_REC_* (bits 0..3). */
@@ -116,7 +130,13 @@ static inline uint32_t le__slot_lvbyte(uint32_t level, uint32_t flags)
  *         half-done, and recovery starts the walk here, not at tail)
  * 200 24  the last release's mark: u64 position, u64 sequence, u64 check
  *         (le__ring_mark)
- * 256 36  the clock the slots' stamps are in (le__ring_put_clock) */
+ * 256 36  the clock the slots' stamps are in (le__ring_put_clock)
+ * Bytes 48..51 (under the header's CRC) are flags: LE_QUEUE_F_CSUM, the
+ * record slots carry their checksum.  Zero in a file of a library before
+ * it; one that does not know a bit set there ignores it (the check sits
+ * past the payload, inside the slot's size). */
+#define LE_QUEUE_FLAGS_OFF 48u
+#define LE_QUEUE_F_CSUM 1u
 #define LE_QUEUE_MAGIC "LOGENGQU"
 /* 2: slots carry the check over their level and flags.  A version 1 file
  * (a library before it, killed) is still recovered, its slots without
@@ -165,6 +185,11 @@ typedef struct le__ring {
 	                               engine's): made anew once drained */
 	int hdr_damaged;            /* its header failed its checks: its
 	                               geometry was taken from its length */
+	int csum;                   /* its record slots carry LE_SLOT_CSUM
+	                               (the file's flag; a new file's: what
+	                               le__ring_open was asked) */
+	int csum_cfg;               /* what le__ring_open was asked: a
+	                               renewed file's */
 	uint32_t version;           /* the file's LE_QUEUE_VERSION (a damaged
 	                               header's: its field if 1 or 2, else
 	                               the current); 1: slots unchecked */
@@ -371,6 +396,42 @@ static inline void le__slot_publish(le__slot *s)
 	                      memory_order_release);
 }
 
+/* The masked CRC32C a checksummed slot ends with (see "The slot
+ * checksum" above), as recovery computes it: bytes 8..31 with seq taken
+ * as the 0 the producer left there, then len payload bytes. */
+static inline uint32_t le__slot_crc(const le__slot *s, uint32_t len)
+{
+	unsigned char h[LE_SLOT_HDR - 8];
+	memcpy(h, (const unsigned char *)s + 8, sizeof h);
+	memset(h + 8, 0, 8); /* seq */
+	uint32_t c = le__crc32c_extend(0, h, sizeof h);
+	return le__crc_mask(le__crc32c_extend(c, s + 1, len));
+}
+
+/* Publish a slot of a ring with slot checksums (r->csum): its check into
+ * its last 4 bytes, then READY.  One CRC over the header's bytes 8..31
+ * and the payload, which follow each other (seq is still the producer's
+ * 0).  The claim word holds the slot's size. */
+static inline void le__slot_publish_ck(const le__ring *r, le__slot *s)
+{
+	if (__builtin_expect(r->csum, 0)) {
+		uint32_t n = (uint32_t)atomic_load_explicit(
+			&s->state, memory_order_relaxed) & LE_SLOT_SIZE_MASK;
+		uint32_t c = le__crc_mask(le__crc32c_extend(
+			0, (const unsigned char *)s + 8,
+			LE_SLOT_HDR - 8 + s->len));
+		memcpy((unsigned char *)s + n - LE_SLOT_CSUM, &c, sizeof c);
+	}
+	le__slot_publish(s);
+}
+
+/* The ring bytes a record slot of `room` bytes after its header takes in
+ * r: room, and the check when r has it. */
+static inline uint32_t le__ring_slot_bytes(const le__ring *r, uint32_t room)
+{
+	return le__slot_bytes(room + (r->csum ? LE_SLOT_CSUM : 0));
+}
+
 /* What the writer finds at position *rd. */
 enum { LE_PEEK_EMPTY, LE_PEEK_RECORD, LE_PEEK_CLAIMED };
 
@@ -446,11 +507,14 @@ static inline int le__ring_peek(const le__ring *r, uint64_t *rd,
  * the process).  Otherwise the QUEUE file at path: created with `size`
  * bytes if missing or unreadable, else mapped with the geometry it has
  * (which may differ from `size`: drain it, then le__ring_renew); mode:
- * the file's permission bits when it is created.
+ * the file's permission bits when it is created; csum: its record slots
+ * carry checksums (a file made now or by le__ring_renew; a kept file's
+ * slots are as its header's flags say; an anonymous ring never: nobody
+ * recovers it).
  * @return 0, or -errno / LE_ECORRUPT (set le_errmsg) on failure.
  */
 int le__ring_open(le__ring *r, const char *path, uint64_t size,
-                  uint32_t shard, unsigned mode);
+                  uint32_t shard, unsigned mode, int csum);
 void le__ring_close(le__ring *r);
 
 /*
@@ -538,6 +602,6 @@ void le__ring_populate(le__ring *r, uint64_t from, uint64_t to);
 /* Size a shard's ring so that the budget, not the ring, is always what
  * limits a producer: every queued record could be in this one shard. */
 uint64_t le__ring_size_for(uint64_t cap_rec, uint64_t cap_bytes,
-                           uint32_t max_record);
+                           uint32_t max_record, int csum);
 
 #endif

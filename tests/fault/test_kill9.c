@@ -11,6 +11,11 @@
  * there uncounted: accepted, then killed before the counter moved.  Only
  * the one right after the counted ones, per thread.)
  *
+ * Once as configured by default, once with queue_checksum: each record's
+ * check is put by le_write as the record is published, so a kill at any
+ * moment leaves slots whose checks match or slots never published, and
+ * no recovery may call one damaged.
+ *
  * LE_KILL_CYCLES sets the number of kills (default 20; `make check-long`
  * runs hundreds).
  */
@@ -30,6 +35,7 @@
 
 struct shared {
 	_Atomic long count[THREADS]; /* accepted in the current cycle */
+	_Atomic long damaged;        /* recovery_damaged, all cycles */
 	long final[MAX_CYCLES][THREADS];
 };
 
@@ -37,6 +43,7 @@ static struct shared *sh;
 static char dir[256];
 static int cycle;
 static le_engine *eng;
+static int checksum; /* queue_checksum of every engine */
 
 static void *child_thread(void *arg)
 {
@@ -66,12 +73,16 @@ static void child(void)
 	c.durability = LE_SYNC_NONE;
 	c.segment_bytes = 256 << 10; /* rotate often: kills land mid-rotation */
 	c.queue_capacity = 4096;
+	c.queue_checksum = (uint32_t)checksum;
 	if (le_open(&eng, &c) != 0) {
 		fprintf(stderr, "child le_open: %s\n", le_errmsg());
 		_exit(2);
 	}
 	if (le_errmsg()[0])
 		fprintf(stderr, "  cycle %d: le_open: %s\n", cycle, le_errmsg());
+	le_stats rs;
+	if (le_stats_get(eng, &rs) == 0)
+		atomic_fetch_add(&sh->damaged, (long)rs.recovery_damaged);
 	if (getenv("LE_KILL_DEBUG")) {
 		le_stats st;
 		le_stats_get(eng, &st);
@@ -115,7 +126,7 @@ static void check_rec(const le_record *r, void *arg)
 	x->next[c][t] = k + 1;
 }
 
-TEST(accepted_records_survive_kill9_exactly_once_in_order)
+static void kill_cycles(void)
 {
 	int cycles = getenv("LE_KILL_CYCLES") ? atoi(getenv("LE_KILL_CYCLES"))
 	                                      : 20;
@@ -124,6 +135,7 @@ TEST(accepted_records_survive_kill9_exactly_once_in_order)
 	sh = mmap(NULL, sizeof *sh, PROT_READ | PROT_WRITE,
 	          MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	CHECK(sh != MAP_FAILED);
+	cycle = 0;
 	t_tmpdir(dir);
 	srand((unsigned)getpid());
 	long total = 0;
@@ -157,6 +169,8 @@ TEST(accepted_records_survive_kill9_exactly_once_in_order)
 	le_stats st;
 	le_stats_get(e, &st);
 	CHECK_EQ(le_close(e), 0);
+	CHECK_EQ(st.recovery_damaged, 0);
+	CHECK_EQ(atomic_load(&sh->damaged), 0);
 
 	static struct check x;
 	long rc = read_all(dir, LE_RECOVER_ABSOLUTE, check_rec, &x);
@@ -185,11 +199,25 @@ TEST(accepted_records_survive_kill9_exactly_once_in_order)
 	snprintf(cmd, sizeof cmd, "%s verify '%s' >/dev/null", cli, dir);
 	CHECK_EQ(system(cmd), 0);
 	t_rmrf(dir);
+	munmap(sh, sizeof *sh);
+}
+
+TEST(accepted_records_survive_kill9_exactly_once_in_order)
+{
+	checksum = 0;
+	kill_cycles();
+}
+
+TEST(checksummed_records_survive_kill9_and_none_is_called_damaged)
+{
+	checksum = 1;
+	kill_cycles();
 }
 
 int main(int argc, char **argv)
 {
 	T_INIT(argc, argv);
 	RUN(accepted_records_survive_kill9_exactly_once_in_order);
+	RUN(checksummed_records_survive_kill9_and_none_is_called_damaged);
 	return t_done();
 }

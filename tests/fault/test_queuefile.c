@@ -1280,10 +1280,11 @@ static int allowed(uint64_t off, uint64_t *named)
 
 /* tmpl := a crashed QUEUE holding each kind of slot a producer writes;
  * the pristine files kept, kslot found, kctl what they recover to. */
-static void make_kinds_queue(void)
+static void make_kinds_queue_ck(int csum)
 {
 	le_config c;
 	small_queue(&c);
+	c.queue_checksum = (uint32_t)csum;
 	if (access("/dev/shm", W_OK) == 0)
 		setenv("TMPDIR", "/dev/shm", 1); /* le_close syncs */
 	t_tmpdir(tmpl);
@@ -1298,6 +1299,11 @@ static void make_kinds_queue(void)
 	memset(&kctl, 0, sizeof kctl);
 	CHECK(read_all(work, LE_RECOVER_SKIP, keep_krec, &kctl) >= 0);
 	CHECK_EQ(kctl.n, KREC);
+}
+
+static void make_kinds_queue(void)
+{
+	make_kinds_queue_ck(0);
 }
 
 /* The pristine QUEUE's bytes (a change to them shows in every copy
@@ -1418,6 +1424,127 @@ TEST(cleared_deferred_flag_makes_recover_name_the_slot_and_exit_1)
 	t_rmrf(tmpl);
 }
 
+/* What one flipped bit at file offset off may do to a slot of a queue
+ * with slot checksums: every byte the check covers (the header's bytes
+ * 8..31 but seq, the payload, the check) is caught and its slot named;
+ * the state word and seq are checked as without it; the bytes between
+ * the payload and the check are no record's. */
+static int allowed_ck(uint64_t off, uint64_t slot, uint32_t len,
+                      uint32_t sbytes, uint64_t *named)
+{
+	uint64_t in = off - LE_QUEUE_HDR - slot;
+	*named = UINT64_MAX;
+	if (in < offsetof(le__slot, ts) || (in >= offsetof(le__slot, seq) &&
+	                                    in < offsetof(le__slot, len)))
+		return 1 << K_INTACT | 1 << K_REPORTED;
+	if (in >= LE_SLOT_HDR + len && in < sbytes - LE_SLOT_CSUM)
+		return 1 << K_INTACT;
+	*named = slot;
+	return 1 << K_REPORTED;
+}
+
+TEST(queue_checksum_catches_every_bit_flipped_in_a_record_slot)
+{
+	alarm(600);
+	make_kinds_queue_ck(1);
+	const unsigned char *q = pristine_queue();
+	CHECK_EQ(le__get32(q + LE_QUEUE_FLAGS_OFF), LE_QUEUE_F_CSUM);
+	int n = 0, bad = 0, count[K_OPEN + 1] = {0};
+	for (int k = 0; k < 3; k++) {
+		const unsigned char *sl = q + LE_QUEUE_HDR + kslot[k];
+		uint32_t sbytes = (uint32_t)le__get64(sl) & LE_SLOT_SIZE_MASK;
+		uint32_t len = le__get32(sl + offsetof(le__slot, len));
+		CHECK(sbytes >= le__slot_bytes(len + LE_SLOT_CSUM));
+		uint64_t from = (LE_QUEUE_HDR + kslot[k]) * 8;
+		for (uint64_t bit = from; bit < from + sbytes * 8; bit++) {
+			uint64_t named;
+			int ok = allowed_ck(bit / 8, kslot[k], len, sbytes,
+			                    &named);
+			restore_flipped(bit);
+			int v = kverdict(named);
+			n++;
+			if (v <= K_OPEN)
+				count[v]++;
+			if (v <= K_OPEN && (ok >> v & 1))
+				continue;
+			bad++;
+			fprintf(stderr, "  bit %" PRIu64 " of byte %" PRIu64
+			        " (slot byte %" PRIu64 "): %s\n", bit % 8,
+			        bit / 8, bit / 8 - LE_QUEUE_HDR - kslot[k],
+			        v <= K_OPEN ? k_name[v] : "killed by a signal");
+		}
+	}
+	fprintf(stderr, "  %d flips: %d intact, %d reported\n", n,
+	        count[K_INTACT], count[K_REPORTED]);
+	CHECK_EQ(bad, 0);
+	nftw(work, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+	t_rmrf(tmpl);
+}
+
+/* A payload byte changed under the check (the change no other check can
+ * see): `logengine recover` names the slot, drops it and exits 1; the
+ * other records are all written.  Without the check, the same change is
+ * written out as if it were the record. */
+TEST(record_changed_under_its_checksum_makes_recover_name_it_and_exit_1)
+{
+	char out[1024] = "", want[96];
+	make_kinds_queue_ck(1);
+	unsigned char *q = pristine_queue();
+	q[LE_QUEUE_HDR + kslot[0] + LE_SLOT_HDR] ^= 0x20; /* "plain" */
+	restore_flipped(UINT64_MAX);
+	CHECK_EQ(recover_cli(work, out, sizeof out), 1);
+	snprintf(want, sizeof want, "position %" PRIu64
+	         " (record not its checksum's)", kslot[0]);
+	CHECK(strstr(out, want) != NULL);
+	CHECK(strstr(out, "1 record(s) dropped") != NULL);
+	struct krecs k;
+	memset(&k, 0, sizeof k);
+	CHECK(read_all(work, LE_RECOVER_SKIP, keep_krec, &k) >= 0);
+	CHECK_EQ(k.n, KREC - 1);
+	nftw(work, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+	t_rmrf(tmpl);
+
+	make_kinds_queue_ck(0);
+	q = pristine_queue();
+	q[LE_QUEUE_HDR + kslot[0] + LE_SLOT_HDR] ^= 0x20;
+	restore_flipped(UINT64_MAX);
+	CHECK_EQ(recover_cli(work, out, sizeof out), 0);
+	memset(&k, 0, sizeof k);
+	CHECK(read_all(work, LE_RECOVER_SKIP, keep_krec, &k) >= 0);
+	CHECK_EQ(k.n, KREC);
+	CHECK(!memcmp(k.r[0].p, "Plain record 0", 14));
+	nftw(work, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+	t_rmrf(tmpl);
+}
+
+/* The setting is the file's, not the recovering engine's: a queue left
+ * with checks is checked by an engine opened without them (and the other
+ * way round), and the renewed file takes the new engine's setting. */
+TEST(queue_checksum_setting_follows_the_file_through_recovery)
+{
+	for (int ck = 0; ck < 2; ck++) {
+		char p[400];
+		size_t len;
+		le_config c;
+		le_stats st;
+		make_kinds_queue_ck(ck);
+		restore_flipped(UINT64_MAX);
+		small_queue(&c);
+		c.queue_checksum = (uint32_t)!ck;
+		recover_work(c, &st);
+		CHECK_EQ(st.recovered_records, KREC);
+		CHECK_EQ(st.recovery_damaged, 0);
+		snprintf(p, sizeof p, "%s/shard-000/QUEUE", work);
+		unsigned char *now = t_slurp(p, &len);
+		CHECK(now != NULL && len > LE_QUEUE_HDR);
+		CHECK_EQ(le__get32(now + LE_QUEUE_FLAGS_OFF),
+		         ck ? 0u : LE_QUEUE_F_CSUM);
+		free(now);
+		nftw(work, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+		t_rmrf(tmpl);
+	}
+}
+
 int main(int argc, char **argv)
 {
 	T_INIT(argc, argv);
@@ -1436,5 +1563,8 @@ int main(int argc, char **argv)
 	RUN(queue_left_by_a_version_1_library_is_still_recovered);
 	RUN(queue_of_a_newer_version_is_refused_and_kept);
 	RUN(cleared_deferred_flag_makes_recover_name_the_slot_and_exit_1);
+	RUN(queue_checksum_catches_every_bit_flipped_in_a_record_slot);
+	RUN(record_changed_under_its_checksum_makes_recover_name_it_and_exit_1);
+	RUN(queue_checksum_setting_follows_the_file_through_recovery);
 	return t_done();
 }

@@ -18,6 +18,12 @@
  *                 bit 2  version 1 (slots without the level and flags
  *                        check, as an older library left them); else
  *                        LE_QUEUE_VERSION
+ *                 bit 3  slot checksums (LE_QUEUE_F_CSUM in the
+ *                        header's flags, queue_checksum)
+ *                 bit 4  with bit 3: the checks of the slots a walk from
+ *                        tail to head frames made good, so inputs reach
+ *                        what follows a slot that passes (else nearly
+ *                        every slot fails its check)
  *   bytes 1-24  head, tail, releasing position (u64 little-endian)
  *   [44 bytes   header bytes 16..59, with bit 1]
  *   rest        the ring, RING bytes (zero-padded, or cut)
@@ -39,6 +45,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <stddef.h>
 #include <string.h>
 #include <dirent.h>
 #include <sys/stat.h>
@@ -92,6 +99,31 @@ static void clear_shard(void)
 	REQUIRE(rmdir(sd) == 0);
 }
 
+/* Put the check a producer would have put into each published record
+ * slot from tail to head that is framed (its size within the ring and
+ * its lap's room, its length within its size); stop at the first that
+ * is not. */
+static void fix_checks(unsigned char *ring, uint64_t tail, uint64_t head)
+{
+	for (uint64_t p = tail; p < head && head - p <= RING;) {
+		unsigned char *s = ring + (p & (RING - 1));
+		uint64_t st = le__get64(s);
+		uint32_t n = (uint32_t)st & LE_SLOT_SIZE_MASK;
+		if (!(st & LE_SLOT_READY) || n < LE_SLOT_ALIGN ||
+		    (p & (RING - 1)) + n > RING)
+			return;
+		uint32_t len = le__get32(s + offsetof(le__slot, len));
+		if (!(st & LE_SLOT_PAD)) {
+			if (len > n - LE_SLOT_HDR - LE_SLOT_CSUM)
+				return;
+			uint32_t c = le__slot_crc((const le__slot *)(void *)s,
+			                          len);
+			memcpy(s + n - LE_SLOT_CSUM, &c, sizeof c);
+		}
+		p += n;
+	}
+}
+
 static void write_queue(const uint8_t *data, size_t size)
 {
 	static unsigned char file[LE_QUEUE_HDR + RING];
@@ -112,6 +144,9 @@ static void write_queue(const uint8_t *data, size_t size)
 		memcpy(file + 16, data + 25, 44);
 		ring_at += 44;
 	}
+	if (data[0] & 8)
+		le__put32(file + LE_QUEUE_FLAGS_OFF,
+		          le__get32(file + LE_QUEUE_FLAGS_OFF) | LE_QUEUE_F_CSUM);
 	le__put32(file + 60, le__crc_mask(le__crc32c_extend(0, file, 60)));
 	for (int i = 0; i < 3; i++) {
 		if (size >= 1 + 8 * (size_t)(i + 1))
@@ -125,6 +160,8 @@ static void write_queue(const uint8_t *data, size_t size)
 	if (size > ring_at)
 		memcpy(file + LE_QUEUE_HDR, data + ring_at,
 		       size - ring_at < RING ? size - ring_at : RING);
+	if ((data[0] & 24) == 24)
+		fix_checks(file + LE_QUEUE_HDR, pos[1], pos[0]);
 
 	clear_shard();
 	snprintf(path, sizeof path, "%s/shard-000", dir);

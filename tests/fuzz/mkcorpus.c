@@ -606,6 +606,10 @@ static void corpus_queue(void)
 		qslot(i * QSLOT, 1, 100, 0);
 	qsave("lap0-20", 0, 20 * QSLOT, 0, 0);
 	qsave("lap0-20-header", 2, 20 * QSLOT, 0, 0);
+	/* the same slots with checks (queue_checksum): made good by the
+	 * target (control bits 3 and 4), and left as they are (bit 3) */
+	qsave("lap0-20-checked", 8 | 16, 20 * QSLOT, 0, 0);
+	qsave("lap0-20-unchecked", 8, 20 * QSLOT, 0, 0);
 	/* one claimed and never published in the middle */
 	qslot(10 * QSLOT, 0, 100, 0);
 	qsave("lap0-claimed", 0, 20 * QSLOT, 0, 0);
@@ -637,6 +641,7 @@ static void corpus_queue(void)
 	for (pos = 2 * QRING; pos < 2 * QRING + 5 * QSLOT; pos += QSLOT)
 		qslot(pos, 1, 150, 0);
 	qsave("wrapped", 0, pos, QRING + 6144, 0);
+	qsave("wrapped-checked", 8 | 16, pos, QRING + 6144, 0);
 	/* empty: head == tail, words FREE for lap 1 */
 	memset(qring, 0, sizeof qring);
 	for (uint64_t off = 0; off < QRING; off += LE_SLOT_ALIGN)

@@ -578,6 +578,7 @@ TEST(bad_config_values_are_refused_naming_the_field)
 	b = c; b.max_pending_bytes = 1; expect_bad(&b, "max_pending_bytes");
 	b = c; b.durability = 9; expect_bad(&b, "durability");
 	b = c; b.direct_io = 2; expect_bad(&b, "direct_io");
+	b = c; b.queue_checksum = 2; expect_bad(&b, "queue_checksum");
 	t_rmrf(c.dir);
 }
 

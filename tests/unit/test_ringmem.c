@@ -140,7 +140,7 @@ TEST(a_claim_moves_head_past_its_slot_and_states_its_size)
 {
 	le__ring r;
 	uint64_t used = 0;
-	CHECK_RC(le__ring_open(&r, NULL, 8u << 20, 0, 0640));
+	CHECK_RC(le__ring_open(&r, NULL, 8u << 20, 0, 0640, 0));
 	CHECK(r.trims);
 
 	le__slot *s = le__ring_reserve(&r, 192, &used);
