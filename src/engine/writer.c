@@ -177,7 +177,14 @@ collect_as(le__shard *sh, size_t max, const int recovering)
 	int why = G_FULL;
 	uint64_t now_real;
 
-	le__clock_check(&sh->w.clock, &now_real);
+	/* A dead process's clock converts its stamps, and nothing else: it
+	 * is never checked against ours or rebased here (now is not its
+	 * base, and its ratio may be a little off), or the same queue
+	 * recovered at two moments would get two sets of times. */
+	if (recovering)
+		now_real = le__now_ns();
+	else
+		le__clock_check(&sh->w.clock, &now_real);
 	/* Rebased (here or by the periodic recalibration): a process that
 	 * recovers this queue after a kill -9 converts its stamps with the
 	 * clock the QUEUE header holds. */

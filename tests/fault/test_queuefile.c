@@ -1545,6 +1545,52 @@ TEST(queue_checksum_setting_follows_the_file_through_recovery)
 	}
 }
 
+/* The times a dead process's records get are its clock's conversion of
+ * their stamps, whenever the recovery runs: its clock (from the QUEUE's
+ * clock area) is not checked against the recovering process's and
+ * rebased at its now.  A clock area of one tick per ns based at the
+ * first record's stamp, a minute before its time: the times must come
+ * out as exactly that, which a rebase at the recovery's moment would change by
+ * however far the two clocks have run apart. */
+TEST(recovered_times_are_the_dead_clocks_whenever_recovery_runs)
+{
+	make_kinds_queue();
+	unsigned char *q = pristine_queue();
+	uint64_t stamp0 = le__get64(q + LE_QUEUE_HDR + kall[0] + 8);
+	/* a minute before the first record: the stamps' deltas read as
+	 * ns (TSC ticks are shorter) keep every time before now */
+	uint64_t t0 = kctl.r[0].ts - 60 * 1000000000ull;
+	unsigned char *clk = q + LE_QUEUE_CLOCK_OFF;
+	memset(clk, 0, 36);
+	le__put32(clk, 2);
+	le__put64(clk + 8, stamp0);
+	le__put64(clk + 16, t0);
+	le__put64(clk + 24, 1ull << 32);
+	le__put32(clk + 32, le__crc_mask(le__crc32c_extend(0, clk, 32)));
+	for (int round = 0; round < 2; round++) {
+		le_config c;
+		le_stats st;
+		struct krecs k;
+		restore_flipped(UINT64_MAX);
+		small_queue(&c);
+		recover_work(c, &st);
+		CHECK_EQ(st.recovered_records, KREC);
+		CHECK_EQ(st.recovery_damaged, 0);
+		memset(&k, 0, sizeof k);
+		CHECK(read_all(work, LE_RECOVER_SKIP, keep_krec, &k) >= 0);
+		CHECK_EQ(k.n, KREC);
+		for (int i = 0; i < KREC; i++) {
+			uint64_t s = le__get64(q + LE_QUEUE_HDR + kall[i] + 8);
+			CHECK_EQ(k.r[i].ts, t0 + (s - stamp0));
+		}
+		nftw(work, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+		/* the second recovery a while later: the recovering
+		 * clock has moved on, the dead one's conversion has not */
+		usleep(200000);
+	}
+	t_rmrf(tmpl);
+}
+
 int main(int argc, char **argv)
 {
 	T_INIT(argc, argv);
@@ -1566,5 +1612,6 @@ int main(int argc, char **argv)
 	RUN(queue_checksum_catches_every_bit_flipped_in_a_record_slot);
 	RUN(record_changed_under_its_checksum_makes_recover_name_it_and_exit_1);
 	RUN(queue_checksum_setting_follows_the_file_through_recovery);
+	RUN(recovered_times_are_the_dead_clocks_whenever_recovery_runs);
 	return t_done();
 }
