@@ -1280,6 +1280,20 @@ static int allowed(uint64_t off, uint64_t *named)
 
 /* tmpl := a crashed QUEUE holding each kind of slot a producer writes;
  * the pristine files kept, kslot found, kctl what they recover to. */
+/* A copy of the pristine files recovered with c: every record, no
+ * damage; what it holds read into *k. */
+static void recover_whole(le_config c, struct krecs *k)
+{
+	le_stats st;
+	restore_flipped(UINT64_MAX);
+	recover_work(c, &st);
+	CHECK_EQ(st.recovered_records, KREC);
+	CHECK_EQ(st.recovery_damaged, 0);
+	memset(k, 0, sizeof *k);
+	CHECK(read_all(work, LE_RECOVER_SKIP, keep_krec, k) >= 0);
+	CHECK_EQ(k->n, KREC);
+}
+
 static void make_kinds_queue_ck(int csum)
 {
 	le_config c;
@@ -1291,14 +1305,7 @@ static void make_kinds_queue_ck(int csum)
 	die_with_queued(c, queue_kinds);
 	keep_pristine();
 	find_kind_slots();
-	restore_flipped(UINT64_MAX);
-	le_stats st;
-	recover_work(c, &st);
-	CHECK_EQ(st.recovered_records, KREC);
-	CHECK_EQ(st.recovery_damaged, 0);
-	memset(&kctl, 0, sizeof kctl);
-	CHECK(read_all(work, LE_RECOVER_SKIP, keep_krec, &kctl) >= 0);
-	CHECK_EQ(kctl.n, KREC);
+	recover_whole(c, &kctl);
 }
 
 static void make_kinds_queue(void)
@@ -1324,6 +1331,27 @@ static void queue_version_set(uint32_t v)
 	le__put32(q + 60, le__crc_mask(le__crc32c_extend(0, q, 60)));
 }
 
+/* Flip `bit` of a fresh copy, recover it, and judge the outcome against
+ * `ok` (a mask of K_; named: the slot a report must name), counted in
+ * count[].  @return 1 (said on stderr) when it is not one of them. */
+static int flip_judged(uint64_t bit, int ok, uint64_t named, int *count,
+                       int64_t slot)
+{
+	restore_flipped(bit);
+	int v = kverdict(named);
+	if (v <= K_OPEN)
+		count[v]++;
+	if (v <= K_OPEN && (ok >> v & 1))
+		return 0;
+	fprintf(stderr, "  bit %" PRIu64 " of byte %" PRIu64, bit % 8, bit / 8);
+	if (slot >= 0)
+		fprintf(stderr, " (slot byte %" PRIu64 ")",
+		        bit / 8 - LE_QUEUE_HDR - (uint64_t)slot);
+	fprintf(stderr, ": %s\n",
+	        v <= K_OPEN ? k_name[v] : "killed by a signal");
+	return 1;
+}
+
 TEST(every_bit_flipped_in_queue_and_slot_headers_is_caught_or_a_documented_change)
 {
 	alarm(300);
@@ -1339,17 +1367,8 @@ TEST(every_bit_flipped_in_queue_and_slot_headers_is_caught_or_a_documented_chang
 		     bit++) {
 			uint64_t named;
 			int ok = allowed(bit / 8, &named);
-			restore_flipped(bit);
-			int v = kverdict(named);
+			bad += flip_judged(bit, ok, named, count, -1);
 			n++;
-			if (v <= K_OPEN)
-				count[v]++;
-			if (v <= K_OPEN && (ok >> v & 1))
-				continue;
-			bad++;
-			fprintf(stderr, "  bit %" PRIu64 " of byte %" PRIu64
-			        ": %s\n", bit % 8, bit / 8,
-			        v <= K_OPEN ? k_name[v] : "killed by a signal");
 		}
 	fprintf(stderr, "  %d flips: %d intact, %d reported, %d time only, "
 	        "%d length only\n", n, count[K_INTACT], count[K_REPORTED],
@@ -1405,21 +1424,27 @@ TEST(queue_of_a_newer_version_is_refused_and_kept)
 	t_rmrf(tmpl);
 }
 
+/* `logengine recover` of the pristine queue as changed: it names the slot
+ * at `slot` and why, drops that one record, and exits 1. */
+static void recover_drops_one(uint64_t slot, const char *why)
+{
+	char out[1024] = "", want[128];
+	restore_flipped(UINT64_MAX);
+	CHECK_EQ(recover_cli(work, out, sizeof out), 1);
+	snprintf(want, sizeof want, "position %" PRIu64 " (%s)", slot, why);
+	CHECK(strstr(out, want) != NULL);
+	CHECK(strstr(out, "1 record(s) dropped") != NULL);
+}
+
 /* A deferred record's DEFERRED flag cleared would print its arguments as
  * its message: `logengine recover` names the slot and exits 1. */
 TEST(cleared_deferred_flag_makes_recover_name_the_slot_and_exit_1)
 {
-	char out[1024] = "", want[96];
 	make_kinds_queue();
 	unsigned char *q = pristine_queue();
 	q[LE_QUEUE_HDR + kslot[2] + offsetof(le__slot, flags)] ^=
 		LE_REC_DEFERRED;
-	restore_flipped(UINT64_MAX);
-	CHECK_EQ(recover_cli(work, out, sizeof out), 1);
-	snprintf(want, sizeof want, "position %" PRIu64
-	         " (level or flags not their check's)", kslot[2]);
-	CHECK(strstr(out, want) != NULL);
-	CHECK(strstr(out, "1 record(s) dropped") != NULL);
+	recover_drops_one(kslot[2], "level or flags not their check's");
 	nftw(work, rm_one, 16, FTW_DEPTH | FTW_PHYS);
 	t_rmrf(tmpl);
 }
@@ -1460,18 +1485,9 @@ TEST(queue_checksum_catches_every_bit_flipped_in_a_record_slot)
 			uint64_t named;
 			int ok = allowed_ck(bit / 8, kslot[k], len, sbytes,
 			                    &named);
-			restore_flipped(bit);
-			int v = kverdict(named);
+			bad += flip_judged(bit, ok, named, count,
+			                   (int64_t)kslot[k]);
 			n++;
-			if (v <= K_OPEN)
-				count[v]++;
-			if (v <= K_OPEN && (ok >> v & 1))
-				continue;
-			bad++;
-			fprintf(stderr, "  bit %" PRIu64 " of byte %" PRIu64
-			        " (slot byte %" PRIu64 "): %s\n", bit % 8,
-			        bit / 8, bit / 8 - LE_QUEUE_HDR - kslot[k],
-			        v <= K_OPEN ? k_name[v] : "killed by a signal");
 		}
 	}
 	fprintf(stderr, "  %d flips: %d intact, %d reported\n", n,
@@ -1487,16 +1503,11 @@ TEST(queue_checksum_catches_every_bit_flipped_in_a_record_slot)
  * written out as if it were the record. */
 TEST(record_changed_under_its_checksum_makes_recover_name_it_and_exit_1)
 {
-	char out[1024] = "", want[96];
+	char out[1024] = "";
 	make_kinds_queue_ck(1);
 	unsigned char *q = pristine_queue();
 	q[LE_QUEUE_HDR + kslot[0] + LE_SLOT_HDR] ^= 0x20; /* "plain" */
-	restore_flipped(UINT64_MAX);
-	CHECK_EQ(recover_cli(work, out, sizeof out), 1);
-	snprintf(want, sizeof want, "position %" PRIu64
-	         " (record not its checksum's)", kslot[0]);
-	CHECK(strstr(out, want) != NULL);
-	CHECK(strstr(out, "1 record(s) dropped") != NULL);
+	recover_drops_one(kslot[0], "record not its checksum's");
 	struct krecs k;
 	memset(&k, 0, sizeof k);
 	CHECK(read_all(work, LE_RECOVER_SKIP, keep_krec, &k) >= 0);
@@ -1526,14 +1537,11 @@ TEST(queue_checksum_setting_follows_the_file_through_recovery)
 		char p[400];
 		size_t len;
 		le_config c;
-		le_stats st;
+		struct krecs k;
 		make_kinds_queue_ck(ck);
-		restore_flipped(UINT64_MAX);
 		small_queue(&c);
 		c.queue_checksum = (uint32_t)!ck;
-		recover_work(c, &st);
-		CHECK_EQ(st.recovered_records, KREC);
-		CHECK_EQ(st.recovery_damaged, 0);
+		recover_whole(c, &k);
 		snprintf(p, sizeof p, "%s/shard-000/QUEUE", work);
 		unsigned char *now = t_slurp(p, &len);
 		CHECK(now != NULL && len > LE_QUEUE_HDR);
@@ -1569,16 +1577,9 @@ TEST(recovered_times_are_the_dead_clocks_whenever_recovery_runs)
 	le__put32(clk + 32, le__crc_mask(le__crc32c_extend(0, clk, 32)));
 	for (int round = 0; round < 2; round++) {
 		le_config c;
-		le_stats st;
 		struct krecs k;
-		restore_flipped(UINT64_MAX);
 		small_queue(&c);
-		recover_work(c, &st);
-		CHECK_EQ(st.recovered_records, KREC);
-		CHECK_EQ(st.recovery_damaged, 0);
-		memset(&k, 0, sizeof k);
-		CHECK(read_all(work, LE_RECOVER_SKIP, keep_krec, &k) >= 0);
-		CHECK_EQ(k.n, KREC);
+		recover_whole(c, &k);
 		for (int i = 0; i < KREC; i++) {
 			uint64_t s = le__get64(q + LE_QUEUE_HDR + kall[i] + 8);
 			CHECK_EQ(k.r[i].ts, t0 + (s - stamp0));
