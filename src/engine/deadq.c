@@ -25,9 +25,14 @@ static int fields_ok(const le__slot *sl, uint32_t len)
 	       le__fields_check(b, blen, &why) == 0;
 }
 
+/* A slot framed whole (its size, length, level and flags agree) whose
+ * bytes changed under its checksum: the walk steps over it alone. */
+static const char ck_bad[] = "record not its checksum's";
+
 /* What in a published slot's header no producer writes, or NULL.  In a
  * version 2 queue the level byte holds the check over level and flags
- * (queue.h): any one of their bits flipped is named here. */
+ * (queue.h): any one of their bits flipped is named here; with slot
+ * checksums, ck_bad for a slot that fails only that. */
 static const char *slot_damage(const le__ring *r, const le__slot *sl,
                                uint32_t sbytes)
 {
@@ -50,7 +55,7 @@ static const char *slot_damage(const le__ring *r, const le__slot *sl,
 		uint32_t c;
 		memcpy(&c, (const unsigned char *)sl + sbytes - ck, sizeof c);
 		if (c != le__slot_crc(sl, plen))
-			return "record not its checksum's";
+			return ck_bad;
 	}
 	if (!fields_ok(sl, plen))
 		return "field block does not decode";
@@ -75,20 +80,28 @@ void le__deadq_note(le__qrecov *q, uint64_t pos, const char *why,
 	}
 }
 
+/* A damaged record at rd: counted dropped and named -- unless the
+ * segments hold it already. */
+static void drop_damaged(le__qrecov *q, uint64_t rd, const char *why)
+{
+	if (q->have_mark && rd >= q->mark_pos && q->written) {
+		q->written--; /* that record is in a segment */
+		q->skipped++;
+	} else {
+		le__deadq_note(q, rd, why, 1);
+	}
+}
+
 /* The walk met damage at *rd (a record that cannot be framed, counted
- * dropped -- unless the segments hold it already): go on at the next
- * slot that can be.  @return 1 (*rd moved), 0 when none is left. */
+ * dropped -- the slots up to the next one that can be framed count as
+ * one, how many they were being unknown): go on at that one.
+ * @return 1 (*rd moved), 0 when none is left. */
 static int skip_damage(le__shard *sh, uint64_t *rd, const char *why)
 {
 	le__qrecov *q = &sh->w.rq;
 	uint64_t at;
 	int found = le__ring_resync(&sh->ring, *rd, q->end, slot_whole, &at);
-	if (q->have_mark && *rd >= q->mark_pos && q->written) {
-		q->written--; /* that record is in a segment */
-		q->skipped++;
-	} else {
-		le__deadq_note(q, *rd, why, 1);
-	}
+	drop_damaged(q, *rd, why);
 	if (!found)
 		return 0;
 	*rd = at;
@@ -133,6 +146,12 @@ int le__deadq_slot(le__shard *sh, uint64_t *rd, int k, le__slot *sl,
 		return 1;
 	}
 	const char *bad = slot_damage(&sh->ring, sl, sbytes);
+	if (bad == ck_bad) {
+		/* framed whole: its size is sure, the next slot is there */
+		drop_damaged(q, *rd, bad);
+		*rd += sbytes;
+		return 1;
+	}
 	if (bad)
 		return skip_damage(sh, rd, bad) ? 1 : -1;
 	int written;

@@ -194,26 +194,25 @@ static void put_header(unsigned char *h, const le__ring *r, uint32_t shard)
 {
 	memset(h, 0, 64);
 	memcpy(h, LE_QUEUE_MAGIC, 8);
-	le__put32(h + 8, LE_QUEUE_VERSION);
+	le__put32(h + 8, r->csum ? LE_QUEUE_VERSION_CSUM : LE_QUEUE_VERSION);
 	le__put32(h + 12, LE_QUEUE_HDR);
 	le__put64(h + 16, r->size);
 	le__put64(h + 24, r->lap);
 	le__put32(h + 32, shard);
 	le__put32(h + 36, LE_SLOT_HDR);
 	le__put64(h + 40, boot_id());
-	le__put32(h + LE_QUEUE_FLAGS_OFF, r->csum ? LE_QUEUE_F_CSUM : 0);
 	le__put32(h + 60, le__crc_mask(le__crc32c_extend(0, h, 60)));
 }
 
 /* Geometry from a header page; 0 or LE_ECORRUPT.  Versions
- * LE_QUEUE_VERSION_MIN..LE_QUEUE_VERSION (see newer()). */
+ * LE_QUEUE_VERSION_MIN..LE_QUEUE_VERSION_MAX (see newer()). */
 static int get_header(const unsigned char *h, uint64_t file_len,
                       uint32_t shard, uint64_t *size)
 {
 	uint32_t v = le__get32(h + 8);
 	if (memcmp(h, LE_QUEUE_MAGIC, 8) != 0 ||
 	    le__get32(h + 60) != le__crc_mask(le__crc32c_extend(0, h, 60)) ||
-	    v < LE_QUEUE_VERSION_MIN || v > LE_QUEUE_VERSION ||
+	    v < LE_QUEUE_VERSION_MIN || v > LE_QUEUE_VERSION_MAX ||
 	    le__get32(h + 12) != LE_QUEUE_HDR ||
 	    le__get32(h + 36) != LE_SLOT_HDR || le__get32(h + 32) != shard ||
 	    le__get64(h + 40) != boot_id())
@@ -239,7 +238,7 @@ static int newer(const unsigned char *h, uint32_t shard)
 {
 	return memcmp(h, LE_QUEUE_MAGIC, 8) == 0 &&
 	       le__get32(h + 60) == le__crc_mask(le__crc32c_extend(0, h, 60)) &&
-	       le__get32(h + 8) > LE_QUEUE_VERSION &&
+	       le__get32(h + 8) > LE_QUEUE_VERSION_MAX &&
 	       le__get32(h + 32) == shard && le__get64(h + 40) == boot_id();
 }
 
@@ -249,18 +248,43 @@ static int newer(const unsigned char *h, uint32_t shard)
 static uint32_t damaged_version(const unsigned char *h)
 {
 	uint32_t v = le__get32(h + 8);
-	return v >= LE_QUEUE_VERSION_MIN && v <= LE_QUEUE_VERSION
+	return v >= LE_QUEUE_VERSION_MIN && v <= LE_QUEUE_VERSION_MAX
 	               ? v : LE_QUEUE_VERSION;
 }
 
-/* Whether a damaged header's slots carry checksums: its flags word when
- * it is 0 or LE_QUEUE_F_CSUM (one flipped bit elsewhere leaves it so),
- * else none.  A flip of that very bit makes every slot fail its check
- * (dropped and named: loud), or lets checked slots through unchecked
- * (their sizes still match: whole records). */
-static int damaged_csum(const unsigned char *h)
+/* Whether the slots of a ring whose header is damaged carry checksums,
+ * from the slots themselves, not from a version field the damage may
+ * have hit (2 and 3 are one bit apart: taken at its word, one flip would
+ * have every slot fail its check, or pass unchecked with sizes read
+ * wrong).  Yes when a published record slot whose size fits its length
+ * plus a check ends with its check: a slot without one matches by
+ * chance one time in 2^32.  The first LE_CK_PROBE such slots are
+ * tried, at every line of the ring. */
+#define LE_CK_PROBE 64
+static int slots_checked(const le__ring *r)
 {
-	return le__get32(h + LE_QUEUE_FLAGS_OFF) == LE_QUEUE_F_CSUM;
+	int tried = 0;
+	for (uint64_t off = 0; off + LE_SLOT_ALIGN <= r->size &&
+	                       tried < LE_CK_PROBE; off += LE_SLOT_ALIGN) {
+		const le__slot *s = (const le__slot *)(const void *)(r->data +
+		                                                     off);
+		uint64_t st = atomic_load_explicit(&s->state,
+		                                   memory_order_relaxed);
+		uint32_t n = (uint32_t)st & LE_SLOT_SIZE_MASK, len = s->len;
+		if ((st & (LE_SLOT_READY | LE_SLOT_PAD)) != LE_SLOT_READY ||
+		    n < LE_SLOT_ALIGN || n > r->size - off ||
+		    len > n - LE_SLOT_HDR - LE_SLOT_CSUM ||
+		    (n != le__slot_bytes(len + LE_SLOT_CSUM) &&
+		     n != le__slot_bytes(len + 1 + LE_SLOT_CSUM)))
+			continue;
+		tried++;
+		uint32_t c;
+		memcpy(&c, (const unsigned char *)s + n - LE_SLOT_CSUM,
+		       sizeof c);
+		if (c == le__slot_crc(s, len))
+			return 1;
+	}
+	return 0;
 }
 
 /*
@@ -512,14 +536,13 @@ int le__ring_open(le__ring *r, const char *path, uint64_t size,
 		rc = map_file(r, fd, old); /* drain first, renew later */
 		r->reused = 1;
 		r->version = le__get32(h + 8);
-		r->csum = (le__get32(h + LE_QUEUE_FLAGS_OFF) &
-		           LE_QUEUE_F_CSUM) != 0;
+		r->csum = r->version == LE_QUEUE_VERSION_CSUM;
 		atomic_store(&r->backed, kept_backed(r));
 	} else if (newer(h, shard)) {
 		le__seterr("queue: %s: written by a newer logengine (QUEUE "
 		           "version %u, this one reads %u to %u): recover it "
 		           "with that version first", path, le__get32(h + 8),
-		           LE_QUEUE_VERSION_MIN, LE_QUEUE_VERSION);
+		           LE_QUEUE_VERSION_MIN, LE_QUEUE_VERSION_MAX);
 		le__ring_close(r);
 		return LE_EVERSION;
 	} else if (st.st_size > (off_t)LE_QUEUE_HDR &&
@@ -529,7 +552,8 @@ int le__ring_open(le__ring *r, const char *path, uint64_t size,
 		r->hdr_damaged = 1;
 		atomic_store(&r->backed, kept_backed(r));
 		r->version = damaged_version(h);
-		r->csum = damaged_csum(h);
+		if (rc == 0)
+			r->csum = slots_checked(r);
 	} else {
 		rc = create(r, fd, size, shard);
 	}

@@ -43,8 +43,7 @@
  * (submit.c, fill): a few ALU instructions, no store or load more.
  * Only a QUEUE of version 2 has it (LE_QUEUE_VERSION).
  *
- * The slot checksum (queue_checksum; LE_QUEUE_F_CSUM in the header's
- * flags): the last 4 bytes of every record slot hold the masked CRC32C
+ * The slot checksum (queue_checksum; a QUEUE of version 3): the last 4 bytes of every record slot hold the masked CRC32C
  * of header bytes 8..31 (seq as 0) and the payload, put by the producer
  * just before it publishes (le__slot_publish_ck), so a slot takes 4
  * bytes more (LE_SLOT_CSUM).  Not covered: the state word (its size is
@@ -130,19 +129,18 @@ static inline uint32_t le__slot_lvbyte(uint32_t level, uint32_t flags)
  *         half-done, and recovery starts the walk here, not at tail)
  * 200 24  the last release's mark: u64 position, u64 sequence, u64 check
  *         (le__ring_mark)
- * 256 36  the clock the slots' stamps are in (le__ring_put_clock)
- * Bytes 48..51 (under the header's CRC) are flags: LE_QUEUE_F_CSUM, the
- * record slots carry their checksum.  Zero in a file of a library before
- * it; one that does not know a bit set there ignores it (the check sits
- * past the payload, inside the slot's size). */
-#define LE_QUEUE_FLAGS_OFF 48u
-#define LE_QUEUE_F_CSUM 1u
+ * 256 36  the clock the slots' stamps are in (le__ring_put_clock) */
 #define LE_QUEUE_MAGIC "LOGENGQU"
-/* 2: slots carry the check over their level and flags.  A version 1 file
- * (a library before it, killed) is still recovered, its slots without
+/* 2: slots carry the check over their level and flags.  3: version 2
+ * whose record slots also end with their checksum (queue_checksum): its
+ * own version, so a library before it refuses the file (LE_EVERSION)
+ * instead of taking its slots' sizes for damage.  A version 1 file (a
+ * library before the check, killed) is still recovered, its slots without
  * the check; one of a newer version is refused, never discarded. */
 #define LE_QUEUE_VERSION 2u
+#define LE_QUEUE_VERSION_CSUM 3u
 #define LE_QUEUE_VERSION_MIN 1u
+#define LE_QUEUE_VERSION_MAX 3u
 /* Above any ring le__ring_size_for makes (~2.7 GB at the largest bounds):
  * a header claiming more is not ours. */
 #define LE_RING_MAX (1ull << 32)
@@ -186,8 +184,9 @@ typedef struct le__ring {
 	int hdr_damaged;            /* its header failed its checks: its
 	                               geometry was taken from its length */
 	int csum;                   /* its record slots carry LE_SLOT_CSUM
-	                               (the file's flag; a new file's: what
-	                               le__ring_open was asked) */
+	                               (a kept file's version 3; a damaged
+	                               header's, what its slots show; a new
+	                               file's, what le__ring_open was asked) */
 	int csum_cfg;               /* what le__ring_open was asked: a
 	                               renewed file's */
 	uint32_t version;           /* the file's LE_QUEUE_VERSION (a damaged
@@ -509,7 +508,7 @@ static inline int le__ring_peek(const le__ring *r, uint64_t *rd,
  * (which may differ from `size`: drain it, then le__ring_renew); mode:
  * the file's permission bits when it is created; csum: its record slots
  * carry checksums (a file made now or by le__ring_renew; a kept file's
- * slots are as its header's flags say; an anonymous ring never: nobody
+ * slots are as its version says; an anonymous ring never: nobody
  * recovers it).
  * @return 0, or -errno / LE_ECORRUPT (set le_errmsg) on failure.
  */

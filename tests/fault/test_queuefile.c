@@ -1408,7 +1408,7 @@ TEST(queue_of_a_newer_version_is_refused_and_kept)
 	char p[400];
 	size_t len;
 	make_kinds_queue();
-	queue_version_set(LE_QUEUE_VERSION + 1);
+	queue_version_set(LE_QUEUE_VERSION_MAX + 1);
 	restore_flipped(UINT64_MAX);
 	small_queue(&c);
 	c.dir = work;
@@ -1473,7 +1473,7 @@ TEST(queue_checksum_catches_every_bit_flipped_in_a_record_slot)
 	alarm(600);
 	make_kinds_queue_ck(1);
 	const unsigned char *q = pristine_queue();
-	CHECK_EQ(le__get32(q + LE_QUEUE_FLAGS_OFF), LE_QUEUE_F_CSUM);
+	CHECK_EQ(le__get32(q + 8), LE_QUEUE_VERSION_CSUM);
 	int n = 0, bad = 0, count[K_OPEN + 1] = {0};
 	for (int k = 0; k < 3; k++) {
 		const unsigned char *sl = q + LE_QUEUE_HDR + kslot[k];
@@ -1545,12 +1545,80 @@ TEST(queue_checksum_setting_follows_the_file_through_recovery)
 		snprintf(p, sizeof p, "%s/shard-000/QUEUE", work);
 		unsigned char *now = t_slurp(p, &len);
 		CHECK(now != NULL && len > LE_QUEUE_HDR);
-		CHECK_EQ(le__get32(now + LE_QUEUE_FLAGS_OFF),
-		         ck ? 0u : LE_QUEUE_F_CSUM);
+		CHECK_EQ(le__get32(now + 8),
+		         ck ? LE_QUEUE_VERSION : LE_QUEUE_VERSION_CSUM);
 		free(now);
 		nftw(work, rm_one, 16, FTW_DEPTH | FTW_PHYS);
 		t_rmrf(tmpl);
 	}
+}
+
+/* A header that fails its CRC leaves the slots to say whether they carry
+ * checksums: with one bit of its version flipped (3 and 2 are one bit
+ * apart) or of its size, every record is still recovered, checked or
+ * not, and the damage is reported. */
+TEST(damaged_header_still_recovers_every_record_with_or_without_checksums)
+{
+	static const uint64_t bits[] = {8 * 8, 16 * 8 + 3};
+	for (int ck = 0; ck < 2; ck++) {
+		make_kinds_queue_ck(ck);
+		for (size_t i = 0; i < sizeof bits / sizeof bits[0]; i++) {
+			le_config c;
+			le_engine *e;
+			le_stats st;
+			struct krecs k;
+			restore_flipped(bits[i]);
+			small_queue(&c);
+			c.dir = work;
+			CHECK_RC(le_open(&e, &c));
+			CHECK(strstr(le_errmsg(), "QUEUE") != NULL);
+			CHECK_RC(le_stats_get(e, &st));
+			CHECK_RC(le_close(e));
+			CHECK_EQ(st.recovered_records, KREC);
+			memset(&k, 0, sizeof k);
+			CHECK(read_all(work, LE_RECOVER_SKIP, keep_krec, &k) >= 0);
+			CHECK_EQ(k.n, KREC);
+			for (int j = 0; j < KREC; j++)
+				CHECK_EQ(krec_diff(&kctl.r[j], &k.r[j]), K_INTACT);
+		}
+		nftw(work, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+		t_rmrf(tmpl);
+	}
+}
+
+/* Checked slots damaged one after another are each stepped over alone
+ * (their frames are whole): each counted and named, the rest written. */
+TEST(adjacent_slots_failing_their_checksums_are_counted_one_each)
+{
+	le_config c;
+	le_engine *e;
+	le_stats st;
+	struct krecs k;
+	char pos[64];
+	make_kinds_queue_ck(1);
+	unsigned char *q = pristine_queue();
+	for (int i = 1; i <= 3; i++)
+		q[LE_QUEUE_HDR + kall[i] + LE_SLOT_HDR + 1] ^= 0x01;
+	restore_flipped(UINT64_MAX);
+	small_queue(&c);
+	c.dir = work;
+	CHECK_RC(le_open(&e, &c));
+	for (int i = 1; i <= 3; i++) {
+		snprintf(pos, sizeof pos, "%" PRIu64 " (record not its", kall[i]);
+		CHECK(strstr(le_errmsg(), pos) != NULL);
+	}
+	CHECK_RC(le_stats_get(e, &st));
+	CHECK_RC(le_close(e));
+	CHECK_EQ(st.recovery_damaged, 3);
+	CHECK_EQ(st.recovered_records, KREC - 3);
+	memset(&k, 0, sizeof k);
+	CHECK(read_all(work, LE_RECOVER_SKIP, keep_krec, &k) >= 0);
+	CHECK_EQ(k.n, KREC - 3);
+	CHECK_EQ(krec_diff(&kctl.r[0], &k.r[0]), K_INTACT);
+	for (int i = 4; i < KREC; i++)
+		CHECK_EQ(krec_diff(&kctl.r[i], &k.r[i - 3]), K_INTACT);
+	nftw(work, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+	t_rmrf(tmpl);
 }
 
 /* The times a dead process's records get are its clock's conversion of
@@ -1614,5 +1682,7 @@ int main(int argc, char **argv)
 	RUN(record_changed_under_its_checksum_makes_recover_name_it_and_exit_1);
 	RUN(queue_checksum_setting_follows_the_file_through_recovery);
 	RUN(recovered_times_are_the_dead_clocks_whenever_recovery_runs);
+	RUN(damaged_header_still_recovers_every_record_with_or_without_checksums);
+	RUN(adjacent_slots_failing_their_checksums_are_counted_one_each);
 	return t_done();
 }

@@ -18,8 +18,8 @@
  *                 bit 2  version 1 (slots without the level and flags
  *                        check, as an older library left them); else
  *                        LE_QUEUE_VERSION
- *                 bit 3  slot checksums (LE_QUEUE_F_CSUM in the
- *                        header's flags, queue_checksum)
+ *                 bit 3  without bit 2: version 3, slots that end
+ *                        with their checksum (queue_checksum)
  *                 bit 4  with bit 3: the checks of the slots a walk from
  *                        tail to head frames made good, so inputs reach
  *                        what follows a slot that passes (else nearly
@@ -132,7 +132,9 @@ static void write_queue(const uint8_t *data, size_t size)
 
 	memset(file, 0, sizeof file);
 	memcpy(file, LE_QUEUE_MAGIC, 8);
-	le__put32(file + 8, data[0] & 4 ? 1 : LE_QUEUE_VERSION);
+	le__put32(file + 8, data[0] & 4   ? 1
+	                    : data[0] & 8 ? LE_QUEUE_VERSION_CSUM
+	                                  : LE_QUEUE_VERSION);
 	le__put32(file + 12, LE_QUEUE_HDR);
 	le__put64(file + 16, RING);
 	le__put64(file + 24, RING);
@@ -144,9 +146,6 @@ static void write_queue(const uint8_t *data, size_t size)
 		memcpy(file + 16, data + 25, 44);
 		ring_at += 44;
 	}
-	if (data[0] & 8)
-		le__put32(file + LE_QUEUE_FLAGS_OFF,
-		          le__get32(file + LE_QUEUE_FLAGS_OFF) | LE_QUEUE_F_CSUM);
 	le__put32(file + 60, le__crc_mask(le__crc32c_extend(0, file, 60)));
 	for (int i = 0; i < 3; i++) {
 		if (size >= 1 + 8 * (size_t)(i + 1))
@@ -160,7 +159,7 @@ static void write_queue(const uint8_t *data, size_t size)
 	if (size > ring_at)
 		memcpy(file + LE_QUEUE_HDR, data + ring_at,
 		       size - ring_at < RING ? size - ring_at : RING);
-	if ((data[0] & 24) == 24)
+	if ((data[0] & 28) == 24)
 		fix_checks(file + LE_QUEUE_HDR, pos[1], pos[0]);
 
 	clear_shard();
