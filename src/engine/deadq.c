@@ -62,9 +62,48 @@ static const char *slot_damage(const le__ring *r, const le__slot *sl,
 	return NULL;
 }
 
+/* A slot framed whole, for le__ring_resync: its checksum aside (a slot
+ * failing only that is then dropped alone, le__deadq_slot). */
 static int slot_whole(const le__ring *r, const le__slot *sl, uint32_t sbytes)
 {
-	return slot_damage(r, sl, sbytes) == NULL;
+	const char *bad = slot_damage(r, sl, sbytes);
+	return bad == NULL || bad == ck_bad;
+}
+
+/*
+ * How far to step over a slot at pos that failed only its checksum, or 0
+ * (resync instead).  Its size is the state word's, which the checksum
+ * does not cover, and which slot_damage only checked against the two
+ * sizes its length allows (le_write's and le_logf's, 64 bytes apart for
+ * some lengths): one flipped bit there passes that, and stepping by it
+ * would land on a later slot, losing the one between without a word, or
+ * inside this one.  So: the other size when the check holds at its end
+ * (the state word is what changed: *why says so); else the smaller size
+ * after which a slot can start (le__ring_starts), then the larger.
+ */
+static uint32_t ck_step(const le__ring *r, const le__slot *sl, uint64_t pos,
+                        uint32_t sbytes, uint64_t end, const char **why)
+{
+	uint32_t len = sl->len;
+	uint32_t a = le__slot_bytes(len + LE_SLOT_CSUM),
+	         b = le__slot_bytes(len + 1 + LE_SLOT_CSUM);
+	uint32_t other = sbytes == a ? b : a;
+	uint64_t room = r->size - (pos & (r->lap - 1));
+	if (other != sbytes && other <= room) {
+		uint32_t c;
+		memcpy(&c, (const unsigned char *)sl + other - LE_SLOT_CSUM,
+		       sizeof c);
+		if (c == le__slot_crc(sl, len) &&
+		    le__ring_starts(r, pos + other, end)) {
+			*why = "state word";
+			return other;
+		}
+	}
+	if (a <= room && le__ring_starts(r, pos + a, end))
+		return a;
+	if (b != a && b <= room && le__ring_starts(r, pos + b, end))
+		return b;
+	return 0;
 }
 
 void le__deadq_note(le__qrecov *q, uint64_t pos, const char *why,
@@ -147,10 +186,12 @@ int le__deadq_slot(le__shard *sh, uint64_t *rd, int k, le__slot *sl,
 	}
 	const char *bad = slot_damage(&sh->ring, sl, sbytes);
 	if (bad == ck_bad) {
-		/* framed whole: its size is sure, the next slot is there */
-		drop_damaged(q, *rd, bad);
-		*rd += sbytes;
-		return 1;
+		uint32_t step = ck_step(&sh->ring, sl, *rd, sbytes, q->end, &bad);
+		if (step) {
+			drop_damaged(q, *rd, bad);
+			*rd += step;
+			return 1;
+		}
 	}
 	if (bad)
 		return skip_damage(sh, rd, bad) ? 1 : -1;

@@ -242,49 +242,82 @@ static int newer(const unsigned char *h, uint32_t shard)
 	       le__get32(h + 32) == shard && le__get64(h + 40) == boot_id();
 }
 
-/* The version a damaged header's file was written in: its field when it
- * is one we know (one flipped bit never turns 1 into 2 or back), else
- * ours. */
-static uint32_t damaged_version(const unsigned char *h)
+/*
+ * The version of a ring whose header is damaged, from its slots: the
+ * version field is the one thing the damage may have hit that changes
+ * how every slot reads (1, 2 and 3 are each one bit from another: taken
+ * at its word, one flip has every slot fail its checks, or pass them
+ * unchecked with its size read wrong).  A walk from tail (a word the
+ * header's CRC does not cover) over the slots of that position's lap:
+ * each published record slot whose size fits its length votes for 3
+ * (its size fits the length plus a check, and the check holds), 2 (its
+ * size fits the length alone and its level byte holds the level check)
+ * or 1 (the level alone).  Most votes win; none: `field` when it is a
+ * version, else LE_QUEUE_VERSION.  Bounded: LE_PROBE_VOTES votes, or
+ * LE_PROBE_LINES lines looked at (4 MiB of a ring that may be GBs),
+ * and never past the ring's first hole (a read there would give it
+ * pages).
+ */
+#define LE_PROBE_VOTES 64
+#define LE_PROBE_LINES 65536
+static uint32_t probe_version(const le__ring *r, uint32_t field)
 {
-	uint32_t v = le__get32(h + 8);
-	return v >= LE_QUEUE_VERSION_MIN && v <= LE_QUEUE_VERSION_MAX
-	               ? v : LE_QUEUE_VERSION;
-}
-
-/* Whether the slots of a ring whose header is damaged carry checksums,
- * from the slots themselves, not from a version field the damage may
- * have hit (2 and 3 are one bit apart: taken at its word, one flip would
- * have every slot fail its check, or pass unchecked with sizes read
- * wrong).  Yes when a published record slot whose size fits its length
- * plus a check ends with its check: a slot without one matches by
- * chance one time in 2^32.  The first LE_CK_PROBE such slots are
- * tried, at every line of the ring. */
-#define LE_CK_PROBE 64
-static int slots_checked(const le__ring *r)
-{
-	int tried = 0;
-	for (uint64_t off = 0; off + LE_SLOT_ALIGN <= r->size &&
-	                       tried < LE_CK_PROBE; off += LE_SLOT_ALIGN) {
+	const uint64_t mask = r->lap - 1;
+	const uint64_t backed = atomic_load_explicit(&r->backed,
+	                                             memory_order_relaxed);
+	uint64_t p = atomic_load_explicit(r->tail, memory_order_relaxed) &
+	             ~(uint64_t)(LE_SLOT_ALIGN - 1);
+	int votes[4] = {0, 0, 0, 0};
+	for (int lines = 0, n_votes = 0;
+	     lines < LE_PROBE_LINES && n_votes < LE_PROBE_VOTES; lines++) {
+		uint64_t off = p & mask;
+		if (off >= r->size || off >= backed) {
+			p = (p | mask) + 1; /* the lap's gap, or a hole */
+			continue;
+		}
 		const le__slot *s = (const le__slot *)(const void *)(r->data +
 		                                                     off);
 		uint64_t st = atomic_load_explicit(&s->state,
 		                                   memory_order_relaxed);
 		uint32_t n = (uint32_t)st & LE_SLOT_SIZE_MASK, len = s->len;
-		if ((st & (LE_SLOT_READY | LE_SLOT_PAD)) != LE_SLOT_READY ||
-		    n < LE_SLOT_ALIGN || n > r->size - off ||
-		    len > n - LE_SLOT_HDR - LE_SLOT_CSUM ||
-		    (n != le__slot_bytes(len + LE_SLOT_CSUM) &&
-		     n != le__slot_bytes(len + 1 + LE_SLOT_CSUM)))
-			continue;
-		tried++;
-		uint32_t c;
-		memcpy(&c, (const unsigned char *)s + n - LE_SLOT_CSUM,
-		       sizeof c);
-		if (c == le__slot_crc(s, len))
-			return 1;
+		int v = 0;
+		if ((uint32_t)(st >> 32) == (uint32_t)(p >> r->lap_shift) &&
+		    (st & (LE_SLOT_READY | LE_SLOT_PAD)) == LE_SLOT_READY &&
+		    n >= LE_SLOT_ALIGN && n <= r->size - off &&
+		    len <= n - LE_SLOT_HDR) {
+			uint32_t c, level = s->level & LE_SLOT_LEVEL_MASK;
+			memcpy(&c, (const unsigned char *)s + n - LE_SLOT_CSUM,
+			       sizeof c);
+			if (len <= n - LE_SLOT_HDR - LE_SLOT_CSUM &&
+			    (n == le__slot_bytes(len + LE_SLOT_CSUM) ||
+			     n == le__slot_bytes(len + 1 + LE_SLOT_CSUM)) &&
+			    c == le__slot_crc(s, len))
+				v = 3;
+			else if (n != le__slot_bytes(len) &&
+			         n != le__slot_bytes(len + 1))
+				v = 0;
+			else if (level <= 5 &&
+			         s->level == le__slot_lvbyte(level, s->flags))
+				v = 2;
+			else if (s->level <= 5)
+				v = 1;
+		}
+		if (v) {
+			votes[v]++;
+			n_votes++;
+			p += n;
+		} else {
+			p += LE_SLOT_ALIGN;
+		}
 	}
-	return 0;
+	uint32_t best = field >= LE_QUEUE_VERSION_MIN &&
+	                                field <= LE_QUEUE_VERSION_MAX
+	                        ? field
+	                        : LE_QUEUE_VERSION;
+	for (uint32_t v = 1; v <= 3; v++)
+		if (votes[v] > votes[best])
+			best = v;
+	return best;
 }
 
 /*
@@ -551,9 +584,9 @@ int le__ring_open(le__ring *r, const char *path, uint64_t size,
 		r->reused = 1;
 		r->hdr_damaged = 1;
 		atomic_store(&r->backed, kept_backed(r));
-		r->version = damaged_version(h);
-		if (rc == 0)
-			r->csum = slots_checked(r);
+		r->version = rc == 0 ? probe_version(r, le__get32(h + 8))
+		                     : LE_QUEUE_VERSION;
+		r->csum = r->version == LE_QUEUE_VERSION_CSUM;
 	} else {
 		rc = create(r, fd, size, shard);
 	}
@@ -671,6 +704,23 @@ static int plausible(const le__ring *r, uint64_t pos,
 		return 0;
 	*bytes = n;
 	return 1;
+}
+
+int le__ring_starts(const le__ring *r, uint64_t pos, uint64_t end)
+{
+	const uint64_t mask = r->lap - 1;
+	uint64_t off = pos & mask;
+	if (pos >= end || off >= r->size)
+		return 1;
+	uint64_t st = atomic_load_explicit(
+		(const _Atomic uint64_t *)(const void *)(r->data + off),
+		memory_order_relaxed);
+	uint32_t n = (uint32_t)st & LE_SLOT_SIZE_MASK;
+	if (st == le__free_word(pos >> r->lap_shift))
+		return 1;
+	return (uint32_t)(st >> 32) == (uint32_t)(pos >> r->lap_shift) &&
+	       n >= LE_SLOT_ALIGN && n <= r->lap - off &&
+	       ((st & LE_SLOT_PAD) ? n == r->lap - off : n <= r->size - off);
 }
 
 int le__ring_resync(const le__ring *r, uint64_t from, uint64_t end,

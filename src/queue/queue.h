@@ -41,7 +41,7 @@
  * a deferred record's arguments or a field block when it is not (or the
  * other way round).  It rides in the store that writes level and flags
  * (submit.c, fill): a few ALU instructions, no store or load more.
- * Only a QUEUE of version 2 has it (LE_QUEUE_VERSION).
+ * A QUEUE of version 2 or 3 has it (version 1 has the level alone).
  *
  * The slot checksum (queue_checksum; a QUEUE of version 3): the last 4 bytes of every record slot hold the masked CRC32C
  * of header bytes 8..31 (seq as 0) and the payload, put by the producer
@@ -120,7 +120,7 @@ static inline uint32_t le__slot_lvbyte(uint32_t level, uint32_t flags)
 
 /* The QUEUE file: a 4 KiB header page, then the ring's `size` bytes.
  *   0  8  magic "LOGENGQU"      16  8  size       32  4  shard
- *   8  4  version (2; 1 read)   24  8  lap        36  4  slot header (32)
+ *   8  4  version (2, 3; 1 read) 24 8  lap        36  4  slot header (32)
  *  12  4  header bytes (4096)   40  8  boot (hash of the kernel's boot_id)
  *  60  4  masked CRC32C of bytes 0..59
  *  64  8  head (own line)      128  8  tail (own line)
@@ -556,6 +556,16 @@ int le__ring_get_mark(const le__ring *r, uint64_t *pos, uint64_t *seq);
 int le__ring_resync(const le__ring *r, uint64_t from, uint64_t end,
                     int (*ok)(const le__ring *, const le__slot *, uint32_t),
                     uint64_t *at);
+
+/*
+ * 1 when a slot can start at pos: pos is end or past it, or in the lap's
+ * unreal gap; or the word there is pos's lap's FREE word (a claim whose
+ * producer died before its claim word), or a state word of pos's lap
+ * with a size that fits (a record slot, published or not, or a pad to
+ * the lap's end).  What recovery asks of where a slot's size says the
+ * next one begins, before it trusts that size.
+ */
+int le__ring_starts(const le__ring *r, uint64_t pos, uint64_t end);
 
 /*
  * Past a slot whose producer moved head and died before its claim word:

@@ -1559,7 +1559,8 @@ TEST(queue_checksum_setting_follows_the_file_through_recovery)
  * not, and the damage is reported. */
 TEST(damaged_header_still_recovers_every_record_with_or_without_checksums)
 {
-	static const uint64_t bits[] = {8 * 8, 16 * 8 + 3};
+	/* version 2 <-> 3, 3 <-> 1 (and 2 <-> 0), the size */
+	static const uint64_t bits[] = {8 * 8, 8 * 8 + 1, 16 * 8 + 3};
 	for (int ck = 0; ck < 2; ck++) {
 		make_kinds_queue_ck(ck);
 		for (size_t i = 0; i < sizeof bits / sizeof bits[0]; i++) {
@@ -1581,9 +1582,139 @@ TEST(damaged_header_still_recovers_every_record_with_or_without_checksums)
 			for (int j = 0; j < KREC; j++)
 				CHECK_EQ(krec_diff(&kctl.r[j], &k.r[j]), K_INTACT);
 		}
+		if (ck) {
+			/* ... and checked: a payload byte changed as well is
+			 * caught under the damaged header */
+			unsigned char *q = pristine_queue();
+			q[LE_QUEUE_HDR + kall[1] + LE_SLOT_HDR] ^= 0x01;
+			restore_flipped(8 * 8);
+			le_config c;
+			le_engine *e;
+			le_stats st;
+			small_queue(&c);
+			c.dir = work;
+			CHECK_RC(le_open(&e, &c));
+			CHECK(strstr(le_errmsg(), "record not its checksum's"));
+			CHECK_RC(le_stats_get(e, &st));
+			CHECK_RC(le_close(e));
+			CHECK_EQ(st.recovery_damaged, 1);
+			CHECK_EQ(st.recovered_records, KREC - 1);
+			q[LE_QUEUE_HDR + kall[1] + LE_SLOT_HDR] ^= 0x01;
+		}
 		nftw(work, rm_one, 16, FTW_DEPTH | FTW_PHYS);
 		t_rmrf(tmpl);
 	}
+}
+
+/* A slot broken past framing (its level byte), then a whole one, then
+ * one failing only its checksum: the walk resyncs on the whole one,
+ * though the slot after it fails its check, and drops that one alone.
+ * Two dropped, named; the other four written. */
+TEST(resync_onto_a_slot_followed_by_one_failing_its_checksum_loses_nothing_more)
+{
+	le_config c;
+	le_engine *e;
+	le_stats st;
+	struct krecs k;
+	make_kinds_queue_ck(1);
+	unsigned char *q = pristine_queue();
+	q[LE_QUEUE_HDR + kall[0] + offsetof(le__slot, level)] = 0x77;
+	q[LE_QUEUE_HDR + kall[2] + LE_SLOT_HDR] ^= 0x01;
+	restore_flipped(UINT64_MAX);
+	small_queue(&c);
+	c.dir = work;
+	CHECK_RC(le_open(&e, &c));
+	CHECK_RC(le_stats_get(e, &st));
+	CHECK_RC(le_close(e));
+	CHECK_EQ(st.recovery_damaged, 2);
+	memset(&k, 0, sizeof k);
+	CHECK(read_all(work, LE_RECOVER_SKIP, keep_krec, &k) >= 0);
+	CHECK_EQ(k.n, KREC - 2);
+	static const int kept[] = {1, 3, 4, 5};
+	for (int i = 0; i < KREC - 2; i++)
+		CHECK_EQ(krec_diff(&kctl.r[kept[i]], &k.r[i]), K_INTACT);
+	nftw(work, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+	t_rmrf(tmpl);
+}
+
+/* Records whose two possible slot sizes (le_write's, le_logf's) are 64
+ * bytes apart: 92 B takes 128 B from le_write and 192 B from le_logf. */
+#define SZ_N 5
+static const int sz_len[SZ_N] = {92, 20, 40, 92, 40};
+static const int sz_logf[SZ_N] = {0, 0, 0, 1, 0};
+
+static int queue_sizes(le_engine *e)
+{
+	char b[128];
+	for (int i = 0; i < SZ_N; i++) {
+		memset(b, 'a' + i, sizeof b);
+		b[sz_len[i]] = '\0';
+		if (sz_logf[i] ? le_logf(e, LE_INFO, "%s", b) != 0
+		               : le_write(e, 0, LE_INFO, b,
+		                          (size_t)sz_len[i]) != 0)
+			return -1;
+	}
+	return 0;
+}
+
+static void count_sizes(const le_record *r, void *arg)
+{
+	int *seen = arg;
+	const unsigned char *b = r->payload;
+	if (!(r->flags & LE_REC_MARKER) && r->len > 0 && b[0] >= 'a' &&
+	    b[0] < 'a' + SZ_N)
+		seen[b[0] - 'a']++;
+}
+
+/* One bit of a checked slot's size word turned into its other allowed
+ * size: the walk must not step by it -- onto a later slot, losing the one
+ * between unreported, or into this one.  The slot alone is dropped and
+ * named; every other record is written once. */
+TEST(slot_size_flipped_to_its_other_allowed_size_costs_only_that_slot)
+{
+	le_config c;
+	uint64_t pos[SZ_N];
+	small_queue(&c);
+	c.queue_checksum = 1;
+	t_tmpdir(tmpl);
+	die_with_queued(c, queue_sizes);
+	keep_pristine();
+	unsigned char *q = pristine_queue();
+	uint64_t p = le__get64(q + LE_QUEUE_TAIL_OFF);
+	for (int i = 0; i < SZ_N; i++) {
+		pos[i] = p;
+		uint32_t n = (uint32_t)le__get64(q + LE_QUEUE_HDR + p) &
+		             LE_SLOT_SIZE_MASK;
+		CHECK_EQ(n, sz_logf[i] ? 192u : sz_len[i] == 92 ? 128u
+		                                                : sz_len[i] < 28
+		                                                          ? 64u
+		                                                          : 128u);
+		p += n;
+	}
+	/* 128 -> 192 (le_write's slot read as le_logf's), 192 -> 128 */
+	static const int victim[] = {0, 3};
+	for (int v = 0; v < 2; v++) {
+		int seen[SZ_N] = {0};
+		le_stats st;
+		uint64_t bit = (LE_QUEUE_HDR + pos[victim[v]]) * 8 + 6;
+		restore_flipped(bit);
+		small_queue(&c);
+		c.dir = work;
+		le_engine *e;
+		CHECK_RC(le_open(&e, &c));
+		char want[64];
+		snprintf(want, sizeof want, "position %" PRIu64 " (",
+		         pos[victim[v]]);
+		CHECK(strstr(le_errmsg(), want) != NULL);
+		CHECK_RC(le_stats_get(e, &st));
+		CHECK_RC(le_close(e));
+		CHECK_EQ(st.recovery_damaged, 1);
+		CHECK(read_all(work, LE_RECOVER_SKIP, count_sizes, seen) >= 0);
+		for (int i = 0; i < SZ_N; i++)
+			CHECK_EQ(seen[i], i == victim[v] ? 0 : 1);
+	}
+	nftw(work, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+	t_rmrf(tmpl);
 }
 
 /* Checked slots damaged one after another are each stepped over alone
@@ -1684,5 +1815,7 @@ int main(int argc, char **argv)
 	RUN(recovered_times_are_the_dead_clocks_whenever_recovery_runs);
 	RUN(damaged_header_still_recovers_every_record_with_or_without_checksums);
 	RUN(adjacent_slots_failing_their_checksums_are_counted_one_each);
+	RUN(resync_onto_a_slot_followed_by_one_failing_its_checksum_loses_nothing_more);
+	RUN(slot_size_flipped_to_its_other_allowed_size_costs_only_that_slot);
 	return t_done();
 }

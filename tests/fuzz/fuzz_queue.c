@@ -24,6 +24,9 @@
  *                        tail to head frames made good, so inputs reach
  *                        what follows a slot that passes (else nearly
  *                        every slot fails its check)
+ *                 bit 5  the header's CRC broken: the damaged header's
+ *                        path, where the slots say which version they
+ *                        are
  *   bytes 1-24  head, tail, releasing position (u64 little-endian)
  *   [44 bytes   header bytes 16..59, with bit 1]
  *   rest        the ring, RING bytes (zero-padded, or cut)
@@ -146,7 +149,8 @@ static void write_queue(const uint8_t *data, size_t size)
 		memcpy(file + 16, data + 25, 44);
 		ring_at += 44;
 	}
-	le__put32(file + 60, le__crc_mask(le__crc32c_extend(0, file, 60)));
+	le__put32(file + 60, le__crc_mask(le__crc32c_extend(0, file, 60)) ^
+	                             (data[0] & 32 ? 1u : 0u));
 	for (int i = 0; i < 3; i++) {
 		if (size >= 1 + 8 * (size_t)(i + 1))
 			pos[i] = le__get64(data + 1 + 8 * i);

@@ -642,6 +642,9 @@ static void corpus_queue(void)
 		qslot(pos, 1, 150, 0);
 	qsave("wrapped", 0, pos, QRING + 6144, 0);
 	qsave("wrapped-checked", 8 | 16, pos, QRING + 6144, 0);
+	/* the same under a header that fails its CRC */
+	qsave("wrapped-checked-hdr", 8 | 16 | 32, pos, QRING + 6144, 0);
+	qsave("wrapped-hdr", 32, pos, QRING + 6144, 0);
 	/* empty: head == tail, words FREE for lap 1 */
 	memset(qring, 0, sizeof qring);
 	for (uint64_t off = 0; off < QRING; off += LE_SLOT_ALIGN)
