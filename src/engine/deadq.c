@@ -79,7 +79,10 @@ static int slot_whole(const le__ring *r, const le__slot *sl, uint32_t sbytes)
  * would land on a later slot, losing the one between without a word, or
  * inside this one.  So: the other size when the check holds at its end
  * (the state word is what changed: *why says so); else the smaller size
- * after which a slot can start (le__ring_starts), then the larger.
+ * after which a slot starts (le__ring_starts 2: a state word, head),
+ * then the larger; then the same for a FREE word there (1: an abandoned
+ * claim -- or this slot's own padding, which holds FREE words too, so it
+ * comes after a real state word).
  */
 static uint32_t ck_step(const le__ring *r, const le__slot *sl, uint64_t pos,
                         uint32_t sbytes, uint64_t end, const char **why)
@@ -99,10 +102,13 @@ static uint32_t ck_step(const le__ring *r, const le__slot *sl, uint64_t pos,
 			return other;
 		}
 	}
-	if (a <= room && le__ring_starts(r, pos + a, end))
-		return a;
-	if (b != a && b <= room && le__ring_starts(r, pos + b, end))
-		return b;
+	for (int want = 2; want >= 1; want--) {
+		if (a <= room && le__ring_starts(r, pos + a, end) == want)
+			return a;
+		if (b != a && b <= room &&
+		    le__ring_starts(r, pos + b, end) == want)
+			return b;
+	}
 	return 0;
 }
 

@@ -719,8 +719,11 @@ int le__ring_starts(const le__ring *r, uint64_t pos, uint64_t end)
 	if (st == le__free_word(pos >> r->lap_shift))
 		return 1;
 	return (uint32_t)(st >> 32) == (uint32_t)(pos >> r->lap_shift) &&
-	       n >= LE_SLOT_ALIGN && n <= r->lap - off &&
-	       ((st & LE_SLOT_PAD) ? n == r->lap - off : n <= r->size - off);
+	               n >= LE_SLOT_ALIGN && n <= r->lap - off &&
+	               ((st & LE_SLOT_PAD) ? n == r->lap - off
+	                                   : n <= r->size - off)
+	       ? 2
+	       : 0;
 }
 
 int le__ring_resync(const le__ring *r, uint64_t from, uint64_t end,

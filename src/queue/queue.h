@@ -558,12 +558,14 @@ int le__ring_resync(const le__ring *r, uint64_t from, uint64_t end,
                     uint64_t *at);
 
 /*
- * 1 when a slot can start at pos: pos is end or past it, or in the lap's
- * unreal gap; or the word there is pos's lap's FREE word (a claim whose
- * producer died before its claim word), or a state word of pos's lap
+ * Whether a slot can start at pos: 2 when pos is end or past it, or in
+ * the lap's unreal gap, or the word there is a state word of pos's lap
  * with a size that fits (a record slot, published or not, or a pad to
- * the lap's end).  What recovery asks of where a slot's size says the
- * next one begins, before it trusts that size.
+ * the lap's end); 1 when it is pos's lap's FREE word (a claim whose
+ * producer died before its claim word -- or any line no producer wrote,
+ * such as a slot's own padding: weak); 0 when none can.  What recovery
+ * asks of where a slot's size says the next one begins, before it
+ * trusts that size.
  */
 int le__ring_starts(const le__ring *r, uint64_t pos, uint64_t end);
 

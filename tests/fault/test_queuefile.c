@@ -1691,12 +1691,15 @@ TEST(slot_size_flipped_to_its_other_allowed_size_costs_only_that_slot)
 		                                                          : 128u);
 		p += n;
 	}
-	/* 128 -> 192 (le_write's slot read as le_logf's), 192 -> 128 */
-	static const int victim[] = {0, 3};
-	for (int v = 0; v < 2; v++) {
+	/* 128 -> 192 (le_write's slot read as le_logf's), 192 -> 128, and
+	 * a payload bit of the 192-byte slot (its size word intact: 128
+	 * bytes on lies its own padding, FREE words, no slot) */
+	static const int victim[] = {0, 3, 3};
+	for (int v = 0; v < 3; v++) {
 		int seen[SZ_N] = {0};
 		le_stats st;
-		uint64_t bit = (LE_QUEUE_HDR + pos[victim[v]]) * 8 + 6;
+		uint64_t bit = (LE_QUEUE_HDR + pos[victim[v]]) * 8 +
+		               (v < 2 ? 6 : (LE_SLOT_HDR + 3) * 8);
 		restore_flipped(bit);
 		small_queue(&c);
 		c.dir = work;
@@ -1709,6 +1712,7 @@ TEST(slot_size_flipped_to_its_other_allowed_size_costs_only_that_slot)
 		CHECK_RC(le_stats_get(e, &st));
 		CHECK_RC(le_close(e));
 		CHECK_EQ(st.recovery_damaged, 1);
+		CHECK_EQ(st.abandoned_slots, 0);
 		CHECK(read_all(work, LE_RECOVER_SKIP, count_sizes, seen) >= 0);
 		for (int i = 0; i < SZ_N; i++)
 			CHECK_EQ(seen[i], i == victim[v] ? 0 : 1);
