@@ -103,11 +103,13 @@ static void clear_shard(void)
 }
 
 /* Put the check a producer would have put into each published record
- * slot from tail to head that is framed (its size within the ring and
- * its lap's room, its length within its size); stop at the first that
- * is not. */
+ * slot from tail to head that is framed (on a 64-byte line, its size
+ * within the ring and its lap's room, its length within its size); stop
+ * at the first that is not. */
 static void fix_checks(unsigned char *ring, uint64_t tail, uint64_t head)
 {
+	if (tail % LE_SLOT_ALIGN)
+		return; /* recovery drops such a queue whole */
 	for (uint64_t p = tail; p < head && head - p <= RING;) {
 		unsigned char *s = ring + (p & (RING - 1));
 		uint64_t st = le__get64(s);
