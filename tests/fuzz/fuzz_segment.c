@@ -72,6 +72,7 @@
 #include <unistd.h>
 
 #include "base/crc32c.h"
+#include "record/fields.h"
 #include "record/format.h"
 #include "logengine.h"
 #include "fuzz.h"
@@ -322,6 +323,20 @@ static void check_record(const le_record *lr, struct rec *out)
 	 * text saying why it could not be): every byte readable, nothing
 	 * more to compare with the frame. */
 	const int deferred = (*q & LE_REC_DEFERRED) != 0;
+	/* [u32 B][B bytes of fields]...: a block that starts with the
+	 * flight recorder's field comes back without it, as the flag
+	 * LE_REC_BACKTRACE (le__rec_backtrace; FIELDS goes too when
+	 * nothing is left) */
+	const unsigned char *blk = f + fixed + 4;
+	size_t blen = has_fields ? le__get32(f + fixed) : 0, bt = 0;
+	uint32_t want = *q;
+	if (has_fields && blen >= LE_BT_FIELD_LEN &&
+	    !memcmp(blk, LE_BT_FIELD, LE_BT_FIELD_LEN)) {
+		bt = LE_BT_FIELD_LEN;
+		want |= LE_REC_BACKTRACE;
+		if (blen == bt)
+			want &= ~(uint32_t)LE_REC_FIELDS;
+	}
 	if (deferred) {
 		unsigned sum = 0;
 		for (size_t k = 0; k < lr->len; k++)
@@ -330,7 +345,7 @@ static void check_record(const le_record *lr, struct rec *out)
 		/* the text may be cut (TRUNCATED added), never anything
 		 * else changed */
 		REQUIRE((lr->flags & ~LE_REC_TRUNCATED) ==
-		        (*q & ~LE_REC_TRUNCATED));
+		        (want & ~LE_REC_TRUNCATED));
 		REQUIRE(!(*q & LE_REC_TRUNCATED) ||
 		        (lr->flags & LE_REC_TRUNCATED));
 		q++;
@@ -339,14 +354,19 @@ static void check_record(const le_record *lr, struct rec *out)
 	}
 	if (deferred) {
 		if (has_fields)
-			REQUIRE(lr->fields_len == le__get32(f + fixed));
+			REQUIRE(lr->fields_len == blen - bt);
 	} else if (has_fields) {
 		/* [u32 B][B bytes of fields][message]; the fields walk */
-		REQUIRE(lr->fields_len == le__get32(f + fixed));
-		REQUIRE(raw == 4 + lr->fields_len + lr->len);
-		REQUIRE(memcmp(lr->fields, f + fixed + 4, lr->fields_len) == 0);
-		REQUIRE((const unsigned char *)lr->payload ==
-		        (const unsigned char *)lr->fields + lr->fields_len);
+		REQUIRE(lr->fields_len == blen - bt);
+		REQUIRE(raw == 4 + blen + lr->len);
+		REQUIRE(lr->fields_len == 0 ||
+		        memcmp(lr->fields, blk + bt, lr->fields_len) == 0);
+		REQUIRE(lr->len == 0 ||
+		        memcmp(lr->payload, blk + blen, lr->len) == 0);
+		REQUIRE(lr->fields_len == 0 ||
+		        (const unsigned char *)lr->payload ==
+		                (const unsigned char *)lr->fields +
+		                        lr->fields_len);
 		size_t pos = 0;
 		le_field fl;
 		int rc;
@@ -360,8 +380,8 @@ static void check_record(const le_record *lr, struct rec *out)
 		        memcmp(lr->payload, f + fixed, lr->len) == 0);
 	}
 	if (!deferred)
-		REQUIRE(lr->flags == *q++);
-	REQUIRE((lr->flags & ~LE_REC_KNOWN_FLAGS) == 0);
+		REQUIRE(lr->flags == want && q++);
+	REQUIRE((lr->flags & ~(LE_REC_KNOWN_FLAGS | LE_REC_BACKTRACE)) == 0);
 	if (fields & LE_FIELD_LEVEL)
 		REQUIRE(lr->level == *q++);
 	else
