@@ -160,7 +160,7 @@ $(BUILD)/obj/tools/serve.o: tools/dashboard.html
 $(BUILD)/logengine: $(TOOL_OBJ) $(LIB_A)
 	$(CC) $(PUBFLAGS) $(CFLAGS) -o $@ $(TOOL_OBJ) $(LIB_A) $(TOOL_LIBS) $(LDLIBS)
 
-$(BUILD)/tests/%: tests/%.c $(FEATURES) tests/harness.h tests/tool.h tests/logtest.h $(wildcard tests/unit/*.h) \
+$(BUILD)/tests/%: tests/%.c $(FEATURES) tests/harness.h tests/tool.h tests/logtest.h $(wildcard tests/unit/*.h) $(wildcard tests/fault/*.h) \
                   $(wildcard tests/system/*.h) $(LIB_INT)
 	@mkdir -p $(dir $@)
 	$(CC) $(BASEFLAGS) $(CFLAGS) -Itests -o $@ $< $(LIB_INT) $(LDLIBS)
@@ -173,6 +173,12 @@ $(BUILD)/tests/system/test_forward $(BUILD)/tests/system/test_hostile_cli: $(BUI
 	$(CC) $(BASEFLAGS) $(CFLAGS) $$($(NATS_HAVE) || echo -DLE_NO_NATS) \
 		-Itests -Itests/system -o $@ $< $(LIB_INT) \
 		$$($(NATS_HAVE) && echo -lnats) $(LDLIBS)
+
+# The in-memory file system the fuzz targets run on, tested against the
+# kernel's answers.
+$(BUILD)/tests/unit/test_memfs: tests/unit/test_memfs.c tests/memfs.c tests/memfs.h $(FEATURES) tests/harness.h tests/tool.h tests/logtest.h $(LIB_INT)
+	@mkdir -p $(dir $@)
+	$(CC) $(BASEFLAGS) $(CFLAGS) -Itests -o $@ $< tests/memfs.c $(LIB_INT) $(LDLIBS)
 
 # Tests of tools/ code, linked with it.
 $(BUILD)/tests/unit/test_progress: tests/unit/test_progress.c tools/progress.c tools/progress.h tests/harness.h tests/tool.h $(LIB_INT)

@@ -17,6 +17,7 @@
 #include <string.h>
 #include <linux/futex.h>
 #include <pthread.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -30,6 +31,16 @@ static int real_open(const char *path, int flags, mode_t mode)
 static int real_openat(int dirfd, const char *name, int flags, mode_t mode)
 {
 	return openat(dirfd, name, flags, mode);
+}
+
+static int real_fcntl(int fd, int cmd, int arg)
+{
+	return fcntl(fd, cmd, arg);
+}
+
+static ssize_t real_getdents(int fd, void *buf, size_t len)
+{
+	return syscall(SYS_getdents64, fd, buf, len);
 }
 
 const le__os le__os_real = {
@@ -47,6 +58,15 @@ const le__os le__os_real = {
 	.sync_range = sync_file_range,
 	.rename = rename,
 	.madvise = madvise,
+	.fstat = fstat,
+	.fstatat = fstatat,
+	.fcntl = real_fcntl,
+	.lseek = lseek,
+	.flock = flock,
+	.mmap = mmap,
+	.munmap = munmap,
+	.getdents = real_getdents,
+	.futimens = futimens,
 };
 
 /*
@@ -105,7 +125,7 @@ static const char *kind(mode_t m)
 static int refuse(int dirfd, const char *name, const char *rel, int rc)
 {
 	struct stat st;
-	if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+	if (OS->fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
 		return rc;
 	if (S_ISLNK(st.st_mode))
 		le__seterr("%s is a symbolic link; refusing to follow it", rel);
@@ -136,7 +156,7 @@ static int check_opened(int fd, int flags, const char *rel)
 	int want_dir = (flags & O_DIRECTORY) != 0;
 	int writes = (flags & O_ACCMODE) != O_RDONLY;
 
-	if (fstat(fd, &st) < 0)
+	if (OS->fstat(fd, &st) < 0)
 		return -errno;
 	if (want_dir ? !S_ISDIR(st.st_mode) : !S_ISREG(st.st_mode)) {
 		le__seterr("%s is %s, not a %s; refusing to open it", rel,
@@ -151,8 +171,8 @@ static int check_opened(int fd, int flags, const char *rel)
 		return LE_EUNSAFE;
 	}
 	if (!(flags & O_NONBLOCK)) {
-		int fl = fcntl(fd, F_GETFL);
-		if (fl < 0 || fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) < 0)
+		int fl = OS->fcntl(fd, F_GETFL, 0);
+		if (fl < 0 || OS->fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) < 0)
 			return -errno;
 	}
 	return 0;
@@ -352,6 +372,111 @@ int le__rename(const char *from, const char *to)
 int le__mkdir(const char *path, mode_t mode)
 {
 	return OS->mkdir(path, mode) < 0 ? -errno : 0;
+}
+
+int le__fstat(int fd, struct stat *st)
+{
+	return OS->fstat(fd, st) < 0 ? -errno : 0;
+}
+
+int le__futimens(int fd, const struct timespec ts[2])
+{
+	return OS->futimens(fd, ts) < 0 ? -errno : 0;
+}
+
+int le__stat(const char *path, struct stat *st)
+{
+	return OS->fstatat(AT_FDCWD, path, st, 0) < 0 ? -errno : 0;
+}
+
+int le__lstat(const char *path, struct stat *st)
+{
+	return OS->fstatat(AT_FDCWD, path, st, AT_SYMLINK_NOFOLLOW) < 0
+	               ? -errno
+	               : 0;
+}
+
+int le__flock(int fd, int op)
+{
+	int rc;
+	do
+		rc = OS->flock(fd, op);
+	while (rc < 0 && errno == EINTR);
+	return rc < 0 ? -errno : 0;
+}
+
+int64_t le__lseek(int fd, int64_t off, int whence)
+{
+	off_t r = OS->lseek(fd, (off_t)off, whence);
+	return r < 0 ? -errno : (int64_t)r;
+}
+
+void *le__mmap(void *addr, size_t len, int prot, int flags, int fd,
+               off_t off)
+{
+	return OS->mmap(addr, len, prot, flags, fd, off);
+}
+
+int le__munmap(void *addr, size_t len)
+{
+	return OS->munmap(addr, len);
+}
+
+int le__madvise(void *addr, size_t len, int advice)
+{
+	int (*adv)(void *, size_t, int) = OS->madvise ? OS->madvise : madvise;
+	return adv(addr, len, advice) < 0 ? -errno : 0;
+}
+
+/* getdents64's record (the kernel's struct linux_dirent64; glibc has no
+ * name for it). */
+struct le__dirent64 {
+	uint64_t d_ino;
+	int64_t d_off;
+	unsigned short d_reclen;
+	unsigned char d_type;
+	char d_name[];
+};
+
+int le__dir_each(int dirfd, int (*each)(void *arg, const char *name,
+                                        unsigned type),
+                 void *arg)
+{
+	/* 8-aligned: the records are, and their fields are read in place */
+	_Alignas(8) unsigned char buf[4096];
+	for (;;) {
+		ssize_t n;
+		do
+			n = OS->getdents(dirfd, buf, sizeof buf);
+		while (n < 0 && errno == EINTR);
+		if (n < 0)
+			return -errno;
+		if (n == 0)
+			return 0;
+		for (ssize_t at = 0; at < n;) {
+			const struct le__dirent64 *d =
+			        (const struct le__dirent64 *)(const void *)(buf +
+			                                                    at);
+			/* a record that does not fit what was returned is the
+			 * table's bug, not a name: stop rather than read on */
+			const size_t name_at = offsetof(struct le__dirent64,
+			                                d_name);
+			if ((size_t)(n - at) < name_at + 1 ||
+			    d->d_reclen < name_at + 1 ||
+			    d->d_reclen > (size_t)(n - at))
+				return -EIO;
+			at += d->d_reclen;
+			const char *nm = d->d_name;
+			if (memchr(nm, '\0', d->d_reclen - name_at) == NULL)
+				return -EIO;
+			if (nm[0] == '.' &&
+			    (nm[1] == '\0' || (nm[1] == '.' && nm[2] == '\0')))
+				continue;
+			int rc = each(arg, nm, d->d_type);
+			if (rc)
+				return rc;
+		}
+	}
 }
 
 int le__prealloc(int fd, uint64_t off, uint64_t len)

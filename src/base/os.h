@@ -1,7 +1,13 @@
 /*
- * os.h -- every file and sync call the engine makes goes through this one
- * table, as SQLite's aSyscall[] does, so tests can inject ENOSPC, EIO, short
- * writes and EINTR, or simulate a power cut, by swapping entries.
+ * os.h -- every file, directory, mapping, lock and sync call the engine and
+ * its readers make on a log directory goes through this one table, as
+ * SQLite's aSyscall[] does, so tests can inject ENOSPC, EIO, short writes
+ * and EINTR, simulate a power cut, or put the whole directory in memory
+ * (tests/memfs.c, where the fuzz targets that open an engine run), by
+ * swapping entries.  The live page (statpage.c) and the index builder
+ * (index.c) too: a test that fails every write fails theirs.  Outside it:
+ * a user's own descriptors (stream_fd), the stream sink's file, sockets,
+ * memfd and inotify descriptors, /proc and /sys.
  *
  * The wrappers return -errno on failure (never set errno for the caller) and
  * retry EINTR themselves, so the engine's code reads as plain sequences.
@@ -13,6 +19,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 
 typedef struct le__os {
@@ -33,6 +40,22 @@ typedef struct le__os {
 	int (*sync_range)(int fd, off_t off, off_t len, unsigned flags);
 	int (*rename)(const char *from, const char *to);
 	int (*madvise)(void *addr, size_t len, int advice);
+	int (*fstat)(int fd, struct stat *st);
+	/* stat and lstat too: fstatat(AT_FDCWD, path, st, 0 or
+	 * AT_SYMLINK_NOFOLLOW) */
+	int (*fstatat)(int dirfd, const char *name, struct stat *st, int flags);
+	/* F_GETFL and F_SETFL only */
+	int (*fcntl)(int fd, int cmd, int arg);
+	off_t (*lseek)(int fd, off_t off, int whence);
+	int (*flock)(int fd, int op);
+	/* The engine's shared file mappings (QUEUE, SITES, BTRING) and the
+	 * anonymous reservation they are placed in; munmap of either. */
+	void *(*mmap)(void *addr, size_t len, int prot, int flags, int fd,
+	              off_t off);
+	int (*munmap)(void *addr, size_t len);
+	/* getdents64(2): struct linux_dirent64 records (le__dir_each) */
+	ssize_t (*getdents)(int fd, void *buf, size_t len);
+	int (*futimens)(int fd, const struct timespec ts[2]);
 } le__os;
 
 /* The real calls, for tests that wrap them. */
@@ -84,6 +107,34 @@ int le__ftruncate(int fd, uint64_t len);
 int le__unlink(const char *path);
 int le__rename(const char *from, const char *to);
 int le__mkdir(const char *path, mode_t mode);
+int le__fstat(int fd, struct stat *st);
+/* futimens(2): 0 or -errno. */
+int le__futimens(int fd, const struct timespec ts[2]);
+/* stat(2) and lstat(2) of a path: 0 or -errno. */
+int le__stat(const char *path, struct stat *st);
+int le__lstat(const char *path, struct stat *st);
+/* flock(2), retrying EINTR: 0 or -errno (-EWOULDBLOCK: held, with
+ * LOCK_NB). */
+int le__flock(int fd, int op);
+/* lseek(2): the new offset, or -errno (-ENXIO: no data or hole there). */
+int64_t le__lseek(int fd, int64_t off, int whence);
+/* mmap(2) and munmap(2) as the calls are: MAP_FAILED / -1 with errno set
+ * (the one exception to -errno here: callers test MAP_FAILED). */
+void *le__mmap(void *addr, size_t len, int prot, int flags, int fd,
+               off_t off);
+int le__munmap(void *addr, size_t len);
+/* madvise(2) of a mapping: 0 or -errno.  Advice only; callers go on. */
+int le__madvise(void *addr, size_t len, int advice);
+/*
+ * Call each(arg, name, type) for every entry of the open directory dirfd
+ * but "." and "..", in the order the file system gives (type: a DT_*
+ * value, DT_UNKNOWN where the file system does not say).  Stops when each
+ * returns nonzero, and returns that.  dirfd stays open and is read from
+ * its current position.  @return 0, each's value, or -errno.
+ */
+int le__dir_each(int dirfd, int (*each)(void *arg, const char *name,
+                                        unsigned type),
+                 void *arg);
 /* Reserve blocks [off, off + len) without changing the file size (a hint:
  * file systems without it return -EOPNOTSUPP, and callers go on). */
 int le__prealloc(int fd, uint64_t off, uint64_t len);

@@ -45,10 +45,9 @@ static int open_dir(le_engine *e)
 	char path[LE_PATH_MAX + 16];
 	int rc;
 
-	if (e->cfg.create_dir && mkdir(e->dir, e->cfg.dir_mode) < 0 &&
-	    errno != EEXIST) {
-		rc = -errno;
-		le__seterr("dir: cannot create %s: %s", e->dir, strerror(errno));
+	if (e->cfg.create_dir &&
+	    (rc = le__mkdir(e->dir, e->cfg.dir_mode)) < 0 && rc != -EEXIST) {
+		le__seterr("dir: cannot create %s: %s", e->dir, strerror(-rc));
 		return rc;
 	}
 	/* The directory may be a symbolic link (the user named it); what is
@@ -69,9 +68,14 @@ static int open_dir(le_engine *e)
 			           le_strerror(e->lock_fd));
 		return e->lock_fd;
 	}
-	if (flock(e->lock_fd, LOCK_EX | LOCK_NB) < 0) {
+	if ((rc = le__flock(e->lock_fd, LOCK_EX | LOCK_NB)) < 0) {
+		if (rc != -EWOULDBLOCK) {
+			le__seterr("dir: cannot lock %s/LOCK: %s", e->dir,
+			           strerror(-rc));
+			return rc;
+		}
 		le__seterr("dir: %s is in use by another engine", e->dir);
-		return errno == EWOULDBLOCK ? LE_EBUSY : -errno;
+		return LE_EBUSY;
 	}
 	return 0;
 }
@@ -133,10 +137,10 @@ static int shard_init(le_engine *e, uint32_t i)
 		rc = le__shard_dir(sh->dir, sizeof sh->dir, e->dir, i);
 		if (rc < 0)
 			return rc;
-		if (mkdir(sh->dir, e->cfg.dir_mode) < 0 && errno != EEXIST) {
-			rc = -errno;
+		rc = le__mkdir(sh->dir, e->cfg.dir_mode);
+		if (rc < 0 && rc != -EEXIST) {
 			le__seterr("dir: cannot create %s: %s", sh->dir,
-			           strerror(errno));
+			           strerror(-rc));
 			return rc;
 		}
 		rc = le__open_in(sh->dir, LE_IN_DIR, O_RDONLY | O_DIRECTORY, 0);

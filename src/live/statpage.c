@@ -11,9 +11,9 @@
  * application's threads only leave a sampled duration in a slot they own
  * (statpage.h).
  *
- * The page is outside the le__os table on purpose: it is not data, and
- * the fault tests that make opens and writes fail aim at the log, not at
- * it.  Failing to make it costs the page, never the engine.
+ * The page's file calls go through the le__os table like the log's, so a
+ * test's faults reach it too: failing to make it costs the page (counted,
+ * named in le_errmsg), never the engine.
  */
 #define _GNU_SOURCE
 #include "live/statpage.h"
@@ -252,17 +252,29 @@ int le__statpage_open(le__statpage *p, const char *shard_dir,
 	 * be a SIGBUS in this thread, not an error. */
 	struct stat st;
 	void *m = MAP_FAILED;
-	int rc = fstat(fd, &st) < 0 ? -errno : 0;
-	if (rc == 0 && st.st_size != LE_SP_BYTES && ftruncate(fd, LE_SP_BYTES) < 0)
-		rc = -errno;
+	int fault_in = 0;
+	int rc = le__fstat(fd, &st);
+	if (rc == 0 && st.st_size != LE_SP_BYTES)
+		rc = le__ftruncate(fd, LE_SP_BYTES);
+	if (rc == 0 && (rc = le__prealloc(fd, 0, LE_SP_BYTES)) == -EOPNOTSUPP)
+		rc = 0, fault_in = 1; /* the blocks come from the faults below */
 	if (rc == 0)
-		rc = -posix_fallocate(fd, 0, LE_SP_BYTES);
-	if (rc == 0)
-		m = mmap(NULL, LE_SP_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED,
-		         fd, 0);
+		m = le__mmap(NULL, LE_SP_BYTES, PROT_READ | PROT_WRITE,
+		             MAP_SHARED, fd, 0);
 	if (rc == 0 && m == MAP_FAILED)
 		rc = -errno;
-	close(fd);
+	if (rc == 0 && fault_in &&
+	    (rc = le__populate_write(m, LE_SP_BYTES)) == -EINVAL) {
+		/* A kernel before 5.14 cannot fault blocks in: write the
+		 * page's bytes instead (what posix_fallocate does where the
+		 * file system has no fallocate).  The page's own header is
+		 * written over them next. */
+		static const unsigned char zero[LE_SP_BYTES];
+		rc = le__pwrite_all(fd, zero, sizeof zero, 0);
+	}
+	if (rc < 0 && m != MAP_FAILED)
+		le__munmap(m, LE_SP_BYTES);
+	le__close(fd);
 	if (rc < 0) {
 		le__seterr("%s: %s", path, le_strerror(rc));
 		return rc;
@@ -284,7 +296,7 @@ void le__statpage_close(le__statpage *p, uint64_t *w)
 		return;
 	fill_own(p, w, LE_SP_CLOSED, le__mono_ns());
 	le__statpage_put(p->map, w);
-	munmap(p->map, LE_SP_BYTES);
+	le__munmap(p->map, LE_SP_BYTES);
 	p->map = NULL;
 }
 
@@ -428,15 +440,18 @@ static int map_page(const char *path, void **map, struct stat *st)
 	int fd = le__open_in(path, LE_IN_SHARD, O_RDONLY, 0);
 	if (fd < 0)
 		return fd;
-	int rc = fstat(fd, st) < 0 ? -errno : 1;
-	if (rc == 1 && st->st_size < (off_t)LE_SP_BYTES)
-		rc = st->st_size == 0 ? 0 : LE_ECORRUPT; /* not a page */
+	int rc = le__fstat(fd, st);
+	if (rc == 0)
+		rc = st->st_size == 0                   ? 0
+		     : st->st_size < (off_t)LE_SP_BYTES ? LE_ECORRUPT /* not a page */
+		                                        : 1;
 	if (rc == 1) {
-		*map = mmap(NULL, LE_SP_BYTES, PROT_READ, MAP_SHARED, fd, 0);
+		*map = le__mmap(NULL, LE_SP_BYTES, PROT_READ, MAP_SHARED, fd,
+		                0);
 		if (*map == MAP_FAILED)
 			rc = -errno;
 	}
-	close(fd);
+	le__close(fd);
 	return rc;
 }
 
@@ -501,7 +516,7 @@ static int live_read(const char *dir, unsigned shard, le_live *out)
 		return rc;
 	rc = read_page(rc ? m : NULL, path, shard, out, NULL);
 	if (m)
-		munmap(m, LE_SP_BYTES);
+		le__munmap(m, LE_SP_BYTES);
 	return rc;
 }
 
@@ -538,7 +553,7 @@ int le_live_open(le_live_dir **out, const char *dir)
 static void unkeep(struct kept *k)
 {
 	if (k->map)
-		munmap(k->map, LE_SP_BYTES);
+		le__munmap(k->map, LE_SP_BYTES);
 	k->map = NULL;
 }
 
@@ -551,7 +566,7 @@ static int live_get(le_live_dir *d, unsigned shard, le_live *out)
 	page_path(path, sizeof path, d->dir, shard);
 	uint64_t now = le__mono_ns();
 	if (!k->map || now - k->checked >= RECHECK_NS) {
-		int rc = stat(path, &st) < 0 ? -errno : 0;
+		int rc = le__stat(path, &st);
 		if (rc < 0 || !k->map || st.st_dev != k->dev ||
 		    st.st_ino != k->ino) {
 			unkeep(k);

@@ -66,7 +66,7 @@ int le__btring_open(le__btring *r, const char *path, uint32_t cap,
 		}
 		flags = MAP_SHARED;
 	}
-	void *m = mmap(NULL, r->map_len, PROT_READ | PROT_WRITE, flags, r->fd,
+	void *m = le__mmap(NULL, r->map_len, PROT_READ | PROT_WRITE, flags, r->fd,
 	               0);
 	if (m == MAP_FAILED) {
 		int rc = -errno;
@@ -110,10 +110,10 @@ int le__btring_attach(le__btring *r, const char *path, uint32_t shard)
 	r->fd = le__open_in(path, LE_IN_SHARD, O_RDWR, 0);
 	if (r->fd < 0)
 		return r->fd;
-	if (fstat(r->fd, &st) < 0 || (size_t)st.st_size < LE_BT_HDR)
+	if (le__fstat(r->fd, &st) < 0 || (size_t)st.st_size < LE_BT_HDR)
 		goto none;
 	r->map_len = (size_t)st.st_size;
-	r->map = mmap(NULL, r->map_len, PROT_READ | PROT_WRITE, MAP_SHARED,
+	r->map = le__mmap(NULL, r->map_len, PROT_READ | PROT_WRITE, MAP_SHARED,
 	              r->fd, 0);
 	if (r->map == MAP_FAILED) {
 		r->map = NULL;
@@ -121,7 +121,7 @@ int le__btring_attach(le__btring *r, const char *path, uint32_t shard)
 	}
 	const unsigned char *m = r->map;
 	if (!header_ok(m, r->map_len, shard)) {
-		munmap(r->map, r->map_len);
+		le__munmap(r->map, r->map_len);
 		r->map = NULL;
 		goto none;
 	}
@@ -146,7 +146,7 @@ void le__btring_close(le__btring *r, int clean)
 		return;
 	if (clean)
 		le__put32((unsigned char *)r->map + 28, 0);
-	munmap(r->map, r->map_len);
+	le__munmap(r->map, r->map_len);
 	if (r->fd >= 0)
 		le__close(r->fd);
 	r->map = NULL;

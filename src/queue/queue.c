@@ -57,7 +57,7 @@ static void geometry(le__ring *r, uint64_t size)
  * kernels before 5.14 lack it, and then the faults happen later. */
 static void prefault(void *map, size_t len)
 {
-	madvise(map, len, MADV_POPULATE_WRITE);
+	le__madvise(map, len, MADV_POPULATE_WRITE);
 }
 
 /*
@@ -81,31 +81,32 @@ static void *map_aligned(size_t len, int fd, int huge)
 	int flags = fd < 0 ? MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE
 	                   : MAP_SHARED;
 	if (len < HUGE_SZ)
-		return mmap(NULL, len, PROT_READ | PROT_WRITE, flags, fd, 0);
+		return le__mmap(NULL, len, PROT_READ | PROT_WRITE, flags, fd, 0);
 	size_t span = len + HUGE_SZ;
-	unsigned char *res = mmap(NULL, span, PROT_NONE,
-	                          MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
-	                          -1, 0);
+	unsigned char *res = le__mmap(NULL, span, PROT_NONE,
+	                              MAP_PRIVATE | MAP_ANONYMOUS |
+	                                      MAP_NORESERVE,
+	                              -1, 0);
 	if (res == MAP_FAILED)
 		return MAP_FAILED;
 	unsigned char *at = (unsigned char *)(((uintptr_t)res + HUGE_SZ - 1) &
 	                                      ~(uintptr_t)(HUGE_SZ - 1));
-	void *m = mmap(at, len, PROT_READ | PROT_WRITE, flags | MAP_FIXED, fd,
-	               0);
+	void *m = le__mmap(at, len, PROT_READ | PROT_WRITE, flags | MAP_FIXED,
+	                   fd, 0);
 	if (m == MAP_FAILED) {
 		int err = errno;
-		munmap(res, span);
+		le__munmap(res, span);
 		errno = err;
 		return MAP_FAILED;
 	}
 	if (at > res)
-		munmap(res, (size_t)(at - res));
+		le__munmap(res, (size_t)(at - res));
 	if (res + span > at + len)
-		munmap(at + len, (size_t)(res + span - (at + len)));
+		le__munmap(at + len, (size_t)(res + span - (at + len)));
 #ifdef MADV_HUGEPAGE
 	/* A ring that trims returns 4 KiB pages: one huge page would keep
 	 * 2 MiB resident for a few records. */
-	madvise(m, len, huge ? MADV_HUGEPAGE : MADV_NOHUGEPAGE);
+	le__madvise(m, len, huge ? MADV_HUGEPAGE : MADV_NOHUGEPAGE);
 #else
 	(void)huge;
 #endif
@@ -255,8 +256,10 @@ static int newer(const unsigned char *h, uint32_t shard)
  * or 1 (the level alone).  Most votes win; none: `field` when it is a
  * version, else LE_QUEUE_VERSION.  Bounded: LE_PROBE_VOTES votes, or
  * LE_PROBE_LINES lines looked at (4 MiB of a ring that may be GBs),
- * and never past the ring's first hole (a read there would give it
- * pages).
+ * never more than one lap from tail (head is at most a ring ahead of
+ * it, so a slot of a later lap cannot be a record: a small ring with no
+ * voter is looked at once, not LE_PROBE_LINES / its lines times), and
+ * never past the ring's first hole (a read there would give it pages).
  */
 #define LE_PROBE_VOTES 64
 #define LE_PROBE_LINES 65536
@@ -267,9 +270,13 @@ static uint32_t probe_version(const le__ring *r, uint32_t field)
 	                                             memory_order_relaxed);
 	uint64_t p = atomic_load_explicit(r->tail, memory_order_relaxed) &
 	             ~(uint64_t)(LE_SLOT_ALIGN - 1);
+	const uint64_t start = p; /* p - start: unsigned, so a tail near
+	                             2^64 wraps with it */
 	int votes[4] = {0, 0, 0, 0};
 	for (int lines = 0, n_votes = 0;
-	     lines < LE_PROBE_LINES && n_votes < LE_PROBE_VOTES; lines++) {
+	     p - start < r->lap && lines < LE_PROBE_LINES &&
+	     n_votes < LE_PROBE_VOTES;
+	     lines++) {
 		uint64_t off = p & mask;
 		if (off >= r->size || off >= backed) {
 			p = (p | mask) + 1; /* the lap's gap, or a hole */
@@ -426,7 +433,7 @@ static int back(le__ring *r, uint64_t from, uint64_t to)
 		return rc;
 #ifdef MADV_HUGEPAGE
 	if (to == r->size && r->map_len >= HUGE_SZ)
-		madvise(r->map, r->map_len, MADV_HUGEPAGE);
+		le__madvise(r->map, r->map_len, MADV_HUGEPAGE);
 #endif
 	return 0;
 }
@@ -462,7 +469,7 @@ static int create(le__ring *r, int fd, uint64_t size, uint32_t shard)
 		first = size;
 	}
 	if (rc < 0) {
-		munmap(r->map, r->map_len);
+		le__munmap(r->map, r->map_len);
 		r->map = NULL;
 		return rc;
 	}
@@ -474,8 +481,8 @@ static int create(le__ring *r, int fd, uint64_t size, uint32_t shard)
 /* A kept file's blocks: up to its first hole (SEEK_HOLE), in pages. */
 static uint64_t kept_backed(const le__ring *r)
 {
-	off_t h = lseek(r->fd, LE_QUEUE_HDR, SEEK_HOLE);
-	if (h < (off_t)LE_QUEUE_HDR)
+	int64_t h = le__lseek(r->fd, LE_QUEUE_HDR, SEEK_HOLE);
+	if (h < (int64_t)LE_QUEUE_HDR)
 		return 0;
 	uint64_t b = (uint64_t)h - LE_QUEUE_HDR;
 	return b >= r->size ? r->size : b & ~(uint64_t)(PAGE - 1);
@@ -563,7 +570,7 @@ int le__ring_open(le__ring *r, const char *path, uint64_t size,
 	unsigned char h[64] = {0};
 	uint64_t old;
 	int rc;
-	if (fstat(fd, &st) == 0 && st.st_size >= (off_t)LE_QUEUE_HDR &&
+	if (le__fstat(fd, &st) == 0 && st.st_size >= (off_t)LE_QUEUE_HDR &&
 	    le__pread_full(fd, h, sizeof h, 0) == (ssize_t)sizeof h &&
 	    get_header(h, (uint64_t)st.st_size, shard, &old) == 0) {
 		rc = map_file(r, fd, old); /* drain first, renew later */
@@ -602,7 +609,7 @@ int le__ring_open(le__ring *r, const char *path, uint64_t size,
 void le__ring_close(le__ring *r)
 {
 	if (r->map)
-		munmap(r->map, r->map_len);
+		le__munmap(r->map, r->map_len);
 	if (r->fd >= 0)
 		le__close(r->fd);
 	r->map = NULL;
@@ -617,7 +624,7 @@ int le__ring_file_busy(const char *path, uint32_t shard)
 	int fd = le__open_in(path, LE_IN_SHARD, O_RDONLY, 0);
 	if (fd < 0)
 		return 0;
-	int busy = fstat(fd, &st) == 0 &&
+	int busy = le__fstat(fd, &st) == 0 &&
 	           le__pread_full(fd, h, sizeof h, 0) == (ssize_t)sizeof h &&
 	           get_header(h, (uint64_t)st.st_size, shard, &size) == 0 &&
 	           le__get64(h + LE_QUEUE_HEAD_OFF) !=
@@ -636,7 +643,7 @@ int le__ring_renew(le__ring *r, const char *path, uint64_t size,
 {
 	if (!r->reused)
 		return 0; /* made by this engine, at its size, empty */
-	munmap(r->map, r->map_len);
+	le__munmap(r->map, r->map_len);
 	r->map = NULL;
 	r->reused = 0;
 	r->version = LE_QUEUE_VERSION;
@@ -773,7 +780,7 @@ static void trim_pages(le__ring *r, uint64_t off, uint64_t end,
 		*lo = *hi = off;
 		return;
 	}
-	if (madvise(r->data + *lo, (size_t)(*hi - *lo), MADV_DONTNEED) != 0)
+	if (le__madvise(r->data + *lo, (size_t)(*hi - *lo), MADV_DONTNEED) != 0)
 		*lo = *hi = off; /* kept: their FREE words are written */
 }
 

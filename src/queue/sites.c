@@ -166,8 +166,8 @@ static int back(void *m, size_t len, size_t from, size_t to)
 static uint32_t kept_backed(const le__sitetab *t)
 {
 	size_t start = LE_SITES_HDR + 4 * (size_t)t->n;
-	off_t h = lseek(t->fd, (off_t)start, SEEK_HOLE);
-	if (h < (off_t)start)
+	int64_t h = le__lseek(t->fd, (int64_t)start, SEEK_HOLE);
+	if (h < (int64_t)start)
 		return 0;
 	uint64_t b = (uint64_t)h - start;
 	return b > t->area_bytes ? t->area_bytes : (uint32_t)b;
@@ -187,7 +187,7 @@ static int create(le__sitetab *t, uint32_t n, uint32_t shard)
 			rc = le__ftruncate(t->fd, len);
 		if (rc < 0)
 			return rc;
-		m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, t->fd, 0);
+		m = le__mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, t->fd, 0);
 		if (m == MAP_FAILED)
 			return -errno;
 		first = LE_SITES_HDR + 4 * (size_t)n + LE_SITES_AREA_INIT;
@@ -197,11 +197,11 @@ static int create(le__sitetab *t, uint32_t n, uint32_t shard)
 			first = len;
 		}
 		if (rc < 0 && rc != -EOPNOTSUPP) {
-			munmap(m, len);
+			le__munmap(m, len);
 			return rc;
 		}
 	} else {
-		m = mmap(NULL, len, PROT_READ | PROT_WRITE,
+		m = le__mmap(NULL, len, PROT_READ | PROT_WRITE,
 		         MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 		if (m == MAP_FAILED)
 			return -errno;
@@ -272,10 +272,10 @@ int le__sitetab_open(le__sitetab *t, const char *path, uint32_t n,
 			return t->fd;
 		}
 	}
-	if (keep && t->fd >= 0 && fstat(t->fd, &st) == 0) {
+	if (keep && t->fd >= 0 && le__fstat(t->fd, &st) == 0) {
 		size_t len = (size_t)st.st_size;
 		void *m = len >= LE_SITES_HDR
-		                  ? mmap(NULL, len, PROT_READ | PROT_WRITE,
+		                  ? le__mmap(NULL, len, PROT_READ | PROT_WRITE,
 		                         MAP_SHARED, t->fd, 0)
 		                  : MAP_FAILED;
 		const char *why = len < LE_SITES_HDR ? "shorter than its header"
@@ -288,7 +288,7 @@ int le__sitetab_open(le__sitetab *t, const char *path, uint32_t n,
 			return rc;
 		}
 		if (m != MAP_FAILED)
-			munmap(m, len);
+			le__munmap(m, len);
 		/* Made anew below; the dead queue's deferred records find
 		 * no site, and recovery reports them with this. */
 		t->hdr_damage = why;
@@ -309,7 +309,7 @@ int le__sitetab_renew(le__sitetab *t, const char *path, uint32_t n,
 {
 	if (!t->reused)
 		return 0;
-	munmap(t->map, t->map_len);
+	le__munmap(t->map, t->map_len);
 	free(t->seen);
 	t->map = NULL;
 	t->seen = NULL;
@@ -327,7 +327,7 @@ void le__sitetab_close(le__sitetab *t)
 	if (!t->opened)
 		return;
 	if (t->map)
-		munmap(t->map, t->map_len);
+		le__munmap(t->map, t->map_len);
 	if (t->fd >= 0)
 		le__close(t->fd);
 	free(t->seen);

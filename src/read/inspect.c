@@ -82,15 +82,16 @@ int le_queue_pending(const char *dir, unsigned shard, uint64_t *records)
 	int fd = le__open_in(path, LE_IN_SHARD, O_RDONLY, 0);
 	if (fd < 0)
 		return fd == -ENOENT ? 0 : fd;
-	if (fstat(fd, &st) < 0 || (uint64_t)st.st_size <= LE_QUEUE_HDR) {
-		close(fd);
+	if (le__fstat(fd, &st) < 0 || (uint64_t)st.st_size <= LE_QUEUE_HDR) {
+		le__close(fd);
 		return 0;
 	}
 	size_t len = (size_t)st.st_size;
-	unsigned char *map = mmap(NULL, len, PROT_READ, MAP_SHARED, fd, 0);
-	close(fd);
-	if (map == MAP_FAILED)
-		return -errno;
+	unsigned char *map = le__mmap(NULL, len, PROT_READ, MAP_SHARED, fd, 0);
+	rc = map == MAP_FAILED ? -errno : 0;
+	le__close(fd);
+	if (rc < 0)
+		return rc;
 	uint64_t n = 0, end = shard_end_seq(dir, shard);
 	if (ring_view(&r, map, len) == 0) {
 		uint64_t pos = le__ring_resume(&r), head = atomic_load(r.head);
@@ -115,7 +116,7 @@ int le_queue_pending(const char *dir, unsigned shard, uint64_t *records)
 			pos += bytes;
 		}
 	}
-	munmap(map, len);
+	le__munmap(map, len);
 	*records = n;
 	return 0;
 }

@@ -141,7 +141,7 @@ int le__rd_refresh(struct cursor *c, int list)
 
 	if (list || c->relist)
 		rc = relist(c);
-	if (rc == 0 && c->open && fstat(c->scan.fd, &st) == 0) {
+	if (rc == 0 && c->open && le__fstat(c->scan.fd, &st) == 0) {
 		c->scan.file_len = (uint64_t)st.st_size;
 		c->scan.win_len = 0;
 		c->scan.win_off = 0;

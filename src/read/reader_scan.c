@@ -137,7 +137,7 @@ static int header_damage(le_reader *r, struct cursor *c, const char *why,
 		return 0;
 	}
 	struct stat st;
-	if (stat(c->path, &st) == 0)
+	if (le__stat(c->path, &st) == 0)
 		r->st.skipped_bytes += (uint64_t)st.st_size;
 	c->iseg++;
 	c->next_index = c->segs[c->iseg - 1] + 1;

@@ -29,6 +29,7 @@
 #include "record/defer.h"
 #include "record/fields.h"
 #include "base/internal.h"
+#include "base/os.h"
 #include "store/seg_zst.h"
 #include "store/segment.h"
 
@@ -111,7 +112,8 @@ static int next_exists(const le_tail *t)
 static int grew(le_tail *t)
 {
 	struct stat st;
-	if (fstat(t->scan.fd, &st) < 0 || (uint64_t)st.st_size <= t->scan.file_len)
+	if (le__fstat(t->scan.fd, &st) < 0 ||
+	    (uint64_t)st.st_size <= t->scan.file_len)
 		return 0;
 	t->scan.file_len = (uint64_t)st.st_size;
 	t->scan.win_len = 0;

@@ -158,8 +158,8 @@ static int origin_write(const char *shard_dir, const le__origin *o)
 	if (rc == 0)
 		rc = le__fdatasync(fd);
 	le__close(fd);
-	if (rc == 0 && rename(tmp, path) < 0)
-		rc = -errno;
+	if (rc == 0)
+		rc = le__rename(tmp, path);
 	return rc < 0 ? rc : le__fsync_dir_in(shard_dir, LE_IN_DIR);
 }
 
@@ -424,8 +424,8 @@ static int lock_dir(le__cstore *s, char *errbuf, size_t cap)
 		    le_strerror(s->lock_fd));
 		return s->lock_fd;
 	}
-	if (flock(s->lock_fd, LOCK_EX | LOCK_NB) < 0) {
-		int e = errno;
+	int e = -le__flock(s->lock_fd, LOCK_EX | LOCK_NB);
+	if (e > 0) {
 		ERR("%s: %s", s->dir, e == EWOULDBLOCK ? "in use by another "
 		    "collector or engine" : strerror(e));
 		return e == EWOULDBLOCK ? LE_EBUSY : -e;
@@ -1086,8 +1086,7 @@ static int put_run(le__cstore *s, struct org *o, const unsigned char *buf,
 	/* Start the write-back now, so the sync before the ack finds most
 	 * of it done (a hint: an error shows at the sync). */
 	if (s->opts.sync)
-		sync_file_range(o->fd, (off_t)o->seg_len, (off_t)run,
-		                SYNC_FILE_RANGE_WRITE);
+		le__writeback(o->fd, o->seg_len, run);
 	o->seg_len += run;
 	o->seg_frames += k;
 	o->dirty = 1;

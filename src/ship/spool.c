@@ -100,7 +100,7 @@ static void seg_refresh(le_spool *sp)
 {
 	struct stat st;
 
-	if (fstat(sp->sc.fd, &st) == 0)
+	if (le__fstat(sp->sc.fd, &st) == 0)
 		sp->sc.file_len = (uint64_t)st.st_size;
 	sp->sc.win_len = 0;
 }
@@ -693,7 +693,7 @@ static void set_target(le_spool *sp)
 	if (n > 0) {
 		sp->tgt_seg = segs[n - 1];
 		le__seg_path(path, sizeof path, sp->dir, sp->tgt_seg);
-		if (stat(path, &st) == 0)
+		if (le__stat(path, &st) == 0)
 			sp->tgt_off = (uint64_t)st.st_size;
 	}
 	free(segs);
@@ -711,7 +711,12 @@ static int cursor_open(le_spool *sp)
 	sp->cfd = le__open_in(path, LE_IN_SHARD, O_RDWR | O_CREAT, 0640);
 	if (sp->cfd < 0)
 		return sp->cfd;
-	if (flock(sp->cfd, LOCK_EX | LOCK_NB) < 0) {
+	if ((rc = le__flock(sp->cfd, LOCK_EX | LOCK_NB)) < 0) {
+		if (rc != -EWOULDBLOCK) {
+			le__seterr("%s: cannot lock it: %s", path,
+			           strerror(-rc));
+			return rc;
+		}
 		le__seterr("%s: another forwarder has this shard", path);
 		return LE_EBUSY;
 	}

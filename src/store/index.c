@@ -18,8 +18,10 @@
  *                                                              (tmp+rename),
  *                                                              drop orphans
  *
- * The builder never uses the le__os table: tests swap its entries around
- * le_open/le_close, and a build may still run after le_close returns.  A
+ * The builder's file calls go through the le__os table like the rest
+ * (a test's faults and memfs reach it); le_close waits for the builds of
+ * its directory (le__index_wait_dir), so none runs on a table a test has
+ * put back.  A
  * build that a process exit cuts short leaves at most a temporary file
  * (removed by the next build in that shard) and a segment without index.
  * Memory: the job list (IDX_JOBS paths) and, while a build runs, one read
@@ -248,20 +250,6 @@ int le__index_build(const char *seg_path, le__index *x)
 	return rc;
 }
 
-static int write_all(int fd, const unsigned char *p, size_t len)
-{
-	while (len) {
-		ssize_t n = write(fd, p, len);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			return -errno;
-		p += n;
-		len -= (size_t)n;
-	}
-	return 0;
-}
-
 int le__index_write(const char *shard_dir, const le__index *x)
 {
 	char path[LE_PATH_MAX], tmp[LE_PATH_MAX + 8];
@@ -278,7 +266,7 @@ int le__index_write(const char *shard_dir, const le__index *x)
 	struct stat sst;
 	mode_t mode = 0640;
 	if (le__seg_path(seg, sizeof seg, shard_dir, x->seg_index) == 0 &&
-	    lstat(seg, &sst) == 0 && S_ISREG(sst.st_mode))
+	    le__lstat(seg, &sst) == 0 && S_ISREG(sst.st_mode))
 		mode = sst.st_mode & 0666;
 	int fd = rc < 0 ? -1
 	                : le__open_in(tmp, LE_IN_SHARD,
@@ -286,15 +274,15 @@ int le__index_write(const char *shard_dir, const le__index *x)
 	if (rc == 0 && fd < 0)
 		rc = fd;
 	if (rc == 0)
-		rc = write_all(fd, img, len);
+		rc = le__pwrite_all(fd, img, len, 0);
 	if (fd >= 0)
 		le__close(fd);
 	/* No fsync: after a power cut the file may be short or zeros, which
 	 * its checks refuse, and the segment is read without it. */
-	if (rc == 0 && rename(tmp, path) < 0)
-		rc = -errno;
+	if (rc == 0)
+		rc = le__rename(tmp, path);
 	if (rc < 0 && fd >= 0)
-		unlink(tmp);
+		le__unlink(tmp);
 	free(img);
 	return rc;
 }
@@ -315,7 +303,7 @@ int le__index_load(const char *shard_dir, const le__seg_hdr *h,
 	int fd = le__open_in(path, LE_IN_SHARD, O_RDONLY, 0);
 	if (fd < 0)
 		return fd;
-	rc = fstat(fd, &st) < 0 ? -errno : 0;
+	rc = le__fstat(fd, &st);
 	unsigned char *img = NULL;
 	size_t len = rc == 0 ? (size_t)st.st_size : 0;
 	if (rc == 0 && (len < LE_IDX_HDR ||
@@ -432,38 +420,42 @@ static int hex_name(const char *name, const char *suffix, uint64_t *idx)
  * temporary files a build cut short left (this thread is the only
  * builder of the process, and one engine at a time owns the directory:
  * any .tmp not being written now is stale). */
-static void drop_orphans(const char *dir)
+/* The index named nm in dir, if its segment is gone (nor archived): a
+ * temporary file a build left, or what retention or vacuum left. */
+static int drop_orphan(void *arg, const char *nm, unsigned type)
 {
+	const char *dir = arg;
 	char path[LE_PATH_MAX + 300];
 	struct stat st;
-	struct dirent *de;
 	uint64_t idx;
-	DIR *d = opendir(dir);
+	int orphan = 0;
 
-	if (!d)
-		return;
-	while ((de = readdir(d)) != NULL) {
-		const char *nm = de->d_name;
-		int orphan = 0;
-		if (hex_name(nm, ".idx.tmp", &idx)) {
-			orphan = 1;
-		} else if (hex_name(nm, ".idx", &idx)) {
-			snprintf(path, sizeof path, "%s/%016" PRIx64 ".seg", dir,
-			         idx);
-			orphan = stat(path, &st) < 0 && errno == ENOENT;
-			/* an archived segment keeps its index: the offsets
-			 * are those of the archive's content */
-			snprintf(path, sizeof path, "%s/%016" PRIx64 ".seg"
-			         LE_ZST_SUFFIX, dir, idx);
-			orphan = orphan && stat(path, &st) < 0 &&
-			         errno == ENOENT;
-		}
-		if (orphan) {
-			snprintf(path, sizeof path, "%s/%s", dir, nm);
-			unlink(path);
-		}
+	(void)type;
+	if (hex_name(nm, ".idx.tmp", &idx)) {
+		orphan = 1;
+	} else if (hex_name(nm, ".idx", &idx)) {
+		snprintf(path, sizeof path, "%s/%016" PRIx64 ".seg", dir, idx);
+		orphan = le__lstat(path, &st) == -ENOENT;
+		/* an archived segment keeps its index: the offsets are those
+		 * of the archive's content */
+		snprintf(path, sizeof path,
+		         "%s/%016" PRIx64 ".seg" LE_ZST_SUFFIX, dir, idx);
+		orphan = orphan && le__lstat(path, &st) == -ENOENT;
 	}
-	closedir(d);
+	if (orphan) {
+		snprintf(path, sizeof path, "%s/%s", dir, nm);
+		le__unlink(path);
+	}
+	return 0;
+}
+
+static void drop_orphans(const char *dir)
+{
+	int fd = le__open_in(dir, LE_IN_DIR, O_RDONLY | O_DIRECTORY, 0);
+	if (fd < 0)
+		return;
+	le__dir_each(fd, drop_orphan, (void *)dir);
+	le__close(fd);
 }
 
 static void build_one(const struct job *j)
@@ -484,7 +476,7 @@ static void build_one(const struct job *j)
 		char ipath[LE_PATH_MAX];
 		if (le__seg_stat(path, &bytes, &mtime) == -ENOENT &&
 		    le__index_path(ipath, sizeof ipath, j->dir, j->index) >= 0)
-			unlink(ipath);
+			le__unlink(ipath);
 	}
 }
 

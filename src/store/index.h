@@ -81,10 +81,8 @@ size_t le__index_encode(unsigned char *out, const le__index *x);
 int le__index_decode(const unsigned char *buf, size_t len, le__index *x,
                      const char **why);
 
-/* Build the index of the segment at seg_path by reading it (plain libc
- * calls, never the le__os table: this runs on a thread of its own, which
- * must not see a test's injected faults).  It covers the frames up to the
- * first that does not validate.  @return 0, -errno, LE_ECORRUPT (the
+/* Build the index of the segment at seg_path by reading it.  It covers
+ * the frames up to the first that does not validate.  @return 0, -errno, LE_ECORRUPT (the
  * header), LE_ENOMEM. */
 int le__index_build(const char *seg_path, le__index *x);
 /* Write x as shard_dir's index of its segment: a temporary file renamed

@@ -50,10 +50,11 @@ int le__seg_stat(const char *seg_path, uint64_t *bytes, uint64_t *mtime_ns)
 	struct stat st;
 	int which = 0;
 
-	if (stat(seg_path, &st) < 0) {
-		if (errno != ENOENT || zst_name(z, seg_path, "") < 0 ||
-		    stat(z, &st) < 0)
-			return -errno;
+	int rc = le__stat(seg_path, &st);
+	if (rc < 0) {
+		if (rc != -ENOENT || (rc = zst_name(z, seg_path, "")) < 0 ||
+		    (rc = le__stat(z, &st)) < 0)
+			return rc;
 		which = 1;
 	}
 	*bytes = (uint64_t)st.st_size;
@@ -174,33 +175,37 @@ static int seg_named(const char *name, const char *suffix)
 	       strcmp(name + 20, suffix) == 0;
 }
 
+static int tidy_one(void *arg, const char *nm, unsigned type)
+{
+	const char *shard_dir = arg;
+	char path[ZPATH_MAX + 300], seg[ZPATH_MAX + 300];
+	struct stat st;
+	int drop = 0;
+
+	(void)type;
+	if (seg_named(nm, LE_ZST_SUFFIX ".tmp")) {
+		drop = 1;
+	} else if (seg_named(nm, LE_ZST_SUFFIX)) {
+		/* A crash between rename and unlink: the original is whole
+		 * and is what readers take; compress it again later rather
+		 * than trust two copies. */
+		snprintf(seg, sizeof seg, "%s/%.20s", shard_dir, nm);
+		drop = le__lstat(seg, &st) == 0 && S_ISREG(st.st_mode);
+	}
+	if (drop) {
+		snprintf(path, sizeof path, "%s/%s", shard_dir, nm);
+		le__unlink(path);
+	}
+	return 0;
+}
+
 void le__zst_tidy(const char *shard_dir)
 {
-	char path[ZPATH_MAX + 300], seg[ZPATH_MAX + 300];
-	struct dirent *de;
-	struct stat st;
-	DIR *d = opendir(shard_dir);
-
-	if (!d)
+	int fd = le__open_in(shard_dir, LE_IN_DIR, O_RDONLY | O_DIRECTORY, 0);
+	if (fd < 0)
 		return;
-	while ((de = readdir(d)) != NULL) {
-		const char *nm = de->d_name;
-		int drop = 0;
-		if (seg_named(nm, LE_ZST_SUFFIX ".tmp")) {
-			drop = 1;
-		} else if (seg_named(nm, LE_ZST_SUFFIX)) {
-			/* A crash between rename and unlink: the original is
-			 * whole and is what readers take; compress it again
-			 * later rather than trust two copies. */
-			snprintf(seg, sizeof seg, "%s/%.20s", shard_dir, nm);
-			drop = stat(seg, &st) == 0;
-		}
-		if (drop) {
-			snprintf(path, sizeof path, "%s/%s", shard_dir, nm);
-			le__unlink(path);
-		}
-	}
-	closedir(d);
+	le__dir_each(fd, tidy_one, (void *)shard_dir);
+	le__close(fd);
 }
 
 #ifdef LE_HAVE_ZSTD
@@ -290,10 +295,8 @@ int le__zst_archive(const char *shard_dir, uint64_t index, int level,
 	in_fd = le__open_in(seg, LE_IN_SHARD, O_RDONLY, 0);
 	if (in_fd < 0)
 		return in_fd;
-	if (fstat(in_fd, &st) < 0) {
-		rc = -errno;
+	if ((rc = le__fstat(in_fd, &st)) < 0)
 		goto out;
-	}
 	if ((uint64_t)st.st_size > LE_ZST_MAX_BYTES) {
 		rc = -EFBIG;
 		goto out;
@@ -311,8 +314,8 @@ int le__zst_archive(const char *shard_dir, uint64_t index, int level,
 	/* Its times are the segment's: retention and archiving by age go
 	 * by when the records were written, not when they were packed. */
 	struct timespec ts[2] = {st.st_atim, st.st_mtim};
-	if (rc == 0 && futimens(out_fd, ts) < 0)
-		rc = -errno;
+	if (rc == 0)
+		rc = le__futimens(out_fd, ts);
 	/* 2. its bytes on stable storage before any name points at them */
 	if (rc == 0)
 		rc = le__fdatasync(out_fd);
@@ -323,7 +326,7 @@ int le__zst_archive(const char *shard_dir, uint64_t index, int level,
 	/* 3. the archive appears whole or not at all, and only for a
 	 * segment that is still there (its claim: deletion waits) */
 	uint64_t h = claim(seg);
-	if (rc == 0 && fstat(in_fd, &st) == 0 && st.st_nlink == 0)
+	if (rc == 0 && le__fstat(in_fd, &st) == 0 && st.st_nlink == 0)
 		rc = -ENOENT; /* deleted meanwhile: so goes its archive */
 	if (rc == 0)
 		rc = le__rename(tmp, z);
@@ -403,10 +406,8 @@ static int zst_open(const char *path, const char **why)
 
 	if (fd < 0)
 		return fd;
-	if (fstat(fd, &st) < 0) {
-		rc = -errno;
+	if ((rc = le__fstat(fd, &st)) < 0)
 		goto out;
-	}
 	rc = one_name(path, &st);
 	if (rc < 0)
 		goto out;
@@ -571,7 +572,9 @@ int le__seg_open_read(const char *seg_path, int *archived, const char **why)
 
 	*archived = 0;
 	if (fd >= 0) {
-		rc = fstat(fd, &st) < 0 ? -errno : one_name(seg_path, &st);
+		rc = le__fstat(fd, &st);
+		if (rc == 0)
+			rc = one_name(seg_path, &st);
 		if (rc < 0) {
 			le__close(fd);
 			return rc;
@@ -600,8 +603,8 @@ ssize_t le__seg_head(const char *seg_path, void *buf, size_t cap,
 	}
 	if (fd < 0)
 		return fd;
-	ssize_t got = fstat(fd, &st) < 0 ? -errno
-	                                 : le__pread_full(fd, buf, cap, 0);
+	int rc = le__fstat(fd, &st);
+	ssize_t got = rc < 0 ? rc : le__pread_full(fd, buf, cap, 0);
 	*len = got < 0 ? 0 : (uint64_t)st.st_size;
 	le__close(fd);
 	return got;

@@ -56,42 +56,50 @@ static int parse_seg_name(const char *name, uint64_t *idx)
 }
 
 /* Collect numbers parsed from directory entries into a sorted array. */
+struct num_list {
+	int (*parse)(const char *, uint64_t *);
+	uint64_t *v;
+	size_t len, cap;
+};
+
+static int collect_num(void *arg, const char *name, unsigned type)
+{
+	struct num_list *l = arg;
+	uint64_t x;
+	(void)type;
+	if (!l->parse(name, &x))
+		return 0;
+	if (l->len == l->cap) {
+		size_t nc = l->cap ? l->cap * 2 : 16;
+		uint64_t *nv = realloc(l->v, nc * sizeof *nv);
+		if (!nv)
+			return LE_ENOMEM;
+		l->v = nv;
+		l->cap = nc;
+	}
+	l->v[l->len++] = x;
+	return 0;
+}
+
 static int list_dir(const char *dir, int depth,
                     int (*parse)(const char *, uint64_t *), uint64_t **out,
                     size_t *n)
 {
-	uint64_t *v = NULL, x;
-	size_t len = 0, cap = 0;
-	struct dirent *de;
+	struct num_list l = {parse, NULL, 0, 0};
 
 	*out = NULL;
 	*n = 0;
 	int fd = le__open_in(dir, depth, O_RDONLY | O_DIRECTORY, 0);
 	if (fd < 0)
 		return fd;
-	DIR *d = fdopendir(fd);
-	if (!d) {
-		int rc = -errno;
-		le__close(fd);
+	int rc = le__dir_each(fd, collect_num, &l);
+	le__close(fd);
+	if (rc < 0) {
+		free(l.v);
 		return rc;
 	}
-	while ((de = readdir(d)) != NULL) {
-		if (!parse(de->d_name, &x))
-			continue;
-		if (len == cap) {
-			size_t nc = cap ? cap * 2 : 16;
-			uint64_t *nv = realloc(v, nc * sizeof *nv);
-			if (!nv) {
-				free(v);
-				closedir(d);
-				return LE_ENOMEM;
-			}
-			v = nv;
-			cap = nc;
-		}
-		v[len++] = x;
-	}
-	closedir(d);
+	uint64_t *v = l.v;
+	size_t len = l.len;
 	if (len)
 		qsort(v, len, sizeof *v, cmp_u64);
 	/* A segment and its archive (a crash between the archive's rename
@@ -192,10 +200,8 @@ int le__scan_open(le__scan *s, const char *path, uint32_t expect_shard,
 			*why = "archive damaged";
 		return s->fd;
 	}
-	if (fstat(s->fd, &st) < 0) {
-		rc = -errno;
+	if ((rc = le__fstat(s->fd, &st)) < 0)
 		goto fail;
-	}
 	s->file_len = (uint64_t)st.st_size;
 	ssize_t got = le__pread_full(s->fd, h, sizeof h, 0);
 	if (got < 0) {
@@ -271,7 +277,7 @@ static int torn_header(const char *path, uint64_t *size)
 	*size = 0;
 	if (fd < 0)
 		return fd;
-	rc = fstat(fd, &st) < 0 ? -errno : 0;
+	rc = le__fstat(fd, &st);
 	if (rc < 0)
 		goto out;
 	*size = (uint64_t)st.st_size;
@@ -302,7 +308,7 @@ int le__seg_unborn(const char *path)
 
 	if (fd < 0)
 		return 0;
-	if (fstat(fd, &st) == 0) {
+	if (le__fstat(fd, &st) == 0) {
 		if (st.st_size < (off_t)LE_SEG_HDR)
 			/* cut inside the header: no frame can be in it */
 			r = le__pread_full(fd, h, sizeof h, 0) >= 0;

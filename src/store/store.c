@@ -84,14 +84,14 @@ int le__store_create(le__store *st, uint64_t index)
 	if (rc < 0)
 		return rc;
 	struct stat sb;
-	int existed = lstat(path, &sb) == 0;
+	int existed = le__lstat(path, &sb) == 0;
 	int fd = le__open_in(path, LE_IN_SHARD, open_flags(st) | O_CREAT | O_TRUNC,
 	                     st->cfg->file_mode);
 	if (fd < 0) {
 		/* A file system without O_DIRECT creates the file, then fails
 		 * the open: an empty segment left behind would read as one
 		 * cut short (verify fails) until the next open. */
-		if (!existed && lstat(path, &sb) == 0 && S_ISREG(sb.st_mode) &&
+		if (!existed && le__lstat(path, &sb) == 0 && S_ISREG(sb.st_mode) &&
 		    sb.st_size == 0)
 			le__unlink(path);
 		if (fd == -EINVAL && st->cfg->direct_io)

@@ -20,6 +20,7 @@
 #include "base/clock.h"
 #include "base/os.h"
 #include "logtest.h"
+#include "segfd.h"
 
 static char dir[256];
 static atomic_int disk_full, fail_sync_once, short_writes, eio_writes;
@@ -33,7 +34,7 @@ static ssize_t fake_pwrite(int fd, const void *buf, size_t len, off_t off)
 		errno = ENOSPC;
 		return -1;
 	}
-	if (atomic_load(&eio_writes) > 0) {
+	if (t_is_seg_fd(fd) && atomic_load(&eio_writes) > 0) {
 		atomic_fetch_sub(&eio_writes, 1);
 		errno = EIO;
 		return -1;
@@ -77,6 +78,7 @@ static void install_os(ssize_t (*pw)(int, const void *, size_t, off_t),
                        int (*ul)(const char *))
 {
 	le__os t = *le__os_current();
+	t.openat = t_segfd_openat; /* eio_writes: segments only */
 	if (pw)
 		t.pwrite = pw;
 	if (fds)
