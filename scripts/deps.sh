@@ -54,7 +54,7 @@ group() {
 	core) echo build-essential ;;
 	packaging) echo pkgconf cmake groff-base man-db ;;
 	bench) echo libspdlog-dev libgoogle-glog-dev ;;
-	fuzz) echo clang libclang-rt-14-dev ;;
+	fuzz) echo clang libclang-rt-14-dev strace ;;
 	profile) echo linux-perf valgrind ;;
 	pipeline) echo libmicrohttpd-dev wrk openssl ;;
 	nats) echo nats-server libnats-dev openssl strace ;;

@@ -9,7 +9,7 @@
 #   fuzz_recover     the same files and a CHECKPOINT recovered by le_open
 #   fuzz_fmt         le__vfmt (le_logf's formatter) against glibc's snprintf
 #   fuzz_queue       a dead process's QUEUE file recovered by le_open
-#                    (recover and queue through fuzz.h's OS-call table)
+#                    (the file targets' files are in memfs: fuzz.h)
 #   fuzz_defer       deferred records: descriptors and argument blocks
 #   fuzz_sites       a dead process's SITES table kept at le_open
 #   fuzz_index       a sealed segment's time index (.idx)
@@ -27,9 +27,10 @@
 #                      executions of a decoder (FUZZ_LONG_RUNS), 1 M of a
 #                      target that opens an engine (FUZZ_ENGINE_RUNS: queue,
 #                      recover); FUZZ_LONG_RUNS_queue=N sets one.
-#                      Hours: segment reads files, recover and queue open an
-#                      engine (about 1 ms of CPU an input, most of it
-#                      le_open's files, mappings and writer thread).
+#                      Hours: recover and queue open an engine (about
+#                      1 ms of CPU an input, most of it the engine's own
+#                      open and close under ASan: its writer thread,
+#                      mappings and allocations; the files are in memfs).
 #                      FUZZ_SECONDS caps each (0: no cap), FUZZ_SECONDS_queue=N
 #                      one of them; each prints its executions at the end
 #   make fuzz-corpus   regenerate the seed corpus tests/fuzz/corpus/
@@ -96,11 +97,17 @@ $(FUZZ_OUT)/obj/%.o: $(FUZZ_SRC)/%.c $(wildcard $(FUZZ_SRC)/*/*.h) include/logen
 	$(FUZZ_CC) $(FUZZ_CFLAGS) $(FUZZ_SAN) -fsanitize=fuzzer-no-link $(FUZZ_ZSTD) -Iinclude -I$(FUZZ_SRC) -c -o $@ $<
 
 $(FUZZ_OUT)/fuzz_recover: tests/fuzz/fuzz_segment.c
-$(FUZZ_BINS): tests/fuzz/fuzz.h
+$(FUZZ_BINS): tests/fuzz/fuzz.h tests/memfs.h
 $(FUZZ_OUT)/fuzz_fmt: tests/unit/fmt_gen.h
-$(FUZZ_OUT)/fuzz_%: tests/fuzz/fuzz_%.c $(FUZZ_LIB_OBJ)
+# Every target links memfs (fuzz.h): the file targets' files live there.
+# Sanitized, but without coverage: its branches are the test's, not
+# something for the fuzzer to explore.
+$(FUZZ_OUT)/memfs.o: tests/memfs.c tests/memfs.h $(FUZZ_SRC)/base/os.h tests/fuzz/fuzz.mk
 	@mkdir -p $(dir $@)
-	$(FUZZ_CC) $(FUZZ_CFLAGS) $(FUZZ_SAN) -fsanitize=fuzzer $(FUZZ_ZSTD) -Iinclude -I$(FUZZ_SRC) -o $@ $< $(FUZZ_LIB_OBJ) -pthread $(LDLIBS)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) $(FUZZ_SAN) -Iinclude -I$(FUZZ_SRC) -c -o $@ $<
+$(FUZZ_OUT)/fuzz_%: tests/fuzz/fuzz_%.c $(FUZZ_OUT)/memfs.o $(FUZZ_LIB_OBJ)
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) $(FUZZ_SAN) -fsanitize=fuzzer $(FUZZ_ZSTD) -Iinclude -I$(FUZZ_SRC) -Itests -o $@ $< $(FUZZ_OUT)/memfs.o $(FUZZ_LIB_OBJ) -pthread $(LDLIBS)
 
 # $(call fuzz_run,TARGET,LIMITS): one fuzzer on its own corpus and the seeds.
 fuzz_run = mkdir -p $(FUZZ_OUT)/work/$(1) $(FUZZ_OUT)/crash && \

@@ -32,8 +32,8 @@
  *   rest        the ring, RING bytes (zero-padded, or cut)
  *
  * Then le_open, one record written, le_flush, le_close, and a read of the
- * directory.  The OS calls go through fuzz.h's table (no fallocate,
- * no sync: the files are in RAM); FUZZ_REAL_OS=1 runs the real ones.
+ * directory.  The files are in memfs (fuzz.h; FUZZ_REAL_OS=1: real
+ * files in $TMPDIR).
  * Invariants (abort() on violation):
  *   - le_open, le_write, le_flush and le_close all succeed: a damaged
  *     queue loses what follows the damage, never the engine
@@ -80,26 +80,14 @@ static void setup(void)
 	REQUIRE(fuzz_shard_dir("queue", sd, sizeof sd) == 0);
 	snprintf(dir, sizeof dir, "%s", fuzz_top);
 	le__boot_id_set(BOOT);
-	if (!getenv("FUZZ_REAL_OS"))
-		fuzz_os_install();
 }
 
-/* rm -rf DIR/shard-000 (files only: le_open makes no subdirectory). */
+/* Empty DIR/shard-000 (le_open makes no subdirectory). */
 static void clear_shard(void)
 {
-	char sd[300], p[600];
+	char sd[300];
 	snprintf(sd, sizeof sd, "%s/shard-000", dir);
-	DIR *d = opendir(sd);
-	if (!d)
-		return;
-	struct dirent *de;
-	while ((de = readdir(d)))
-		if (strcmp(de->d_name, ".") && strcmp(de->d_name, "..")) {
-			snprintf(p, sizeof p, "%s/%s", sd, de->d_name);
-			REQUIRE(unlink(p) == 0);
-		}
-	closedir(d);
-	REQUIRE(rmdir(sd) == 0);
+	REQUIRE(fuzz_empty_dir(sd) == 0);
 }
 
 /* Put the check a producer would have put into each published record
@@ -169,12 +157,8 @@ static void write_queue(const uint8_t *data, size_t size)
 		fix_checks(file + LE_QUEUE_HDR, pos[1], pos[0]);
 
 	clear_shard();
-	snprintf(path, sizeof path, "%s/shard-000", dir);
-	REQUIRE(mkdir(path, 0755) == 0);
 	snprintf(path, sizeof path, "%s/shard-000/QUEUE", dir);
-	FILE *f = fopen(path, "wb");
-	REQUIRE(f && fwrite(file, 1, sizeof file, f) == sizeof file &&
-	        fclose(f) == 0);
+	REQUIRE(fuzz_put(path, file, sizeof file) == 0);
 }
 
 static int problems;
@@ -244,6 +228,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	/* the queue's records may say "after the queue" too, but it is last */
 	REQUIRE(after >= 1 && n <= RING / LE_SLOT_ALIGN + 1);
 
+	REQUIRE(fuzz_fds_left() == 0); /* the engine and reader closed all */
 	clear_shard(); /* the next run starts with no segment at all */
 	return 0;
 }

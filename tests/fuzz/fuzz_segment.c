@@ -60,7 +60,6 @@
 #define FUZZ_RECOVER 0
 #endif
 #define _GNU_SOURCE
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -96,77 +95,43 @@ static int trace; /* FUZZ_TRACE set: print what each pass saw */
 
 /* ---- the directory, made once per process ---- */
 
-static char top[256];       /* DIR */
-static char shard_dir[300]; /* DIR/shard-000 */
+static char shard_dir[300]; /* DIR/shard-000; DIR is fuzz_top */
 static char seg_name[2][400];
 static char ckpt_name[400];
 
-static void rm_top(void)
-{
-	char cmd[300];
-	snprintf(cmd, sizeof cmd, "rm -rf '%s'", top);
-	if (top[0] && system(cmd) != 0)
-		fprintf(stderr, "fuzz_segment: could not remove %s\n", top);
-}
-
-/* A broken invariant: say which, remove the directory (abort skips atexit;
- * FUZZ_KEEP=1 keeps it to look at), and let libFuzzer save the input. */
+/* A broken invariant: say which and let libFuzzer save the input (with
+ * FUZZ_REAL_OS the files are removed unless FUZZ_KEEP=1: abort skips
+ * atexit). */
 static void fail(const char *file, int line, const char *what)
 {
 	fprintf(stderr, "fuzz_segment: %s:%d: %s\n", file, line, what);
 	if (getenv("FUZZ_KEEP"))
-		fprintf(stderr, "fuzz_segment: files kept in %s\n", top);
-	else
-		rm_top();
+		fprintf(stderr, "fuzz_segment: files kept in %s\n", fuzz_top);
+	else if (fuzz_real_os())
+		fuzz_rm_top();
 	abort();
 }
 
 static void setup(void)
 {
-	const char *base = getenv("TMPDIR");
-	snprintf(top, sizeof top, "%s/le-fuzz-XXXXXX",
-	         base && *base ? base : "/tmp");
-	REQUIRE(mkdtemp(top));
-	snprintf(shard_dir, sizeof shard_dir, "%s/shard-000", top);
-	REQUIRE(mkdir(shard_dir, 0755) == 0);
+	REQUIRE(fuzz_shard_dir(FUZZ_RECOVER ? "recover" : "segment",
+	                       shard_dir, sizeof shard_dir) == 0);
 	trace = getenv("FUZZ_TRACE") != NULL;
 	for (int i = 0; i < 2; i++)
 		snprintf(seg_name[i], sizeof seg_name[i], "%s/%016x.seg",
 		         shard_dir, i + 1);
 	snprintf(ckpt_name, sizeof ckpt_name, "%s/CHECKPOINT", shard_dir);
-	atexit(rm_top);
-	if (FUZZ_RECOVER && !getenv("FUZZ_REAL_OS"))
-		fuzz_os_install(); /* no fallocate, no sync: RAM files */
 }
 
 /* Empty the shard directory (recovery may have added files). */
 static void clean(void)
 {
-	char path[700];
-	DIR *d = opendir(shard_dir);
-	struct dirent *de;
-
-	REQUIRE(d);
-	while ((de = readdir(d)) != NULL) {
-		if (de->d_name[0] == '.')
-			continue;
-		snprintf(path, sizeof path, "%s/%s", shard_dir, de->d_name);
-		unlink(path);
-	}
-	closedir(d);
+	REQUIRE(fuzz_empty_dir(shard_dir) == 0);
 }
 
 static void spit(const char *path, const unsigned char *p, size_t len)
 {
-	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-	REQUIRE(fd >= 0);
-	while (len > 0) {
-		ssize_t n = write(fd, p, len);
-		REQUIRE(n > 0);
-		p += n;
-		len -= (size_t)n;
-	}
-	close(fd);
+	REQUIRE(fuzz_put(path, p, len) == 0);
 }
 
 /* ---- making inputs reach past the CRCs ---- */
@@ -422,7 +387,7 @@ static void read_mode(struct run *ru, int mode, size_t total_bytes)
 	o.mode = mode;
 	o.on_problem = on_problem;
 	o.arg = ru;
-	rc = le_reader_open(&r, top, &o);
+	rc = le_reader_open(&r, fuzz_top, &o);
 	if (rc == LE_EVERSION) {
 		ru->rc = rc;
 		return;
@@ -488,7 +453,7 @@ static void recover(const struct run *before)
 	int consistent = before->overlaps == 0;
 
 	le_config_init(&cfg);
-	cfg.dir = top;
+	cfg.dir = fuzz_top;
 	cfg.queue_capacity = 64;
 	cfg.queue_capacity_bytes = 64u << 10;
 	cfg.max_record_bytes = 4096;
@@ -533,7 +498,7 @@ static void recover(const struct run *before)
 	le_reader_opts o;
 	le_reader_opts_init(&o);
 	o.mode = LE_RECOVER_SKIP;
-	REQUIRE(le_reader_open(&r, top, &o) == 0);
+	REQUIRE(le_reader_open(&r, fuzz_top, &o) == 0);
 	TRACE("after recovery (SKIP):\n");
 	while ((rc = le_reader_next(r, &lr)) == 1) {
 		int fi = file_of(lr.file);
@@ -656,6 +621,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	if (FUZZ_RECOVER && runs[3].rc == 0)
 		recover(&runs[3]);
+	REQUIRE(fuzz_fds_left() == 0); /* every reader and engine closed */
 	for (int m = 0; m < 4; m++)
 		free(runs[m].r);
 	free(body);

@@ -77,8 +77,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	even(page, LE_SP_SLOT1_OFF);
 	if (!(data[0] & 2))
 		len = LE_SP_BYTES;
-	FILE *f = fopen(path, "wb");
-	REQUIRE(f && fwrite(page, 1, len, f) == len && fclose(f) == 0);
+	REQUIRE(fuzz_put(path, page, len) == 0);
 
 	int rc = le_live_read_sized(dir, 0, &l, sizeof l);
 	REQUIRE(rc == 0 || rc == LE_ECORRUPT || rc == LE_EVERSION);
@@ -87,5 +86,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		REQUIRE(l.state == LE_LIVE_NONE || l.state == LE_LIVE_RUNNING ||
 		        l.state == LE_LIVE_STALE || l.state == LE_LIVE_DEAD ||
 		        l.state == LE_LIVE_CLOSED);
+	REQUIRE(fuzz_fds_left() == 0);
 	return 0;
 }

@@ -78,10 +78,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (cs != ZSTD_CONTENTSIZE_ERROR && cs != ZSTD_CONTENTSIZE_UNKNOWN &&
 	    cs > CONTENT_MAX && cs <= LE_ZST_MAX_BYTES)
 		return 0;
-	/* write(2), not stdio: fopen's buffer is an allocation an input */
-	int wfd = open(zst, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-	REQUIRE(wfd >= 0 && write(wfd, data, size) == (ssize_t)size &&
-	        close(wfd) == 0);
+	REQUIRE(fuzz_put(zst, data, size) == 0);
 
 	const char *why = NULL;
 	int archived = 0;
@@ -97,5 +94,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		uint64_t len;
 		le__seg_head(seg, head, sizeof head, &len, &archived);
 	}
+	REQUIRE(fuzz_fds_left() == 0); /* the content is a memfd, closed */
 	return 0;
 }
