@@ -38,7 +38,8 @@ struct mnode {
 	unsigned char *data;         /* MEMFS_FILE_MAX shared, or NULL */
 	size_t size;
 	size_t touched;              /* bytes of data ever written or mapped */
-	int mapped;                  /* ever mapped: data outlives the node */
+	int views;                   /* mappings of it not unmapped yet */
+	int lost_view;               /* a view unmapped in part: never reuse */
 	int opens;
 	int lock_ex;                 /* descriptor slot holding LOCK_EX, -1 */
 	int lock_sh;                 /* how many hold LOCK_SH */
@@ -125,10 +126,10 @@ static int pooled;
 
 static void node_free(mnode *n)
 {
-	/* A file that was mapped may still be: its views keep the pages
-	 * (they are views of the same shared memory), as a mapping keeps a
-	 * deleted file on Linux, so its region is let go, never reused. */
-	if (n->data && !n->mapped && pooled < POOL) {
+	/* A region a view was cut out of may still be seen through what is
+	 * left of it: let go, never reused (the kernel keeps the pages for
+	 * that view). */
+	if (n->data && !n->lost_view && pooled < POOL) {
 		if (n->touched <= ((size_t)1 << 20)) {
 			memset(n->data, 0, n->touched);
 		} else if (madvise(n->data, (n->touched + 4095) & ~(size_t)4095,
@@ -148,6 +149,14 @@ static void touch(mnode *n, size_t end)
 		n->touched = end;
 }
 
+/* A file lives while it has a name, an open descriptor or a mapping, as
+ * on Linux (a mapping keeps a deleted file). */
+static void maybe_free(mnode *n)
+{
+	if (n != root && n->nlink == 0 && n->opens == 0 && n->views == 0)
+		node_free(n);
+}
+
 /* Take n out of its directory; freed now if nobody has it open. */
 static void node_detach(mnode *n)
 {
@@ -161,8 +170,7 @@ static void node_detach(mnode *n)
 	n->parent = NULL;
 	n->next = NULL;
 	n->nlink = 0;
-	if (n->opens == 0)
-		node_free(n);
+	maybe_free(n);
 }
 
 static mnode *find(const mnode *dir, const char *name)
@@ -434,8 +442,8 @@ static void close_slot(mfd *f)
 	mnode *n = f->n;
 	unlock_slot(f);
 	f->n = NULL;
-	if (--n->opens == 0 && n->nlink == 0 && n != root)
-		node_free(n);
+	n->opens--;
+	maybe_free(n);
 }
 
 static int m_close(int fd)
@@ -797,6 +805,57 @@ static int m_flock(int fd, int op)
 	return e ? fail(e) : 0;
 }
 
+/* The live views of memfs files, to know when a file's last one goes. */
+#define VIEWS 64
+static struct view {
+	void *addr;
+	size_t len;
+	mnode *n;
+} views[VIEWS];
+
+static void add_view(void *addr, size_t len, mnode *n)
+{
+	int i = 0;
+	while (i < VIEWS && views[i].n)
+		i++;
+	if (i == VIEWS) {
+		n->lost_view = 1; /* not followed: never reused */
+		return;
+	}
+	views[i] = (struct view){addr, len, n};
+	n->views++;
+}
+
+/* [addr, addr + len) is no longer mapped (munmap, or a MAP_FIXED
+ * mapping over it): the views there are gone (mu held). */
+static void forget_views(void *addr, size_t len)
+{
+	uintptr_t a = (uintptr_t)addr, e = a + len;
+	for (int i = 0; i < VIEWS; i++) {
+		struct view *v = &views[i];
+		uintptr_t va = (uintptr_t)v->addr, ve = va + v->len;
+		if (!v->n || e <= va || a >= ve)
+			continue;
+		mnode *n = v->n;
+		if (a > va || e < ve)
+			n->lost_view = 1; /* part of it is still mapped */
+		v->n = NULL;
+		n->views--;
+		maybe_free(n);
+	}
+}
+
+static int m_munmap(void *addr, size_t len)
+{
+	pthread_mutex_lock(&mu);
+	int rc = below.munmap(addr, len), err = errno;
+	if (rc == 0)
+		forget_views(addr, len);
+	pthread_mutex_unlock(&mu);
+	errno = err;
+	return rc;
+}
+
 static void *m_mmap(void *addr, size_t len, int prot, int flags, int fd,
                     off_t off)
 {
@@ -825,6 +884,8 @@ static void *m_mmap(void *addr, size_t len, int prot, int flags, int fd,
 		           MREMAP_MAYMOVE | ((flags & MAP_FIXED) ? MREMAP_FIXED
 		                                                : 0),
 		           addr);
+		if (m != MAP_FAILED && (flags & MAP_FIXED))
+			forget_views(m, len); /* what was there is replaced */
 		if (m == MAP_FAILED) {
 			e = errno;
 		} else if (prot != (PROT_READ | PROT_WRITE) &&
@@ -834,7 +895,7 @@ static void *m_mmap(void *addr, size_t len, int prot, int flags, int fd,
 			m = MAP_FAILED;
 		} else {
 			touch(f->n, (size_t)off + len); /* stores may land */
-			f->n->mapped = 1;
+			add_view(m, len, f->n);
 		}
 	}
 	pthread_mutex_unlock(&mu);
@@ -942,8 +1003,7 @@ static void free_tree(mnode *d)
 			free_tree(k);
 		k->parent = NULL;
 		k->nlink = 0;
-		if (k->opens == 0)
-			node_free(k);
+		maybe_free(k);
 		k = next;
 	}
 	d->kids = NULL;
@@ -997,9 +1057,10 @@ int memfs_install(void)
 	t.lseek = m_lseek;
 	t.flock = m_flock;
 	t.mmap = m_mmap;
+	t.munmap = m_munmap;
 	t.getdents = m_getdents;
 	t.futimens = m_futimens;
-	/* madvise and munmap act on the views, which are real mappings */
+	/* madvise acts on the views, which are real mappings */
 	le__os_install(&t);
 	installed = 1;
 	calls = 0;
@@ -1012,6 +1073,16 @@ int memfs_uninstall(void)
 		return 0;
 	le__os_install(&below);
 	int open = memfs_clear();
+	pthread_mutex_lock(&mu);
+	for (int i = 0; i < VIEWS; i++) /* still mapped: theirs to keep */
+		if (views[i].n) {
+			mnode *n = views[i].n;
+			views[i].n = NULL;
+			n->lost_view = 1;
+			n->views--;
+			maybe_free(n);
+		}
+	pthread_mutex_unlock(&mu);
 	node_free(root);
 	root = NULL;
 	while (pooled)
