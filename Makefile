@@ -300,7 +300,11 @@ PERF_TOOLS := $(BUILD)/submit-latency $(BUILD)/trickle-cost $(BUILD)/writer-cost
 .PHONY: perf-tools bench-journal
 # cat of deferred records against the frame scan (docs/BENCHMARKS.md)
 PERF_TOOLS += $(BUILD)/cat-bench
-perf-tools: $(PERF_TOOLS) $(BUILD)/uring-cost
+perf-tools: $(PERF_TOOLS) $(BUILD)/uring-cost $(BUILD)/open-cycle
+
+# An engine's life on memfs against real files (the fuzz targets' floor).
+$(BUILD)/open-cycle: perf/open-cycle.c tests/memfs.c tests/memfs.h $(LIB_INT)
+	$(CC) $(BASEFLAGS) $(CFLAGS) -Itests -o $@ $< tests/memfs.c $(LIB_INT) $(LDLIBS)
 
 # io_uring against pwrite for the writer's pattern (liburing when there).
 URING    := $(shell test -f /usr/include/liburing.h && echo 1)

@@ -168,6 +168,23 @@ static uint64_t proc_start(int pid)
 	return p ? strtoull(p + 1, NULL, 10) : 0;
 }
 
+/* This process's start, read once per process (a fork's child is another
+ * pid and reads its own): every le_open asks for it.  start is stored
+ * before the pid that says it is this process's (release), so a thread
+ * that finds its pid (acquire) finds its start too. */
+static uint64_t own_start(void)
+{
+	static _Atomic int pid;
+	static _Atomic uint64_t start;
+	int me = getpid();
+	if (atomic_load_explicit(&pid, memory_order_acquire) == me)
+		return atomic_load_explicit(&start, memory_order_relaxed);
+	uint64_t s = proc_start(me);
+	atomic_store_explicit(&start, s, memory_order_relaxed);
+	atomic_store_explicit(&pid, me, memory_order_release);
+	return s;
+}
+
 static void put_hist(uint64_t *w, const le__hist *h)
 {
 	w[0] = h->count;
@@ -282,7 +299,7 @@ int le__statpage_open(le__statpage *p, const char *shard_dir,
 	p->map = m;
 	le__statpage_header(p->map, shard);
 	p->started_ns = le__now_ns();
-	p->proc_start = proc_start(getpid());
+	p->proc_start = own_start();
 	p->boot = le__boot_id();
 	uint64_t flush = (uint64_t)flush_ms * MS;
 	p->period_ns = flush > LE_LIVE_PERIOD_MS * MS ? flush

@@ -159,7 +159,7 @@ void le__boot_id_set(uint64_t id)
 	le__boot_id_override = id;
 }
 
-static uint64_t boot_id(void)
+static uint64_t read_boot_id(void)
 {
 	char b[64] = "";
 	if (le__boot_id_override)
@@ -185,7 +185,7 @@ uint64_t le__boot_id(void)
 		return le__boot_id_override;
 	uint64_t b = atomic_load_explicit(&kernel, memory_order_relaxed);
 	if (!b) {
-		b = boot_id();
+		b = read_boot_id();
 		atomic_store_explicit(&kernel, b, memory_order_relaxed);
 	}
 	return b;
@@ -201,7 +201,7 @@ static void put_header(unsigned char *h, const le__ring *r, uint32_t shard)
 	le__put64(h + 24, r->lap);
 	le__put32(h + 32, shard);
 	le__put32(h + 36, LE_SLOT_HDR);
-	le__put64(h + 40, boot_id());
+	le__put64(h + 40, le__boot_id());
 	le__put32(h + 60, le__crc_mask(le__crc32c_extend(0, h, 60)));
 }
 
@@ -216,7 +216,7 @@ static int get_header(const unsigned char *h, uint64_t file_len,
 	    v < LE_QUEUE_VERSION_MIN || v > LE_QUEUE_VERSION_MAX ||
 	    le__get32(h + 12) != LE_QUEUE_HDR ||
 	    le__get32(h + 36) != LE_SLOT_HDR || le__get32(h + 32) != shard ||
-	    le__get64(h + 40) != boot_id())
+	    le__get64(h + 40) != le__boot_id())
 		return LE_ECORRUPT; /* or another boot's: start afresh */
 	*size = le__get64(h + 16);
 	/* The size first: it must be the file's, and no larger than the
@@ -240,7 +240,7 @@ static int newer(const unsigned char *h, uint32_t shard)
 	return memcmp(h, LE_QUEUE_MAGIC, 8) == 0 &&
 	       le__get32(h + 60) == le__crc_mask(le__crc32c_extend(0, h, 60)) &&
 	       le__get32(h + 8) > LE_QUEUE_VERSION_MAX &&
-	       le__get32(h + 32) == shard && le__get64(h + 40) == boot_id();
+	       le__get32(h + 32) == shard && le__get64(h + 40) == le__boot_id();
 }
 
 /*
