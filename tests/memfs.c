@@ -33,7 +33,8 @@ struct mnode {
 	unsigned long cookie;        /* its place in parent's list (rising) */
 	unsigned long next_cookie;   /* a directory's next entry's */
 	mode_t mode;                 /* S_IFDIR or S_IFREG, and the bits */
-	nlink_t nlink;               /* 0: unlinked, freed at last close */
+	nlink_t nlink;               /* 0: unlinked; freed when no
+	                                descriptor or mapping is left */
 	ino_t ino;
 	unsigned char *data;         /* MEMFS_FILE_MAX shared, or NULL */
 	size_t size;

@@ -14,10 +14,12 @@
  *
  * What it keeps: directories, regular files (no links: there are none to
  * make), sizes, modes (under the process's umask), times, link counts,
- * open-but-unlinked files, flock() locks per open descriptor, and shared
+ * files unlinked while open or mapped, flock() locks per descriptor, shared
  * mappings that see the same bytes as pread and pwrite (each file's bytes
  * are one shared anonymous mapping; mmap makes another view of its pages
  * with mremap, so MAP_FIXED, munmap and madvise behave as on a file).
+ * What it does not keep: permissions (nothing is refused by its mode),
+ * symbolic and hard links, a full disk (only a file's own limit).
  * A file holds at most MEMFS_FILE_MAX bytes (EFBIG past it).  SEEK_HOLE
  * finds no hole before the end, as on a file system without holes.
  * Durability calls succeed at once: nothing here survives the process.
