@@ -424,6 +424,7 @@ int le__munmap(void *addr, size_t len)
 
 int le__madvise(void *addr, size_t len, int advice)
 {
+	/* a test's table from before this field: the real call */
 	int (*adv)(void *, size_t, int) = OS->madvise ? OS->madvise : madvise;
 	return adv(addr, len, advice) < 0 ? -errno : 0;
 }
@@ -491,13 +492,10 @@ int le__prealloc(int fd, uint64_t off, uint64_t len)
 
 int le__populate_write(void *p, size_t len)
 {
-	/* a test's table from before this field: the real call */
-	int (*adv)(void *, size_t, int) = OS->madvise ? OS->madvise : madvise;
-	if (adv(p, len, MADV_POPULATE_WRITE) == 0)
-		return 0;
+	int rc = le__madvise(p, len, MADV_POPULATE_WRITE);
 	/* EFAULT: a store would have been a SIGBUS, on a file system that
 	 * has no block for it (full, or over a quota) */
-	return errno == EFAULT ? -ENOSPC : -errno;
+	return rc == -EFAULT ? -ENOSPC : rc;
 }
 
 int le__writeback(int fd, uint64_t off, uint64_t len)
