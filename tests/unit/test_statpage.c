@@ -14,6 +14,7 @@
 #include "base/crc32c.h"
 #include "record/format.h"
 #include "live/statpage.h"
+#include "base/os.h"
 
 static le_engine *open_engine(const char *dir, unsigned shards)
 {
@@ -449,6 +450,60 @@ TEST(killed_engine_page_reads_dead_with_its_last_counts)
 	t_rmrf(dir);
 }
 
+/* Where the file system has no fallocate and the kernel cannot fault
+ * blocks in (before 5.14), the page's bytes are written instead, so a
+ * full disk is an error at le_open, never a SIGBUS in the writer. */
+static _Atomic int page_fills;
+
+static int no_fallocate(int fd, int mode, off_t off, off_t len)
+{
+	(void)fd, (void)mode, (void)off, (void)len;
+	errno = EOPNOTSUPP;
+	return -1;
+}
+
+static int no_populate(void *p, size_t len, int advice)
+{
+	if (advice == 23) { /* MADV_POPULATE_WRITE */
+		errno = EINVAL;
+		return -1;
+	}
+	return madvise(p, len, advice);
+}
+
+static ssize_t count_fills(int fd, const void *buf, size_t len, off_t off)
+{
+	const unsigned char *b = buf;
+	size_t i = 0;
+	while (i < len && !b[i])
+		i++;
+	if (off == 0 && len == LE_SP_BYTES && i == len)
+		atomic_fetch_add(&page_fills, 1);
+	return le__os_real.pwrite(fd, buf, len, off);
+}
+
+TEST(page_is_made_where_neither_fallocate_nor_faulting_in_reserves_blocks)
+{
+	char dir[256];
+	le__os t = le__os_real;
+	t.fallocate = no_fallocate;
+	t.madvise = no_populate;
+	t.pwrite = count_fills;
+	le__os_install(&t);
+	le_engine *e = open_engine(t_tmpdir(dir), 2);
+	le_stats st;
+	CHECK_RC(le_stats_get(e, &st));
+	CHECK_EQ(st.live_pages_off, 0);
+	CHECK_EQ(atomic_load(&page_fills), 2); /* each shard's page, whole */
+	write_n(e, 0, 10);
+	CHECK_RC(le_close(e));
+	le__os_install(NULL);
+	le_live l;
+	CHECK_RC(le_live_read(dir, 1, &l));
+	CHECK_EQ(l.state, LE_LIVE_CLOSED);
+	t_rmrf(dir);
+}
+
 TEST(stopped_engine_page_goes_stale)
 {
 	char dir[256];
@@ -485,5 +540,6 @@ int main(int argc, char **argv)
 	RUN(live_handle_reads_the_pages_and_follows_a_directory_made_anew);
 	RUN(killed_engine_page_reads_dead_with_its_last_counts);
 	RUN(stopped_engine_page_goes_stale);
+	RUN(page_is_made_where_neither_fallocate_nor_faulting_in_reserves_blocks);
 	return t_done();
 }
